@@ -1,0 +1,29 @@
+"""gpublas: a small cuBLAS substitute in Python, on NVIDIA GPUs (PyCUDA) or a CPU simulator.
+
+    import gpublas, numpy as np
+    a = gpublas.to_device(np.random.rand(64, 32).astype(np.float32))
+    print(gpublas.backend(), a.get().sum())
+"""
+from .array import DeviceArray, asarray, empty, empty_like, full, to_device, zeros, zeros_like
+from .backends import backend, current as _current_backend, device_info, use
+from .errors import CompileError, FreedArrayError, GpublasError, LaunchError, OutOfMemoryError
+from .launch import ceil_div, get_kernel, load_source
+from .memory import free_cached, memory_stats
+from .pinned import PageableMemoryWarning, is_pinned, pinned_empty
+from .stream import Event, Stream, current_stream, synchronize
+
+__version__ = "0.1.0"
+
+
+def sim_thread_order(order):
+    """Sets the order in which the sim backend runs a block's threads: 'forward', 'reverse' or
+    'random' (GPUBLAS_SIM_ORDER sets the default). A kernel whose result depends on it has a race."""
+    b = _current_backend()
+    if b.name != "sim":
+        raise RuntimeError("thread order is a property of the sim backend; the active one is " + b.name)
+    b.set_order(order)
+
+
+# --- kernel factories (issue: runtime) ---
+# --- elementwise operations and reductions (issue: BLAS/array ops) ---
+# --- BLAS levels 1-3 (issue: BLAS) ---

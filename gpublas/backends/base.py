@@ -1,0 +1,72 @@
+"""The narrow interface every backend implements. Nothing above it knows which backend runs.
+
+Pointers are Python ints; `stream` is a backend stream handle or None (the default stream, and then
+the call is blocking); a module is whatever `compile` returns and `prepare` accepts.
+"""
+
+
+class Backend:
+    name = "abstract"
+
+    # device
+    def device_info(self):
+        """{'name', 'compute_capability', 'multiprocessors', 'total_memory', 'backend'}."""
+        raise NotImplementedError
+
+    def synchronize(self):
+        raise NotImplementedError
+
+    # memory
+    def mem_alloc(self, nbytes):
+        """Returns a device pointer; raises MemoryError when the device has no room."""
+        raise NotImplementedError
+
+    def mem_free(self, ptr):
+        raise NotImplementedError
+
+    def pinned_alloc(self, nbytes):
+        """Returns a uint8 ndarray of at least `nbytes` that owns page-locked host memory."""
+        raise NotImplementedError
+
+    # copies and memset (asynchronous when stream is not None)
+    def htod(self, dst, src, nbytes, stream=None):
+        """Copies `nbytes` from host address `src` to device pointer `dst`."""
+        raise NotImplementedError
+
+    def dtoh(self, dst, src, nbytes, stream=None):
+        raise NotImplementedError
+
+    def dtod(self, dst, src, nbytes, stream=None):
+        raise NotImplementedError
+
+    def memset_d8(self, dst, byte, nbytes, stream=None):
+        raise NotImplementedError
+
+    # streams and events
+    def stream_create(self):
+        raise NotImplementedError
+
+    def stream_synchronize(self, stream):
+        raise NotImplementedError
+
+    def event_create(self):
+        raise NotImplementedError
+
+    def event_record(self, event, stream=None):
+        raise NotImplementedError
+
+    def event_synchronize(self, event):
+        raise NotImplementedError
+
+    def event_elapsed_ms(self, start, end):
+        raise NotImplementedError
+
+    # kernels
+    def compile(self, source, defines, source_name):
+        """Compiles CUDA C source (cached on disk) and returns a loaded module."""
+        raise NotImplementedError
+
+    def prepare(self, module, name, argcodes):
+        """Returns launch(grid, block, shared, stream, args) for kernel `name` whose parameters have
+        the struct codes `argcodes` ('P' pointer, 'i' int, 'f' float, ...)."""
+        raise NotImplementedError

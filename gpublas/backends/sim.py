@@ -1,0 +1,228 @@
+"""The `sim` backend: CUDA C on the CPU.
+
+Device memory is host memory (aligned, poisoned with NaN bytes when fresh so that reading memory
+nobody wrote shows up), copies are memmoves, streams run in order (every call completes before it
+returns), events read the host clock. Kernels are compiled by the host C++ compiler against
+gpublas_sim.h into a shared library and launched through ctypes; see that header for how threads
+and barriers are simulated.
+"""
+import ctypes
+import functools
+import os
+import platform
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .. import compiler, source
+from ..errors import CompileError, LaunchError
+from .base import Backend
+
+HEADER = Path(__file__).resolve().parent.parent / "sim" / "gpublas_sim.h"
+ORDERS = {"forward": 0, "reverse": 1, "random": 2}
+_EXTERN_SHARED = re.compile(
+    r"extern\s+__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s*)?(?P<type>[\w\s]+?)\s+"
+    r"(?:__align__\s*\(\s*\d+\s*\)\s*)?(?P<name>\w+)\s*\[\s*\]\s*;")
+_BARRIERS = re.compile(r"\b(__syncthreads\w*|__syncwarp|__shfl\w*_sync|__ballot_sync|__any_sync|__all_sync"
+                       r"|__activemask|wmma::\w+_sync)\b")
+_FUNCTION = re.compile(r"(?P<name>\w+)\s*\([^;{)]*\)\s*(?:const\s*)?\{")
+_CXXFLAGS = ["-O2", "-std=c++17", "-fPIC", "-shared", "-fopenmp", "-fvisibility=hidden",
+             "-U_FORTIFY_SOURCE", "-D_FORTIFY_SOURCE=0", "-fno-strict-aliasing", "-Wno-unknown-pragmas",
+             "-Wno-unused-result"]
+
+_libc = ctypes.CDLL(None)
+_libc.aligned_alloc.restype = ctypes.c_void_p
+_libc.aligned_alloc.argtypes = [ctypes.c_size_t, ctypes.c_size_t]
+_libc.free.argtypes = [ctypes.c_void_p]
+_libc.free.restype = None
+
+_CTYPES = {"P": ctypes.c_void_p, "f": ctypes.c_float, "d": ctypes.c_double, "i": ctypes.c_int32,
+           "I": ctypes.c_uint32, "q": ctypes.c_int64, "Q": ctypes.c_uint64, "?": ctypes.c_bool,
+           "b": ctypes.c_int8, "B": ctypes.c_uint8, "h": ctypes.c_int16, "H": ctypes.c_uint16}
+
+
+@functools.lru_cache(maxsize=None)
+def host_compiler():
+    """(command, version line) of the host C++ compiler: $CXX, else g++, else clang++."""
+    for cand in [os.environ.get("CXX"), "g++", "clang++", "c++"]:
+        if cand and shutil.which(cand):
+            out = subprocess.run([cand, "--version"], capture_output=True, text=True).stdout
+            return cand, out.splitlines()[0] if out else cand
+    raise CompileError("the sim backend needs a C++ compiler (g++ or clang++) on the PATH, or $CXX",
+                       "no compiler found")
+
+
+def _cpu_name():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def kernels_needing_fibers(text):
+    """Names of the kernels that reach a barrier or warp intrinsic, directly or through the device
+    functions they call. The others take the simulator's fast path (a plain loop over threads)."""
+    text = source.strip_comments(text)
+    bodies = {}
+    for m in _FUNCTION.finditer(text):
+        depth, i = 0, m.end() - 1
+        while i < len(text):
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            i += 1
+            if depth == 0:
+                break
+        bodies[m.group("name")] = text[m.end():i]
+    barrier = {n for n, b in bodies.items() if _BARRIERS.search(b)}
+    changed = True
+    while changed:
+        changed = False
+        for n, b in bodies.items():
+            if n not in barrier and any(re.search(rf"\b{re.escape(c)}\s*\(", b) for c in barrier):
+                barrier.add(n)
+                changed = True
+    return barrier
+
+
+def translate(text):
+    """The .cu text as the host compiler sees it: `extern __shared__ T name[];` becomes a pointer to
+    the block's dynamic shared memory (same line count, so compiler messages keep their lines)."""
+    return _EXTERN_SHARED.sub(
+        lambda m: f"{m['type']}* {m['name']} = ({m['type']}*)gpublas_sim::dynamic_shared();", text)
+
+
+class SimModule:
+    def __init__(self, lib, fibers, name):
+        self.lib, self.fibers, self.name = lib, fibers, name
+
+
+class SimBackend(Backend):
+    name = "sim"
+
+    def __init__(self):
+        default = min(8 << 30, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2)
+        self.total_memory = int(os.environ.get("GPUBLAS_SIM_MEMORY", default))
+        self.order = ORDERS[os.environ.get("GPUBLAS_SIM_ORDER", "forward").lower()]
+        self.seed = int(os.environ.get("GPUBLAS_SIM_SEED", "0"))
+        self.allocated = 0
+        self._sizes = {}
+
+    def device_info(self):
+        return {"name": f"gpublas CPU simulator on {_cpu_name()}", "compute_capability": "cpu",
+                "multiprocessors": os.cpu_count(), "total_memory": self.total_memory, "backend": "sim"}
+
+    def synchronize(self):
+        pass
+
+    def set_order(self, order):
+        """Thread order inside a block: 'forward', 'reverse' or 'random'."""
+        self.order = ORDERS[order]
+
+    # memory: host memory standing in for the device's
+    def mem_alloc(self, nbytes):
+        if self.allocated + nbytes > self.total_memory:
+            raise MemoryError(nbytes)
+        ptr = _libc.aligned_alloc(256, (nbytes + 255) // 256 * 256)
+        if not ptr:
+            raise MemoryError(nbytes)
+        ctypes.memset(ptr, 0xFF, nbytes)  # NaN in every float type: uninitialized reads show
+        self.allocated += nbytes
+        self._sizes[ptr] = nbytes
+        return ptr
+
+    def mem_free(self, ptr):
+        self.allocated -= self._sizes.pop(ptr)
+        _libc.free(ptr)
+
+    def pinned_alloc(self, nbytes):
+        return np.empty(max(nbytes, 1), np.uint8)  # host memory is all the simulator has
+
+    def htod(self, dst, src, nbytes, stream=None):
+        ctypes.memmove(dst, src, nbytes)
+
+    dtoh = dtod = htod
+
+    def memset_d8(self, dst, byte, nbytes, stream=None):
+        ctypes.memset(dst, byte, nbytes)
+
+    # streams run in order; events read the clock when recorded
+    def stream_create(self):
+        return object()
+
+    def stream_synchronize(self, stream):
+        pass
+
+    def event_create(self):
+        return [None]
+
+    def event_record(self, event, stream=None):
+        event[0] = time.perf_counter()
+
+    def event_synchronize(self, event):
+        pass
+
+    def event_elapsed_ms(self, start, end):
+        if start[0] is None or end[0] is None:
+            raise LaunchError("elapsed time asked of an event that was never recorded")
+        return (end[0] - start[0]) * 1e3
+
+    # kernels
+    def compile(self, text, defines, source_name):
+        cxx, version = host_compiler()
+        sigs = source.kernel_signatures(text, defines)
+        body = (f'#line 1 "{source_name}"\n' + translate(text) + '\n#line 1 "<gpublas sim entries>"\n'
+                + "".join(f"GPUBLAS_SIM_ENTRY({k})\n" for k in sigs))
+        flags = _CXXFLAGS + [f"-D{k}={v}" for k, v in sorted((defines or {}).items())]
+        if platform.machine() in ("x86_64", "AMD64"):
+            flags.append("-march=native")
+
+        def build(src, out):
+            cmd = [cxx, *flags, "-I", str(source.src_dir()), "-include", str(HEADER), "-x", "c++", str(src),
+                   "-o", str(out)]
+            compiler.run_compiler(cmd, what="the sim backend", output=out, source_name=source_name)
+
+        path = compiler.compile_cached(
+            body, key_parts=[HEADER.read_text(), source.headers_digest(), " ".join(flags), version, _cpu_name()],
+            suffix=".so", build=build, source_name=source_name)
+        lib = ctypes.CDLL(str(path), mode=os.RTLD_LOCAL | os.RTLD_NOW)
+        lib.gpublas_sim_error.restype = ctypes.c_char_p
+        return SimModule(lib, kernels_needing_fibers(text), source_name)
+
+    def prepare(self, module, name, argcodes):
+        try:
+            entry = getattr(module.lib, f"gpublas_launch_{name}")
+            sizes_of = getattr(module.lib, f"gpublas_argsizes_{name}")
+        except AttributeError:
+            raise LaunchError(f"no kernel '{name}' in {module.name}") from None
+        sizes = (ctypes.c_int * 64)()
+        n = sizes_of(sizes)
+        parsed = [ctypes.sizeof(_CTYPES[c]) for c in argcodes]
+        if list(sizes[:n]) != parsed:
+            raise LaunchError(f"kernel '{name}': parameter sizes {list(sizes[:n])} from the compiler do "
+                              f"not match {parsed} parsed from its signature '{argcodes}'")
+        entry.restype = ctypes.c_int
+        entry.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_int, ctypes.c_uint]
+        # Argument packing prepared once: one ctypes scalar per parameter and an array of their
+        # addresses; a launch only assigns values.
+        slots = [_CTYPES[c]() for c in argcodes]
+        argv = (ctypes.c_void_p * max(1, len(slots)))(*[ctypes.addressof(s) for s in slots])
+        dims = (ctypes.c_uint * 6)()
+        fibers = name in module.fibers
+        lib = module.lib
+        backend = self
+
+        def launch(grid, block, shared, stream, args):
+            for slot, value in zip(slots, args):
+                slot.value = value
+            dims[:] = (*grid, *block)
+            backend.seed += 1
+            if entry(dims, shared, argv, int(fibers) | (backend.order << 1), backend.seed & 0xFFFFFFFF):
+                raise LaunchError(lib.gpublas_sim_error().decode())
+
+        return launch

@@ -1,0 +1,79 @@
+"""Finding and reading the CUDA C sources: cuda_src/ ships inside the installed package."""
+import functools
+import hashlib
+import re
+from importlib import resources
+from pathlib import Path
+
+_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+_KERNEL = re.compile(
+    r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?"
+    r"(?P<name>\w+)\s*\((?P<params>[^)]*)\)", re.S)
+
+# struct-module codes, as PyCUDA's prepared calls use them
+_SCALARS = {
+    "float": "f", "double": "d", "int": "i", "int32_t": "i", "unsigned": "I", "unsigned int": "I",
+    "uint32_t": "I", "long long": "q", "long long int": "q", "int64_t": "q", "ptrdiff_t": "q",
+    "long": "q", "unsigned long long": "Q", "uint64_t": "Q", "size_t": "Q", "unsigned long": "Q",
+    "bool": "?", "char": "b", "unsigned char": "B", "short": "h", "unsigned short": "H",
+}
+_QUALIFIERS = {"const", "volatile", "__restrict__", "__restrict", "restrict", "struct"}
+
+
+@functools.lru_cache(maxsize=None)
+def src_dir():
+    """The folder holding the .cu files (the `cuda_src` package's data)."""
+    return Path(str(resources.files("cuda_src")))
+
+
+def path(family):
+    p = src_dir() / f"{family}.cu"
+    if not p.exists():
+        raise FileNotFoundError(f"no kernel family '{family}': {p} does not exist")
+    return p
+
+
+@functools.lru_cache(maxsize=None)
+def read(family):
+    return path(family).read_text()
+
+
+@functools.lru_cache(maxsize=None)
+def headers_digest():
+    """A digest of every header a .cu file may include (part of the compile cache key)."""
+    h = hashlib.sha256()
+    for p in sorted(src_dir().glob("*.cuh")):
+        h.update(p.name.encode() + p.read_bytes())
+    return h.hexdigest()
+
+
+def strip_comments(source):
+    return _COMMENTS.sub(lambda m: "\n" * m.group(0).count("\n"), source)
+
+
+def apply_defines(text, defines):
+    for name, value in (defines or {}).items():
+        text = re.sub(rf"\b{re.escape(name)}\b", str(value), text)
+    return text
+
+
+def param_code(param):
+    """'const float* __restrict__ a' -> 'P'; 'int n' -> 'i'."""
+    if "*" in param or "[" in param:
+        return "P"
+    words = [w for w in param.replace("&", " ").split() if w not in _QUALIFIERS]
+    type_name = " ".join(words[:-1])
+    try:
+        return _SCALARS[type_name]
+    except KeyError:
+        raise TypeError(f"kernel parameter '{param.strip()}': unsupported type '{type_name}'") from None
+
+
+def kernel_signatures(source, defines=None):
+    """{kernel name: struct codes of its parameters} for every __global__ function in `source`."""
+    text = apply_defines(strip_comments(source), defines)
+    sigs = {}
+    for m in _KERNEL.finditer(text):
+        params = [p for p in m.group("params").split(",") if p.strip() and p.strip() != "void"]
+        sigs[m.group("name")] = "".join(param_code(p) for p in params)
+    return sigs

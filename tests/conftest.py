@@ -1,0 +1,48 @@
+"""Test setup: the sim backend unless GPUBLAS_BACKEND says otherwise; one OpenMP thread per pytest
+worker under xdist (the workers already use the cores); `sim_orders` runs a test under two thread
+orders; `cuda`-marked tests skip cleanly where the cuda backend cannot start."""
+import os
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("GPUBLAS_BACKEND", "sim")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import gpublas  # noqa: E402
+
+
+def _cuda_available():
+    try:
+        import pycuda.driver as drv
+        drv.init()
+        return drv.Device.count() > 0
+    except Exception:
+        return False
+
+
+CUDA = _cuda_available()
+
+
+def pytest_collection_modifyitems(config, items):
+    skip = pytest.mark.skip(reason="needs the cuda backend: PyCUDA and an NVIDIA GPU")
+    for item in items:
+        if "cuda" in item.keywords and not CUDA:
+            item.add_marker(skip)
+
+
+@pytest.fixture(params=["forward", "reverse"])
+def sim_order(request):
+    """Runs the test under two simulator thread orders (a no-op parameter on the cuda backend)."""
+    if gpublas.backend() == "sim":
+        gpublas.sim_thread_order(request.param)
+        yield request.param
+        gpublas.sim_thread_order(os.environ.get("GPUBLAS_SIM_ORDER", "forward"))
+    else:
+        yield request.param
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(1234)
