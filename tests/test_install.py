@@ -1,0 +1,34 @@
+"""A non-editable install finds cuda_src/ and the simulation header from site-packages."""
+import importlib.util
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.slow
+def test_non_editable_install_ships_kernel_sources(tmp_path):
+    target = tmp_path / "site"
+    # Without network (a GPU machine), build with what is installed; else let pip isolate the build.
+    offline = importlib.util.find_spec("wheel") is not None and importlib.util.find_spec("setuptools") is not None
+    p = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target),
+                        *(["--no-build-isolation"] if offline else []), str(ROOT)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    code = textwrap.dedent("""
+        import numpy as np, gpublas
+        from gpublas import source
+        assert str(source.src_dir()).startswith(%r), source.src_dir()
+        assert (source.src_dir() / "memory.cu").exists()
+        a = gpublas.full((5,), 2.0, np.float32)
+        print(gpublas.__file__, a.get().sum())
+        """ % str(target))
+    env = dict(os.environ, PYTHONPATH=str(target), GPUBLAS_BACKEND="sim",
+               GPUBLAS_CACHE_DIR=str(tmp_path / "cache"))
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert str(target) in p.stdout and p.stdout.strip().endswith("10.0")
