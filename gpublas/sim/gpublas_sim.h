@@ -11,8 +11,8 @@
 //   * __shared__ variables are `static thread_local`: every OS thread has its own copy, shared by
 //     the fibers of the block it is running;
 //   * kernels without any barrier run on a fast path: a plain loop over the block's threads.
-// Fibers start once with makecontext and then switch with _setjmp/_longjmp (no signal-mask system
-// call per switch: about 10x faster than swapcontext, see shared/notes/sim-backend.md).
+// Fibers switch with a dozen instructions of assembly on x86-64 (no signal-mask system call as
+// with swapcontext, see shared/notes/sim-backend.md), handing the CPU straight to the next thread.
 #pragma once
 
 #include <algorithm>
@@ -96,10 +96,49 @@ namespace gpublas_sim {
 enum FiberState { READY, AT_SYNC, AT_WARP, DONE };
 enum Order { FORWARD = 0, REVERSE = 1, RANDOM = 2 };
 
+// ---- context switching -----------------------------------------------------------------------
+// On x86-64 a switch saves the six callee-saved registers on the old stack, swaps stack pointers
+// and pops the new fiber's registers: a dozen instructions, no system call. Elsewhere it falls
+// back to ucontext's swapcontext (correct, slower).
+#if defined(__x86_64__)
+struct Context { void* sp; };
+extern "C" void gpublas_sim_switch(void** save_sp, void* new_sp);
+__asm__(".text\n"
+        ".p2align 4\n"
+        ".hidden gpublas_sim_switch\n"
+        ".globl gpublas_sim_switch\n"
+        ".type gpublas_sim_switch,@function\n"
+        "gpublas_sim_switch:\n"
+        "  pushq %rbp\n  pushq %rbx\n  pushq %r12\n  pushq %r13\n  pushq %r14\n  pushq %r15\n"
+        "  movq %rsp, (%rdi)\n"
+        "  movq %rsi, %rsp\n"
+        "  popq %r15\n  popq %r14\n  popq %r13\n  popq %r12\n  popq %rbx\n  popq %rbp\n"
+        "  ret\n"
+        ".size gpublas_sim_switch, .-gpublas_sim_switch\n");
+static inline void context_switch(Context* from, Context* to) { gpublas_sim_switch(&from->sp, to->sp); }
+// A fresh stack whose first switch "returns" into entry with the ABI's alignment.
+static inline void context_start(Context* c, char* stack, size_t size, void (*entry)()) {
+    uintptr_t top = (reinterpret_cast<uintptr_t>(stack) + size) & ~uintptr_t(15);
+    void** sp = reinterpret_cast<void**>(top);
+    *--sp = nullptr;                               // entry's return address: it never returns
+    *--sp = reinterpret_cast<void*>(entry);        // popped by the switch's `ret`
+    for (int i = 0; i < 6; ++i) *--sp = nullptr;   // rbp rbx r12-r15
+    c->sp = sp;
+}
+#else
+struct Context { ucontext_t uc; };
+static inline void context_switch(Context* from, Context* to) { swapcontext(&from->uc, &to->uc); }
+static inline void context_start(Context* c, char* stack, size_t size, void (*entry)()) {
+    getcontext(&c->uc);
+    c->uc.uc_stack.ss_sp = stack;
+    c->uc.uc_stack.ss_size = size;
+    c->uc.uc_link = nullptr;
+    makecontext(&c->uc, entry, 0);
+}
+#endif
+
 struct Fiber {
-    jmp_buf ctx;            // where the fiber is parked
-    ucontext_t start;       // its first entry (makecontext)
-    bool started;
+    Context ctx;            // where the fiber is parked
     FiberState state;
     uint3 tid;
     unsigned linear;        // threadIdx flattened: x + y*bx + z*bx*by
@@ -110,18 +149,20 @@ struct Fiber {
 struct WarpSlot { uint64_t value; unsigned stamp; };
 
 struct Worker {
-    jmp_buf sched;
+    Context sched;          // the block scheduler's own context
     Fiber* fibers = nullptr;
     unsigned nfibers = 0;   // fibers allocated
     char* stacks = nullptr;
     size_t stack_size = 0;
     Fiber* cur = nullptr;
+    unsigned pos = 0;       // position of `cur` in this pass's order
+    int order = FORWARD;
     void (*thunk)(void**) = nullptr;
     void** args = nullptr;
     bool fast = false;      // fast path: no fibers
     unsigned nthreads = 0;  // threads of the current block
     std::vector<WarpSlot> slots;     // [warp][parity][lane]
-    std::vector<unsigned> order;
+    std::vector<unsigned> perm;      // this pass's order when it is random
     std::vector<char> dyn_smem;
     uint64_t rng = 0;
 };
@@ -146,25 +187,33 @@ static inline size_t stack_bytes() {
     return (kb < 16 ? 16 : kb) * 1024;
 }
 
-static void fiber_entry() {
-    Worker* w = tls_worker;
-    for (;;) {
-        w->thunk(w->args);
-        Fiber* f = w->cur;
-        f->state = DONE;
-        if (!_setjmp(f->ctx)) _longjmp(w->sched, 1);
-        // resumed for the next block: run the kernel again
-    }
+static inline unsigned fiber_at(Worker* w, unsigned k) {
+    return w->order == FORWARD ? k : w->order == REVERSE ? w->nthreads - 1 - k : w->perm[k];
 }
 
-static inline void reset_fiber(Worker* w, unsigned i) {
-    Fiber& f = w->fibers[i];
-    getcontext(&f.start);
-    f.start.uc_stack.ss_sp = w->stacks + w->stack_size * i;
-    f.start.uc_stack.ss_size = w->stack_size;
-    f.start.uc_link = nullptr;
-    makecontext(&f.start, fiber_entry, 0);
-    f.started = false;
+// Parks the running fiber in `why` and hands the CPU to the next READY fiber of this pass, or
+// back to the scheduler when the pass is over. The switcher sets threadIdx for whom it resumes.
+static inline void park(Worker* w, FiberState why) {
+    Fiber* f = w->cur;
+    f->state = why;
+    for (unsigned k = w->pos + 1; k < w->nthreads; ++k) {
+        Fiber* next = &w->fibers[fiber_at(w, k)];
+        if (next->state == READY) {
+            w->cur = next;
+            w->pos = k;
+            threadIdx = next->tid;
+            context_switch(&f->ctx, &next->ctx);
+            return;
+        }
+    }
+    context_switch(&f->ctx, &w->sched);
+}
+
+static void fiber_entry() {
+    Worker* w = tls_worker;
+    w->thunk(w->args);
+    park(w, DONE);  // never resumed: the next block starts every fiber afresh
+    __builtin_unreachable();
 }
 
 static Worker* worker(unsigned nthreads) {
@@ -179,27 +228,8 @@ static Worker* worker(unsigned nthreads) {
         if (w->stacks == MAP_FAILED) { w->stacks = nullptr; w->nfibers = 0; return nullptr; }
         w->fibers = new Fiber[nthreads];
         w->nfibers = nthreads;
-        for (unsigned i = 0; i < nthreads; ++i) reset_fiber(w, i);
     }
     return w;
-}
-
-// Runs fiber f until it yields (barrier) or finishes its thread.
-static inline void resume(Worker* w, Fiber* f) {
-    w->cur = f;
-    threadIdx = f->tid;
-    if (!_setjmp(w->sched)) {
-        if (!f->started) { f->started = true; setcontext(&f->start); }
-        _longjmp(f->ctx, 1);
-    }
-}
-
-// Called on a fiber: park it and return to the scheduler.
-static inline void yield(Worker* w, FiberState why) {
-    Fiber* f = w->cur;
-    f->state = why;
-    if (!_setjmp(f->ctx)) _longjmp(w->sched, 1);
-    threadIdx = f->tid;
 }
 
 static inline uint64_t next_random(uint64_t& s) {  // splitmix64
@@ -209,11 +239,10 @@ static inline uint64_t next_random(uint64_t& s) {  // splitmix64
     return z ^ (z >> 31);
 }
 
-static void arrange(Worker* w, unsigned n, int order) {
-    w->order.resize(n);
-    for (unsigned i = 0; i < n; ++i) w->order[i] = (order == REVERSE) ? n - 1 - i : i;
-    if (order == RANDOM)
-        for (unsigned i = n; i > 1; --i) std::swap(w->order[i - 1], w->order[next_random(w->rng) % i]);
+static void shuffle_order(Worker* w, unsigned n) {
+    w->perm.resize(n);
+    for (unsigned i = 0; i < n; ++i) w->perm[i] = i;
+    for (unsigned i = n; i > 1; --i) std::swap(w->perm[i - 1], w->perm[next_random(w->rng) % i]);
 }
 
 static std::string block_name() {
@@ -223,10 +252,11 @@ static std::string block_name() {
 }
 
 // Runs one block's threads as fibers. Returns false after recording an error.
-static bool run_block_fibers(Worker* w, unsigned n, int order) {
+static bool run_block_fibers(Worker* w, unsigned n) {
     const unsigned bx = blockDim.x, by = blockDim.y;
     for (unsigned i = 0; i < n; ++i) {
         Fiber& f = w->fibers[i];
+        context_start(&f.ctx, w->stacks + w->stack_size * i, w->stack_size, fiber_entry);
         f.state = READY;
         f.linear = i;
         f.tid = uint3{i % bx, (i / bx) % by, i / (bx * by)};
@@ -235,12 +265,18 @@ static bool run_block_fibers(Worker* w, unsigned n, int order) {
     const unsigned nwarps = (n + 31) / 32;
     w->slots.assign(size_t(nwarps) * 64, WarpSlot{0, ~0u});
     for (;;) {
-        arrange(w, n, order);
+        // One pass: every READY fiber runs, in order, until it parks (fibers hand over directly).
+        if (w->order == RANDOM) shuffle_order(w, n);
         for (unsigned k = 0; k < n; ++k) {
-            Fiber* f = &w->fibers[w->order[k]];
-            if (f->state == READY) resume(w, f);
+            Fiber* f = &w->fibers[fiber_at(w, k)];
+            if (f->state != READY) continue;
+            w->cur = f;
+            w->pos = k;
+            threadIdx = f->tid;
+            context_switch(&w->sched, &f->ctx);
+            break;
         }
-        // Every fiber has now yielded: decide which barrier releases.
+        // Every fiber has now parked: decide which barrier releases.
         unsigned done = 0, at_sync = 0, released = 0;
         for (unsigned warp = 0; warp < nwarps; ++warp) {
             unsigned lo = warp * 32, hi = std::min(n, lo + 32), wdone = 0, wwarp = 0, wsync = 0;
@@ -269,16 +305,15 @@ static bool run_block_fibers(Worker* w, unsigned n, int order) {
             std::snprintf(msg, sizeof msg, "threads of %s deadlock: %u wait at __syncthreads() while others of "
                           "their warp wait at a warp-level intrinsic", block_name().c_str(), at_sync);
         g_error.set(std::string("kernel '") + g_kernel_name + "': " + msg);
-        for (unsigned i = 0; i < n; ++i) reset_fiber(w, i);  // abandon the parked threads
-        return false;
+        return false;  // the parked fibers are abandoned; the next block starts them afresh
     }
 }
 
-static void run_block_fast(Worker* w, unsigned n, int order) {
+static void run_block_fast(Worker* w, unsigned n) {
     const unsigned bx = blockDim.x, by = blockDim.y;
-    arrange(w, n, order);
+    if (w->order == RANDOM) shuffle_order(w, n);
     for (unsigned k = 0; k < n; ++k) {
-        unsigned i = w->order[k];
+        unsigned i = fiber_at(w, k);
         threadIdx = uint3{i % bx, (i / bx) % by, i / (bx * by)};
         w->thunk(w->args);
     }
@@ -306,13 +341,14 @@ static int launch(const char* name, void (*thunk)(void**), const unsigned* dims,
         w->args = args;
         w->fast = !fibers;
         w->nthreads = nthreads;
+        w->order = order;
         w->rng = (uint64_t(seed) << 32) ^ uint64_t(b) * 0x2545F4914F6CDD1Dull;
         if (w->dyn_smem.size() < shmem + 16) w->dyn_smem.assign(shmem + 16, 0);
         blockDim = dim3(dims[3], dims[4], dims[5]);
         gridDim = dim3(gx, gy, gz);
         blockIdx = uint3{unsigned(b % gx), unsigned((b / gx) % gy), unsigned(b / (long(gx) * gy))};
-        if (fibers) run_block_fibers(w, nthreads, order);
-        else run_block_fast(w, nthreads, order);
+        if (fibers) run_block_fibers(w, nthreads);
+        else run_block_fast(w, nthreads);
     }
     return g_error.failed.load() ? -1 : 0;
 }
@@ -364,7 +400,7 @@ extern "C" __attribute__((visibility("default"))) const char* gpublas_sim_error(
 static inline void __syncthreads() {
     gpublas_sim::Worker* w = gpublas_sim::tls_worker;
     if (w->fast) { if (w->nthreads > 1) gpublas_sim::misuse("__syncthreads()"); return; }
-    gpublas_sim::yield(w, gpublas_sim::AT_SYNC);
+    gpublas_sim::park(w, gpublas_sim::AT_SYNC);
 }
 
 namespace gpublas_sim {
@@ -378,7 +414,7 @@ static inline WarpSlot* warp_exchange(uint64_t value, unsigned& stamp_out, unsig
     const unsigned stamp = f->warp_gen++;
     WarpSlot* slots = &w->slots[size_t(warp) * 64 + (stamp & 1) * 32];
     slots[lane] = WarpSlot{value, stamp};
-    if (!w->fast) yield(w, AT_WARP);
+    if (!w->fast) park(w, AT_WARP);
     stamp_out = stamp;
     lane_out = lane;
     return slots;
