@@ -183,7 +183,8 @@ class SimBackend(Backend):
             flags.append("-march=native")
 
         def build(src, out):
-            cmd = [cxx, *flags, "-I", str(source.src_dir()), "-include", str(HEADER), "-x", "c++", str(src),
+            cmd = [cxx, *flags, "-I", str(source.src_dir()), "-I", str(HEADER.parent), "-include", str(HEADER),
+                   "-x", "c++", str(src),
                    "-o", str(out)]
             compiler.run_compiler(cmd, what="the sim backend", output=out, source_name=source_name)
 
