@@ -75,6 +75,9 @@ class CudaBackend(Backend):
         for fn in self._closers:
             fn()
         self.context.synchronize()
+        for alloc in self._live.values():  # arrays still alive at exit: free while the context is current
+            alloc.free()
+        self._live.clear()
         self.context.pop()
         self.context = None
 
