@@ -29,7 +29,8 @@ _EXTERN_SHARED = re.compile(
     r"(?:__align__\s*\(\s*\d+\s*\)\s*)?(?P<name>\w+)\s*\[\s*\]\s*;")
 _BARRIERS = re.compile(r"\b(__syncthreads\w*|__syncwarp|__shfl\w*_sync|__ballot_sync|__any_sync|__all_sync"
                        r"|__activemask|wmma::\w+_sync)\b")
-_FUNCTION = re.compile(r"(?P<name>\w+)\s*\([^;{)]*\)\s*(?:const\s*)?\{")
+_ATTRIBUTES = r"__launch_bounds__|__align__|__attribute__|__declspec|alignas|if|for|while|switch|return"
+_HEADER_NAME = re.compile(rf"\b(?P<name>(?!(?:{_ATTRIBUTES})\b)[A-Za-z_]\w*)\s*\(")
 _CXXFLAGS = ["-O2", "-std=c++17", "-fPIC", "-shared", "-fopenmp", "-fvisibility=hidden",
              "-U_FORTIFY_SOURCE", "-D_FORTIFY_SOURCE=0", "-fno-strict-aliasing", "-Wno-unknown-pragmas",
              "-Wno-unused-result"]
@@ -66,25 +67,43 @@ def _cpu_name():
     return platform.processor() or platform.machine()
 
 
+def function_bodies(text):
+    """{name: body} for every function defined in `text` (comments stripped), at file scope or
+    inside namespaces, structs and extern "C" blocks. The name is the identifier before the first
+    '(' of the header that is not an attribute (so `real (*As)[BM]` parameters and templates work)."""
+    bodies, depth, i, header_start = {}, 0, 0, 0
+    while i < len(text):
+        ch = text[i]
+        if ch in ";}":
+            header_start = i + 1
+        elif ch == "{":
+            header = text[header_start:i]
+            m = _HEADER_NAME.search(header)
+            if m is None:  # namespace, struct, extern "C" { ... }: look inside
+                header_start = i + 1
+            else:
+                depth, j = 1, i + 1
+                while j < len(text) and depth:
+                    depth += {"{": 1, "}": -1}.get(text[j], 0)
+                    j += 1
+                bodies[m.group("name")] = text[i + 1:j - 1]
+                i, header_start = j, j
+                continue
+        i += 1
+    return bodies
+
+
 def kernels_needing_fibers(text):
-    """Names of the kernels that reach a barrier or warp intrinsic, directly or through the device
-    functions they call. The others take the simulator's fast path (a plain loop over threads)."""
-    text = source.strip_comments(text)
-    bodies = {}
-    for m in _FUNCTION.finditer(text):
-        depth, i = 0, m.end() - 1
-        while i < len(text):
-            depth += {"{": 1, "}": -1}.get(text[i], 0)
-            i += 1
-            if depth == 0:
-                break
-        bodies[m.group("name")] = text[m.end():i]
+    """Names of the functions that reach a barrier or warp intrinsic, directly or through the
+    functions they call (plain or template calls). Kernels not named take the simulator's fast
+    path (a plain loop over threads); one that reaches a barrier anyway is reported at launch."""
+    bodies = function_bodies(source.strip_comments(text))
     barrier = {n for n, b in bodies.items() if _BARRIERS.search(b)}
     changed = True
     while changed:
         changed = False
         for n, b in bodies.items():
-            if n not in barrier and any(re.search(rf"\b{re.escape(c)}\s*\(", b) for c in barrier):
+            if n not in barrier and any(re.search(rf"\b{re.escape(c)}\s*(?:<[^;{{}}]*?>)?\s*\(", b) for c in barrier):
                 barrier.add(n)
                 changed = True
     return barrier

@@ -584,10 +584,11 @@ static inline unsigned long long __umul64hi(unsigned long long a, unsigned long 
 }
 template <class T>
 static inline T __ldg(const T* p) { return *p; }
+// CUDA's min/max overloads: by value, in the operands' common type.
 template <class A, class B>
-static inline auto min(A a, B b) -> decltype(a < b ? a : b) { return b < a ? b : a; }
+static inline std::common_type_t<A, B> min(A a, B b) { return b < a ? b : a; }
 template <class A, class B>
-static inline auto max(A a, B b) -> decltype(a < b ? a : b) { return a < b ? b : a; }
+static inline std::common_type_t<A, B> max(A a, B b) { return a < b ? b : a; }
 
 // ---------------------------------------------------------------------------------------------
 // Tensor cores: nvcuda::wmma, simulated warp-collectively. Every lane's fragment holds the whole
