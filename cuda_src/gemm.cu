@@ -1,0 +1,293 @@
+// gemm.cu: C = alpha * op(A) @ op(B) + beta * C on row-major matrices, as a ladder of kernels from the
+// simplest to the fastest (the dispatcher in gpublas/blas3.py picks one by shape). `real` is the element
+// type (-Dreal=float or -Dreal=double).
+//
+// Every kernel has the same signature:
+//   (M, N, K, alpha, A, lda, trans_a, B, ldb, trans_b, beta, C, ldc, stride_a, stride_b, stride_c)
+// op(A) is M x K: element (i, k) is A[i*lda + k] (trans_a = 0) or A[k*lda + i] (trans_a = 1); op(B) is
+// K x N the same way with ldb and trans_b. blockIdx.z is the batch index: A, B and C advance by
+// stride_a, stride_b and stride_c elements per batch (a stride of 0 broadcasts an operand).
+// beta == 0 writes C without reading it (NaN or Inf already there must not leak). alpha == 0 and K == 0
+// are handled by the launcher, which scales C instead of launching these. No size needs to be a
+// multiple of a tile: every load and store is bounds-checked.
+//
+// gemm_naive:    block 16x16, one thread per C[row, col]; threadIdx.x walks the columns, so the loads of
+//                B (not transposed) and the stores of C coalesce. K is walked straight from global memory.
+// gemm_tiled:    block 16x16, one thread per C[row, col]; K walked in tiles of 16: a 16x16 tile of op(A)
+//                and one of op(B) are staged in shared memory, each loaded with threadIdx.x along the
+//                operand's contiguous index (coalesced whether or not it is transposed). Two barriers per
+//                tile.
+// gemm_regblock: block 256 threads seen as 16x16, 2-D register blocking. float: 128x128 tile of C per
+//                block, 8x8 per thread, K walked in tiles of 8; double: 64x64 tile, 4x4 per thread, K in
+//                tiles of 16. Per K tile each thread loads one 4-element vector of op(A) and one of op(B)
+//                (float4, or two double2, when the operand's pointer and leading dimension are 16-byte
+//                aligned and the 4 elements are in bounds; else 4 scalar loads, zero-padded) into shared
+//                memory; op(A)'s tile is stored k-major so that a thread's 8 (4) rows are contiguous.
+//                Then 8 (16) rank-1 updates of the thread's register tile. Two barriers per K tile.
+// gemm_wmma:     block 128 threads (4 warps), TF32 tensor cores (nvcuda::wmma, 16x16x8 fragments, float
+//                accumulation), 64x64 tile of C per block, 32x32 per warp (2x2 fragments), K in tiles of 8
+//                staged through shared memory. float only, cuda backend only, sm_80+ (opt-in: kernel="wmma";
+//                on other targets the kernel compiles to an empty body and the launcher refuses it).
+#include "common.cuh"
+
+// op(P)[r, c] for a row-major P with leading dimension ld, transposed when `trans`.
+__device__ __forceinline__ real op_at(const real* __restrict__ p, int ld, int trans, int r, int c) {
+    return trans ? p[(long long)c * ld + r] : p[(long long)r * ld + c];
+}
+
+// C[idx] = alpha * acc + beta * C[idx], without reading C when beta == 0.
+__device__ __forceinline__ void store_c(real* __restrict__ c, long long idx, real alpha, real acc, real beta) {
+    c[idx] = beta == (real)0 ? alpha * acc : alpha * acc + beta * c[idx];
+}
+
+// ---------------------------------------------------------------------------------------------------
+// gemm_naive
+// ---------------------------------------------------------------------------------------------------
+extern "C" __global__ void gemm_naive(int M, int N, int K, real alpha, const real* __restrict__ A, int lda,
+                                      int trans_a, const real* __restrict__ B, int ldb, int trans_b, real beta,
+                                      real* __restrict__ C, int ldc, long long stride_a, long long stride_b,
+                                      long long stride_c) {
+    const int col = blockIdx.x * blockDim.x + threadIdx.x;
+    const int row = blockIdx.y * blockDim.y + threadIdx.y;
+    if (row >= M || col >= N) return;
+    A += blockIdx.z * stride_a;
+    B += blockIdx.z * stride_b;
+    C += blockIdx.z * stride_c;
+    real acc = 0;
+    for (int k = 0; k < K; ++k) acc += op_at(A, lda, trans_a, row, k) * op_at(B, ldb, trans_b, k, col);
+    store_c(C, (long long)row * ldc + col, alpha, acc, beta);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// gemm_tiled
+// ---------------------------------------------------------------------------------------------------
+#define GEMM_TILE 16
+
+extern "C" __global__ void gemm_tiled(int M, int N, int K, real alpha, const real* __restrict__ A, int lda,
+                                      int trans_a, const real* __restrict__ B, int ldb, int trans_b, real beta,
+                                      real* __restrict__ C, int ldc, long long stride_a, long long stride_b,
+                                      long long stride_c) {
+    __shared__ real As[GEMM_TILE][GEMM_TILE + 1];  // As[r][k] = op(A)[row0 + r, k0 + k]; +1 avoids bank conflicts
+    __shared__ real Bs[GEMM_TILE][GEMM_TILE + 1];  // Bs[k][c] = op(B)[k0 + k, col0 + c]
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int row0 = blockIdx.y * GEMM_TILE, col0 = blockIdx.x * GEMM_TILE;
+    A += blockIdx.z * stride_a;
+    B += blockIdx.z * stride_b;
+    C += blockIdx.z * stride_c;
+    real acc = 0;
+    for (int k0 = 0; k0 < K; k0 += GEMM_TILE) {
+        // tx runs along the operand's contiguous index in memory, so each row of loads coalesces.
+        if (!trans_a) {  // A is M x K: k contiguous
+            const int r = row0 + ty, k = k0 + tx;
+            As[ty][tx] = (r < M && k < K) ? A[(long long)r * lda + k] : (real)0;
+        } else {         // A is K x M: r contiguous
+            const int r = row0 + tx, k = k0 + ty;
+            As[tx][ty] = (r < M && k < K) ? A[(long long)k * lda + r] : (real)0;
+        }
+        if (!trans_b) {  // B is K x N: c contiguous
+            const int k = k0 + ty, c = col0 + tx;
+            Bs[ty][tx] = (k < K && c < N) ? B[(long long)k * ldb + c] : (real)0;
+        } else {         // B is N x K: k contiguous
+            const int k = k0 + tx, c = col0 + ty;
+            Bs[tx][ty] = (k < K && c < N) ? B[(long long)c * ldb + k] : (real)0;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < GEMM_TILE; ++k) acc += As[ty][k] * Bs[k][tx];
+        __syncthreads();
+    }
+    const int row = row0 + ty, col = col0 + tx;
+    if (row < M && col < N) store_c(C, (long long)row * ldc + col, alpha, acc, beta);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// gemm_regblock
+// ---------------------------------------------------------------------------------------------------
+__device__ __forceinline__ bool aligned16(const void* p) { return ((unsigned long long)p & 15ull) == 0; }
+
+// Four consecutive elements p[0..3] in one 16-byte load (p must be 16-byte aligned).
+__device__ __forceinline__ void load_vec4(const float* __restrict__ p, float* v) {
+    const float4 q = *reinterpret_cast<const float4*>(p);
+    v[0] = q.x; v[1] = q.y; v[2] = q.z; v[3] = q.w;
+}
+__device__ __forceinline__ void load_vec4(const double* __restrict__ p, double* v) {
+    const double2 q0 = reinterpret_cast<const double2*>(p)[0], q1 = reinterpret_cast<const double2*>(p)[1];
+    v[0] = q0.x; v[1] = q0.y; v[2] = q1.x; v[3] = q1.y;
+}
+
+// v[0..3] = p[off + 0..3] where `ok` and e < avail, else 0; one vector load when `vec` and all 4 are there.
+__device__ __forceinline__ void load4_guarded(const real* __restrict__ p, long long off, bool ok, int avail, bool vec,
+                                              real* v) {
+    if (ok && vec && avail >= 4) {
+        load_vec4(p + off, v);
+    } else {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) v[e] = (ok && e < avail) ? p[off + e] : (real)0;
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+gemm_regblock(int M, int N, int K, real alpha, const real* __restrict__ A, int lda, int trans_a,
+              const real* __restrict__ B, int ldb, int trans_b, real beta, real* __restrict__ C, int ldc,
+              long long stride_a, long long stride_b, long long stride_c) {
+    // float: 128x128 tile, 8x8 per thread, BK 8; double: 64x64, 4x4 per thread, BK 16 (half the registers).
+    // 256 threads, and BM*BK == BN*BK == 4*256: one 4-vector per thread fills each shared tile.
+    constexpr bool single = sizeof(real) == 4;
+    constexpr int BM = single ? 128 : 64, BN = BM, BK = single ? 8 : 16, TM = single ? 8 : 4, TN = TM;
+    static_assert(BM * BK == 1024 && BN * BK == 1024 && (BM / TM) * (BN / TN) == 256, "tile shape");
+    __shared__ __align__(16) real As[BK][BM];  // As[k][r] = op(A)[row0 + r, k0 + k] (k-major)
+    __shared__ __align__(16) real Bs[BK][BN];  // Bs[k][c] = op(B)[k0 + k, col0 + c]
+    A += blockIdx.z * stride_a;
+    B += blockIdx.z * stride_b;
+    C += blockIdx.z * stride_c;
+    const int t = threadIdx.x;
+    const int tr = t / (BN / TN), tc = t % (BN / TN);  // this thread's sub-tile: rows tr*TM.., cols tc*TN..
+    const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    const bool vec_a = aligned16(A) && (lda & 3) == 0;
+    const bool vec_b = aligned16(B) && (ldb & 3) == 0;
+
+    // Which 4-vector this thread loads, fixed for the whole K loop; consecutive threads take
+    // consecutive vectors along the operand's contiguous index.
+    int a_r, a_k, b_k, b_c;
+    if (!trans_a) { a_r = t / (BK / 4); a_k = (t % (BK / 4)) * 4; }  // 4 consecutive k of one row
+    else          { a_k = t / (BM / 4); a_r = (t % (BM / 4)) * 4; }  // 4 consecutive rows of one k
+    if (!trans_b) { b_k = t / (BN / 4); b_c = (t % (BN / 4)) * 4; }  // 4 consecutive columns of one k
+    else          { b_c = t / (BK / 4); b_k = (t % (BK / 4)) * 4; }  // 4 consecutive k of one column
+
+    real acc[TM][TN];
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = 0;
+    real a_frag[TM], b_frag[TN], v[4];
+
+    for (int k0 = 0; k0 < K; k0 += BK) {
+        if (!trans_a) {
+            const int r = row0 + a_r, k = k0 + a_k;
+            load4_guarded(A, (long long)r * lda + k, r < M, K - k, vec_a, v);
+#pragma unroll
+            for (int e = 0; e < 4; ++e) As[a_k + e][a_r] = v[e];
+        } else {
+            const int r = row0 + a_r, k = k0 + a_k;
+            load4_guarded(A, (long long)k * lda + r, k < K, M - r, vec_a, v);
+#pragma unroll
+            for (int e = 0; e < 4; ++e) As[a_k][a_r + e] = v[e];
+        }
+        if (!trans_b) {
+            const int k = k0 + b_k, c = col0 + b_c;
+            load4_guarded(B, (long long)k * ldb + c, k < K, N - c, vec_b, v);
+#pragma unroll
+            for (int e = 0; e < 4; ++e) Bs[b_k][b_c + e] = v[e];
+        } else {
+            const int k = k0 + b_k, c = col0 + b_c;
+            load4_guarded(B, (long long)c * ldb + k, c < N, K - k, vec_b, v);
+#pragma unroll
+            for (int e = 0; e < 4; ++e) Bs[b_k + e][b_c] = v[e];
+        }
+        __syncthreads();
+        // BK rank-1 updates of the thread's TM x TN register tile.
+#pragma unroll
+        for (int k = 0; k < BK; ++k) {
+#pragma unroll
+            for (int i = 0; i < TM; ++i) a_frag[i] = As[k][tr * TM + i];
+#pragma unroll
+            for (int j = 0; j < TN; ++j) b_frag[j] = Bs[k][tc * TN + j];
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+#pragma unroll
+                for (int j = 0; j < TN; ++j) acc[i][j] += a_frag[i] * b_frag[j];
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+        const int row = row0 + tr * TM + i;
+        if (row >= M) break;
+#pragma unroll
+        for (int j = 0; j < TN; ++j) {
+            const int col = col0 + tc * TN + j;
+            if (col < N) store_c(C, (long long)row * ldc + col, alpha, acc[i][j], beta);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// gemm_wmma (TF32 tensor cores; cuda backend, sm_80+, float only)
+// ---------------------------------------------------------------------------------------------------
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#include <mma.h>
+#define GEMM_WMMA_ENABLED 1
+#endif
+
+extern "C" __global__ void __launch_bounds__(128)
+gemm_wmma(int M, int N, int K, real alpha, const real* __restrict__ A, int lda, int trans_a,
+          const real* __restrict__ B, int ldb, int trans_b, real beta, real* __restrict__ C, int ldc,
+          long long stride_a, long long stride_b, long long stride_c) {
+#if defined(GEMM_WMMA_ENABLED)
+    if constexpr (sizeof(real) == 4) {
+        using namespace nvcuda;
+        // As[r][k] = op(A)[row0 + r, k0 + k], Bs[k][c] = op(B)[k0 + k, col0 + c], Cs: the block's C tile
+        // for the epilogue. Leading dimensions are multiples of 4 elements (16 bytes), as wmma requires.
+        __shared__ __align__(32) float As[64][8 + 4];
+        __shared__ __align__(32) float Bs[8][64 + 4];
+        __shared__ __align__(32) float Cs[64][64 + 4];
+        const int t = threadIdx.x, warp = t / 32;
+        const int wr = (warp / 2) * 32, wc = (warp % 2) * 32;  // this warp's 32x32 quarter of the tile
+        const int row0 = blockIdx.y * 64, col0 = blockIdx.x * 64;
+        A += blockIdx.z * stride_a;
+        B += blockIdx.z * stride_b;
+        C += blockIdx.z * stride_c;
+        wmma::fragment<wmma::accumulator, 16, 16, 8, float> acc[2][2];
+#pragma unroll
+        for (int i = 0; i < 2; ++i)
+#pragma unroll
+            for (int j = 0; j < 2; ++j) wmma::fill_fragment(acc[i][j], 0.0f);
+        for (int k0 = 0; k0 < K; k0 += 8) {
+            // 512 elements per operand tile, 4 per thread, consecutive threads on contiguous memory.
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int idx = t + e * 128;
+                int r, k;
+                if (!trans_a) { r = idx / 8; k = idx % 8; } else { k = idx / 64; r = idx % 64; }
+                const int gr = row0 + r, gk = k0 + k;
+                As[r][k] = (gr < M && gk < K) ? op_at(A, lda, trans_a, gr, gk) : 0.0f;
+                int c;
+                if (!trans_b) { k = idx / 64; c = idx % 64; } else { c = idx / 8; k = idx % 8; }
+                const int gc = col0 + c;
+                const int gk2 = k0 + k;
+                Bs[k][c] = (gc < N && gk2 < K) ? op_at(B, ldb, trans_b, gk2, gc) : 0.0f;
+            }
+            __syncthreads();
+            wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::row_major> fa[2];
+            wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::row_major> fb[2];
+#pragma unroll
+            for (int i = 0; i < 2; ++i) {
+                wmma::load_matrix_sync(fa[i], &As[wr + 16 * i][0], 8 + 4);
+#pragma unroll
+                for (int e = 0; e < fa[i].num_elements; ++e) fa[i].x[e] = wmma::__float_to_tf32(fa[i].x[e]);
+            }
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {
+                wmma::load_matrix_sync(fb[j], &Bs[0][wc + 16 * j], 64 + 4);
+#pragma unroll
+                for (int e = 0; e < fb[j].num_elements; ++e) fb[j].x[e] = wmma::__float_to_tf32(fb[j].x[e]);
+            }
+#pragma unroll
+            for (int i = 0; i < 2; ++i)
+#pragma unroll
+                for (int j = 0; j < 2; ++j) wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
+            __syncthreads();
+        }
+#pragma unroll
+        for (int i = 0; i < 2; ++i)
+#pragma unroll
+            for (int j = 0; j < 2; ++j)
+                wmma::store_matrix_sync(&Cs[wr + 16 * i][wc + 16 * j], acc[i][j], 64 + 4, wmma::mem_row_major);
+        __syncthreads();
+        for (int idx = t; idx < 64 * 64; idx += 128) {
+            const int r = idx / 64, c = idx % 64, gr = row0 + r, gc = col0 + c;
+            if (gr < M && gc < N) store_c(C, (long long)gr * ldc + gc, alpha, Cs[r][c], beta);
+        }
+    }
+#endif
+}

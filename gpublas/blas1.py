@@ -1,0 +1,160 @@
+"""Level-1 BLAS on contiguous DeviceArrays (kernels in cuda_src/blas1.cu).
+
+    gpublas.axpy(2.0, x, y)      # y += 2 x, in place; returns y
+    gpublas.dot(x, y)            # a Python float
+    gpublas.iamax(x)             # 0-based index of the first largest |x[i]|
+
+Vectors are taken flat: x and y must have the same shape (any number of dimensions) and dtype
+(float32 or float64). Every check runs before any launch and raises ValueError naming the shapes.
+Reductions run in two passes (block partials, then one block), so results do not depend on the order
+in which threads or blocks run.
+"""
+import numpy as np
+
+from .array import DeviceArray, empty
+from .launch import ceil_div, get_kernel
+
+BLOCK = 256
+MAX_BLOCKS = 4096     # element-wise grid-stride kernels
+MAX_PARTIALS = 1024   # reductions: partials per pass-1 launch
+REALS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def check_operands(routine, **arrays):
+    """Checks that every named operand is a float32/float64 DeviceArray of one dtype; returns the dtype."""
+    for name, a in arrays.items():
+        if not isinstance(a, DeviceArray):
+            raise TypeError(f"{routine}: {name} must be a DeviceArray, got {type(a).__name__}")
+        if a.dtype not in REALS:
+            raise ValueError(f"{routine}: {name} has dtype {a.dtype}; BLAS routines take float32 or float64")
+    dtypes = {a.dtype for a in arrays.values()}
+    if len(dtypes) > 1:
+        desc = ", ".join(f"{n} {a.dtype} {a.shape}" for n, a in arrays.items())
+        raise ValueError(f"{routine}: operands have mixed dtypes ({desc}); convert with astype() first")
+    return dtypes.pop()
+
+
+def _check_pair(routine, x, y):
+    dtype = check_operands(routine, x=x, y=y)
+    if x.shape != y.shape:
+        raise ValueError(f"{routine}: x has shape {x.shape} but y has shape {y.shape}; they must match")
+    return dtype
+
+
+def _grid(n):
+    return max(1, min(ceil_div(n, BLOCK), MAX_BLOCKS))
+
+
+# -- element-wise ---------------------------------------------------------------------------------
+def axpy(alpha, x, y, stream=None):
+    """y += alpha * x, in place; returns y. alpha == 0 reads nothing (BLAS returns at once)."""
+    dtype = _check_pair("axpy", x, y)
+    if y.size == 0 or alpha == 0:
+        return y
+    get_kernel("blas1", "axpy_real", dtype)(_grid(y.size), BLOCK, y.size, alpha, x, y, stream=stream)
+    return y
+
+
+def scal(alpha, x, stream=None):
+    """x *= alpha, in place; returns x (a plain product: alpha = 0 keeps NaN as NaN)."""
+    dtype = check_operands("scal", x=x)
+    if x.size:
+        get_kernel("blas1", "scal_real", dtype)(_grid(x.size), BLOCK, x.size, alpha, x, stream=stream)
+    return x
+
+
+def scale_output(x, beta, stream=None):
+    """x = beta * x as BLAS scales an output: beta == 0 writes zeros without reading x (for gemm/gemv)."""
+    if x.size:
+        get_kernel("blas1", "scal_beta", x.dtype)(_grid(x.size), BLOCK, x.size, beta, x, stream=stream)
+    return x
+
+
+def copy(x, y, stream=None):
+    """y = x (element by element, in a kernel); returns y."""
+    dtype = _check_pair("copy", x, y)
+    if y.size:
+        get_kernel("blas1", "copy_real", dtype)(_grid(y.size), BLOCK, y.size, x, y, stream=stream)
+    return y
+
+
+def swap(x, y, stream=None):
+    """Exchanges the contents of x and y in place; returns (x, y)."""
+    dtype = _check_pair("swap", x, y)
+    if y.size:
+        get_kernel("blas1", "swap_real", dtype)(_grid(y.size), BLOCK, y.size, x, y, stream=stream)
+    return x, y
+
+
+# -- reductions -----------------------------------------------------------------------------------
+def _nparts(n):
+    return max(1, min(ceil_div(n, BLOCK), MAX_PARTIALS))
+
+
+def _sum_of(partial_kernel, dtype, n, *arrays, stream=None):
+    """Runs `<partial_kernel>` over n elements then sum_final; returns the sum as a Python float."""
+    nparts = _nparts(n)
+    partial, out = empty(nparts, dtype), empty(1, dtype)
+    get_kernel("blas1", partial_kernel, dtype)(nparts, BLOCK, n, *arrays, partial, stream=stream)
+    get_kernel("blas1", "sum_final", dtype)(1, BLOCK, nparts, partial, out, stream=stream)
+    return float(_read(out, stream))
+
+
+def _read(out, stream):
+    """out[0] on the host, once the work queued on `stream` is done."""
+    if stream is not None:
+        stream.synchronize()
+    return out.get()[0]
+
+
+def dot(x, y, stream=None):
+    """sum(x * y) as a Python float (0.0 for empty vectors)."""
+    dtype = _check_pair("dot", x, y)
+    if x.size == 0:
+        return 0.0
+    return _sum_of("dot_partial", dtype, x.size, x, y, stream=stream)
+
+
+def asum(x, stream=None):
+    """sum(|x|) as a Python float."""
+    dtype = check_operands("asum", x=x)
+    if x.size == 0:
+        return 0.0
+    return _sum_of("asum_partial", dtype, x.size, x, stream=stream)
+
+
+def _amax_into(x, out, stream=None):
+    """out[0] = max |x| (NaN if any element is NaN), on the device."""
+    nparts = _nparts(x.size)
+    partial = empty(nparts, x.dtype)
+    get_kernel("blas1", "amax_partial", x.dtype)(nparts, BLOCK, x.size, x, partial, stream=stream)
+    get_kernel("blas1", "amax_final", x.dtype)(1, BLOCK, nparts, partial, out, stream=stream)
+    return out
+
+
+def nrm2(x, stream=None):
+    """sqrt(sum(x**2)) as a Python float, scaled by max |x| first so that huge or tiny elements
+    neither overflow nor underflow (as the reference BLAS's snrm2/dnrm2)."""
+    dtype = check_operands("nrm2", x=x)
+    if x.size == 0:
+        return 0.0
+    scale = _amax_into(x, empty(1, dtype), stream=stream)
+    nparts = _nparts(x.size)
+    partial, out = empty(nparts, dtype), empty(1, dtype)
+    get_kernel("blas1", "nrm2_partial", dtype)(nparts, BLOCK, x.size, x, scale, partial, stream=stream)
+    get_kernel("blas1", "nrm2_final", dtype)(1, BLOCK, nparts, partial, scale, out, stream=stream)
+    return float(_read(out, stream))
+
+
+def iamax(x, stream=None):
+    """The 0-based index of the first element with the largest |x[i]| (BLAS i?amax, minus one).
+    Raises ValueError for an empty vector; an all-NaN vector gives 0."""
+    dtype = check_operands("iamax", x=x)
+    if x.size == 0:
+        raise ValueError("iamax: x has shape {} and no elements".format(x.shape))
+    nparts = _nparts(x.size)
+    part_v, part_i, out = empty(nparts, dtype), empty(nparts, np.int64), empty(1, np.int64)
+    get_kernel("blas1", "iamax_partial", dtype)(nparts, BLOCK, x.size, x, part_v, part_i, stream=stream)
+    get_kernel("blas1", "iamax_final", dtype)(1, BLOCK, nparts, part_v, part_i, out, stream=stream)
+    i = int(_read(out, stream))
+    return i if i < x.size else 0

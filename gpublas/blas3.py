@@ -1,0 +1,239 @@
+"""Level-3 BLAS: gemm, gemm_batched, matmul and the @ operator (kernels in cuda_src/gemm.cu).
+
+    c = gpublas.gemm(a, b)                                   # a @ b, a new array
+    gpublas.gemm(a, b, c, alpha=2, beta=1, trans_b=True)     # c = 2 a @ b.T + c, in place
+    c = gpublas.gemm_batched(a3, b3)                         # (batch, M, K) @ (batch, K, N)
+    c = a @ b                                                # DeviceArray.__matmul__ -> matmul
+
+gemm.cu holds a ladder of kernels with one signature; `choose_kernel` picks one by shape (tiny ->
+naive, medium -> tiled, large -> regblock) unless the caller forces one with kernel="..." or the
+environment variable GPUBLAS_GEMM_KERNEL. kernel="wmma" (TF32 tensor cores) is opt-in only: float32,
+cuda backend, compute capability 8.0 or newer.
+
+BLAS semantics: beta == 0 never reads c; alpha == 0 (or K == 0) reads neither a nor b and only scales
+c; M == 0 or N == 0 returns an empty result. Transposes are strides inside the kernels, never copies.
+Every check runs before any launch and raises ValueError naming the shapes.
+"""
+import os
+
+import numpy as np
+
+from . import backends
+from .array import DeviceArray, empty, to_device
+from .blas1 import check_operands, dot, scale_output
+from .blas2 import gemv
+from .launch import ceil_div, get_kernel
+
+KERNELS = ("naive", "tiled", "regblock", "wmma")
+ENV_KERNEL = "GPUBLAS_GEMM_KERNEL"
+MAX_GRID_Z = 65535  # batches per launch
+
+
+# -- choosing a kernel ----------------------------------------------------------------------------
+def choose_kernel(m, n, k):
+    """The ladder step the dispatcher uses for an (m x k) @ (k x n) product: 'naive' for tiny products
+    (launch cost dominates), 'regblock' once both output dimensions fill a 128-wide block tile,
+    'tiled' in between."""
+    if m * n * k <= 32 ** 3:
+        return "naive"
+    if m >= 128 and n >= 128 and k >= 16:
+        return "regblock"
+    return "tiled"
+
+
+def _kernel_name(kernel, m, n, k):
+    kernel = kernel or os.environ.get(ENV_KERNEL) or "auto"
+    kernel = kernel.strip().lower()
+    if kernel == "auto":
+        return choose_kernel(m, n, k)
+    if kernel not in KERNELS:
+        raise ValueError(f"gemm: unknown kernel '{kernel}'; choose one of {', '.join(KERNELS)} or 'auto' "
+                         f"(argument kernel= or ${ENV_KERNEL})")
+    return kernel
+
+
+# -- launchers: one per kernel, all with the signature of gemm.cu -----------------------------------
+def _launch_naive(args, m, n, batch, dtype, stream):
+    k = get_kernel("gemm", "gemm_naive", dtype)
+    k((ceil_div(n, 16), ceil_div(m, 16), batch), (16, 16), *args, stream=stream)
+
+
+def _launch_tiled(args, m, n, batch, dtype, stream):
+    k = get_kernel("gemm", "gemm_tiled", dtype)
+    k((ceil_div(n, 16), ceil_div(m, 16), batch), (16, 16), *args, stream=stream)
+
+
+def _launch_regblock(args, m, n, batch, dtype, stream):
+    tile = 128 if dtype == np.float32 else 64  # must match gemm_regblock's BM/BN for `real`
+    k = get_kernel("gemm", "gemm_regblock", dtype)
+    k((ceil_div(n, tile), ceil_div(m, tile), batch), 256, *args, stream=stream)
+
+
+def _launch_wmma(args, m, n, batch, dtype, stream):
+    k = get_kernel("gemm", "gemm_wmma", dtype)
+    k((ceil_div(n, 64), ceil_div(m, 64), batch), 128, *args, stream=stream)
+
+
+_LAUNCHERS = {"naive": _launch_naive, "tiled": _launch_tiled, "regblock": _launch_regblock, "wmma": _launch_wmma}
+
+
+def _check_wmma(dtype):
+    b = backends.current()
+    if b.name != "cuda" or getattr(b, "cc", 0) < 80:
+        raise ValueError(f"gemm: kernel 'wmma' needs the cuda backend on compute capability 8.0 or newer "
+                         f"(TF32 tensor cores); the active backend is {b.name}")
+    if dtype != np.float32:
+        raise ValueError(f"gemm: kernel 'wmma' computes in TF32 and takes float32 operands, not {dtype}")
+
+
+# -- shape checks -----------------------------------------------------------------------------------
+def _op_shape(x, trans):
+    return (x.shape[-1], x.shape[-2]) if trans else (x.shape[-2], x.shape[-1])
+
+
+def _describe(name, x, trans):
+    return f"op({name}) = {name}{'.T' if trans else ''} of {name} {x.shape}"
+
+
+def _check_inner(routine, a, b, trans_a, trans_b):
+    (m, ka), (kb, n) = _op_shape(a, trans_a), _op_shape(b, trans_b)
+    if ka != kb:
+        raise ValueError(f"{routine}: inner dimensions differ: {_describe('a', a, trans_a)} is {m}x{ka} but "
+                         f"{_describe('b', b, trans_b)} is {kb}x{n}")
+    return m, n, ka
+
+
+def _check_overlap(routine, c, *inputs):
+    for name, x in inputs:
+        if x._mem is c._mem and x.nbytes and c.nbytes:
+            lo, hi = x._offset, x._offset + x.nbytes
+            if lo < c._offset + c.nbytes and c._offset < hi:
+                raise ValueError(f"{routine}: c {c.shape} shares memory with {name} {x.shape}; "
+                                 "the output must not overlap an input")
+
+
+def _output(routine, a, c, shape, beta, inputs):
+    if c is None:
+        if beta != 0:
+            raise ValueError(f"{routine}: beta = {beta} needs an output c to scale; pass c or leave beta at 0")
+        return empty(shape, a.dtype)
+    if c.shape != shape:
+        shapes = ", ".join(f"{n} {x.shape}" for n, x in inputs)
+        raise ValueError(f"{routine}: c has shape {c.shape}, expected {shape} for {shapes}")
+    _check_overlap(routine, c, *inputs)
+    return c
+
+
+# -- the routines -----------------------------------------------------------------------------------
+def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, stream=None, kernel=None):
+    """c = alpha * op(a) @ op(b) + beta * c with op(x) = x or x.T; returns c (new when not given).
+    kernel: 'naive', 'tiled', 'regblock', 'wmma' or 'auto' (default: $GPUBLAS_GEMM_KERNEL, else auto)."""
+    operands = dict(a=a, b=b) if c is None else dict(a=a, b=b, c=c)
+    dtype = check_operands("gemm", **operands)
+    for name, x in (("a", a), ("b", b)) + ((("c", c),) if c is not None else ()):
+        if x.ndim != 2:
+            raise ValueError(f"gemm: {name} must be 2-D, got shape {x.shape}; use gemm_batched for stacks")
+    m, n, k = _check_inner("gemm", a, b, trans_a, trans_b)
+    c = _output("gemm", a, c, (m, n), beta, [("a", a), ("b", b)])
+    _run(a, b, c, m, n, k, 1, (0, 0, 0), alpha, beta, trans_a, trans_b, dtype, kernel, stream)
+    return c
+
+
+def gemm_batched(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, stream=None, kernel=None):
+    """gemm on stacks: c[i] = alpha * op(a[i]) @ op(b[i]) + beta * c[i] for a (batch, ., .), b (batch, ., .);
+    strided batches, one launch (grid z = batch)."""
+    operands = dict(a=a, b=b) if c is None else dict(a=a, b=b, c=c)
+    dtype = check_operands("gemm_batched", **operands)
+    for name, x in operands.items():
+        if x.ndim != 3:
+            raise ValueError(f"gemm_batched: {name} must be 3-D (batch, rows, cols), got shape {x.shape}")
+    if a.shape[0] != b.shape[0]:
+        raise ValueError(f"gemm_batched: batch sizes differ: a {a.shape} has {a.shape[0]}, "
+                         f"b {b.shape} has {b.shape[0]}")
+    m, n, k = _check_inner("gemm_batched", a, b, trans_a, trans_b)
+    batch = a.shape[0]
+    c = _output("gemm_batched", a, c, (batch, m, n), beta, [("a", a), ("b", b)])
+    strides = (a.shape[1] * a.shape[2], b.shape[1] * b.shape[2], m * n)
+    _run(a, b, c, m, n, k, batch, strides, alpha, beta, trans_a, trans_b, dtype, kernel, stream)
+    return c
+
+
+def _run(a, b, c, m, n, k, batch, strides, alpha, beta, trans_a, trans_b, dtype, kernel, stream):
+    """Dispatches a checked product: scales c alone when alpha or K is 0, else launches the chosen
+    kernel, in chunks of MAX_GRID_Z batches."""
+    name = _kernel_name(kernel, m, n, k)
+    if name == "wmma":
+        _check_wmma(dtype)
+    if m == 0 or n == 0 or batch == 0:
+        return
+    if alpha == 0 or k == 0:
+        scale_output(c, beta, stream=stream)
+        return
+    sa, sb, sc = strides
+    item = np.dtype(dtype).itemsize
+    for z0 in range(0, batch, MAX_GRID_Z):
+        nz = min(MAX_GRID_Z, batch - z0)
+        pa, pb, pc = (a, b, c) if z0 == 0 else (a.ptr + z0 * sa * item, b.ptr + z0 * sb * item, c.ptr + z0 * sc * item)
+        args = (m, n, k, alpha, pa, a.shape[-1], int(bool(trans_a)), pb, b.shape[-1], int(bool(trans_b)),
+                beta, pc, n, sa, sb, sc)
+        _LAUNCHERS[name](args, m, n, nz, dtype, stream)
+
+
+def _broadcast_gemm(a, b, kernel=None):
+    """a @ b for 3-D stacks where one side is 2-D (or a stack of one): the 2-D side gets batch stride 0."""
+    dtype = check_operands("matmul", a=a, b=b)
+    a3 = a if a.ndim == 3 else a.reshape((1,) + a.shape)
+    b3 = b if b.ndim == 3 else b.reshape((1,) + b.shape)
+    if a3.shape[0] != b3.shape[0] and 1 not in (a3.shape[0], b3.shape[0]):
+        raise ValueError(f"matmul: batch sizes differ: a {a.shape}, b {b.shape}")
+    m, n, k = _check_inner("matmul", a3, b3, False, False)
+    batch = max(a3.shape[0], b3.shape[0])
+    c = empty((batch, m, n), dtype)
+    strides = (m * k if a3.shape[0] > 1 else 0, k * n if b3.shape[0] > 1 else 0, m * n)
+    _run(a3, b3, c, m, n, k, batch, strides, 1.0, 0.0, False, False, dtype, kernel, None)
+    return c
+
+
+def matmul(a, b):
+    """a @ b as NumPy defines it for 1-D, 2-D and 3-D operands: 2-D @ 2-D -> gemm, with a vector ->
+    gemv (1-D @ 1-D -> dot, a Python float), 3-D stacks -> batched gemm (a 2-D side broadcasts)."""
+    check_operands("matmul", a=a, b=b)
+    if a.ndim == 0 or b.ndim == 0:
+        raise ValueError(f"matmul: operands must have at least 1 dimension, got a {a.shape}, b {b.shape}")
+    if a.ndim > 3 or b.ndim > 3:
+        raise ValueError(f"matmul: at most 3 dimensions supported, got a {a.shape}, b {b.shape}")
+    if a.ndim == 1 and b.ndim == 1:
+        if a.shape != b.shape:
+            raise ValueError(f"matmul: vectors of different lengths: a {a.shape}, b {b.shape}")
+        return dot(a, b)
+    if a.ndim == 2 and b.ndim == 1:
+        return gemv(a, b)
+    if a.ndim == 1 and b.ndim == 2:
+        if a.shape[0] != b.shape[0]:
+            raise ValueError(f"matmul: a {a.shape} @ b {b.shape}: a has {a.shape[0]} elements, b {b.shape[0]} rows")
+        return gemv(b, a, trans=True)
+    if a.ndim == 1 or b.ndim == 1:
+        raise ValueError(f"matmul: a {a.shape} @ b {b.shape}: vectors with stacks are not supported")
+    if a.ndim == 2 and b.ndim == 2:
+        return gemm(a, b)
+    return _broadcast_gemm(a, b)
+
+
+def _as_operand(other, like):
+    """A DeviceArray for the other side of @: ndarrays keep their dtype (a mismatch raises in matmul),
+    lists and scalars take the DeviceArray's."""
+    if isinstance(other, DeviceArray):
+        return other
+    return to_device(other if isinstance(other, np.ndarray) else np.asarray(other, dtype=like.dtype))
+
+
+def _matmul_method(self, other):
+    return matmul(self, _as_operand(other, self))
+
+
+def _rmatmul_method(self, other):
+    return matmul(_as_operand(other, self), self)
+
+
+DeviceArray.__matmul__ = _matmul_method
+DeviceArray.__rmatmul__ = _rmatmul_method

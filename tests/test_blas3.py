@@ -1,0 +1,250 @@
+"""gemm, gemm_batched, matmul and @ against NumPy and scipy.linalg.blas (sgemm/dgemm)."""
+import numpy as np
+import pytest
+from scipy.linalg import blas as sblas
+
+import gpublas
+from gpublas import blas3
+from reference import assert_close
+
+DTYPES = [np.float32, np.float64]
+LADDER = ["naive", "tiled", "regblock"]
+TRANS = [(False, False), (False, True), (True, False), (True, True)]
+# (M, N, K): ones, primes, and non-multiples of every tile (16, 64, 128) on each side; the last has every
+# dimension a multiple of 4, so gemm_regblock takes its vector loads in all four orientations
+SHAPES = [(1, 1, 1), (2, 7, 31), (33, 64, 1), (31, 129, 33), (127, 33, 129), (64, 2, 7), (132, 260, 36)]
+
+
+def ref_gemm(dtype, alpha, a, b, beta=0.0, c=None, trans_a=False, trans_b=False):
+    f = sblas.sgemm if np.dtype(dtype) == np.float32 else sblas.dgemm
+    return f(alpha, a, b, beta=beta, c=c, trans_a=int(trans_a), trans_b=int(trans_b))
+
+
+def operands(rng, dtype, m, n, k, trans_a, trans_b, batch=None):
+    sa = (k, m) if trans_a else (m, k)
+    sb = (n, k) if trans_b else (k, n)
+    if batch is not None:
+        sa, sb = (batch,) + sa, (batch,) + sb
+    return rng.standard_normal(sa).astype(dtype), rng.standard_normal(sb).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kernel", LADDER)
+@pytest.mark.parametrize("trans_a,trans_b", TRANS)
+@pytest.mark.parametrize("m,n,k", SHAPES)
+def test_gemm_ladder(rng, dtype, kernel, trans_a, trans_b, m, n, k):
+    a, b = operands(rng, dtype, m, n, k, trans_a, trans_b)
+    got = gpublas.gemm(gpublas.to_device(a), gpublas.to_device(b), trans_a=trans_a, trans_b=trans_b, kernel=kernel)
+    assert got.shape == (m, n) and got.dtype == dtype
+    assert_close(got, ref_gemm(dtype, 1.0, a, b, trans_a=trans_a, trans_b=trans_b), k=k)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kernel", LADDER)
+@pytest.mark.parametrize("alpha,beta", [(2.5, 0.0), (0.5, -1.5), (1.0, 1.0), (-1.0, 0.25)])
+def test_gemm_alpha_beta(rng, dtype, kernel, alpha, beta):
+    m, n, k = 33, 31, 17
+    a, b = operands(rng, dtype, m, n, k, False, True)
+    c = rng.standard_normal((m, n)).astype(dtype)
+    got = gpublas.gemm(gpublas.to_device(a), gpublas.to_device(b), gpublas.to_device(c), alpha=alpha, beta=beta,
+                       trans_b=True, kernel=kernel)
+    assert_close(got, ref_gemm(dtype, alpha, a, b, beta, c, trans_b=True), k=k)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kernel", LADDER)
+def test_gemm_beta_zero_never_reads_c(rng, dtype, kernel):
+    a, b = operands(rng, dtype, 31, 33, 7, False, False)
+    c = gpublas.to_device(np.full((31, 33), np.nan, dtype))
+    c_inf = gpublas.to_device(np.full((31, 33), np.inf, dtype))
+    da, db = gpublas.to_device(a), gpublas.to_device(b)
+    out = gpublas.gemm(da, db, c, alpha=2.0, beta=0.0, kernel=kernel)
+    assert out is c
+    assert_close(out, 2.0 * (a.astype(np.float64) @ b), dtype, k=7)
+    assert_close(gpublas.gemm(da, db, c_inf, beta=0.0, kernel=kernel), a.astype(np.float64) @ b, dtype, k=7)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("beta", [0.0, 3.0])
+def test_gemm_alpha_zero_reads_no_input(rng, dtype, beta):
+    a = np.full((7, 5), np.nan, dtype)
+    b = np.full((5, 9), np.inf, dtype)
+    c = rng.standard_normal((7, 9)).astype(dtype)
+    for kernel in LADDER:
+        got = gpublas.gemm(gpublas.to_device(a), gpublas.to_device(b), gpublas.to_device(c), alpha=0.0, beta=beta,
+                           kernel=kernel)
+        assert_close(got, beta * c)
+    # beta == 0 with alpha == 0 zeroes c, even where it held NaN
+    nan_c = gpublas.to_device(np.full((7, 9), np.nan, dtype))
+    assert_close(gpublas.gemm(gpublas.to_device(a), gpublas.to_device(b), nan_c, alpha=0.0), np.zeros((7, 9)), dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gemm_zero_sized(rng, dtype):
+    empty_m = gpublas.gemm(gpublas.zeros((0, 4), dtype), gpublas.zeros((4, 3), dtype))
+    assert empty_m.shape == (0, 3)
+    empty_n = gpublas.gemm(gpublas.zeros((5, 4), dtype), gpublas.zeros((4, 0), dtype))
+    assert empty_n.shape == (5, 0)
+    # K == 0: C = beta * C, and a new C is zeros
+    assert_close(gpublas.gemm(gpublas.zeros((5, 0), dtype), gpublas.zeros((0, 3), dtype)), np.zeros((5, 3)), dtype)
+    c = rng.standard_normal((5, 3)).astype(dtype)
+    got = gpublas.gemm(gpublas.zeros((0, 5), dtype), gpublas.zeros((0, 3), dtype), gpublas.to_device(c), beta=-2.0,
+                       trans_a=True)
+    assert_close(got, -2.0 * c)
+
+
+@pytest.mark.parametrize("kernel", LADDER)
+def test_gemm_views_and_self_product(rng, kernel):
+    # a view that starts mid-allocation (not 16-byte aligned) forces scalar loads in gemm_regblock
+    base = rng.standard_normal((66, 33)).astype(np.float32)
+    view = gpublas.to_device(base)[1:]
+    got = gpublas.gemm(view, view, trans_b=True, kernel=kernel)
+    assert_close(got, base[1:].astype(np.float64) @ base[1:].T, np.float32, k=33)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gemm_large_regblock(rng, dtype):
+    m, n, k = 257, 513, 255 if dtype == np.float32 else 130
+    a, b = operands(rng, dtype, m, n, k, True, False)
+    got = gpublas.gemm(gpublas.to_device(a), gpublas.to_device(b), trans_a=True, kernel="regblock")
+    assert_close(got, ref_gemm(dtype, 1.0, a, b, trans_a=True), k=k)
+
+
+def test_gemm_identical_under_thread_orders(rng, sim_order):
+    a, b = operands(rng, np.float32, 129, 67, 45, True, True)
+    da, db = gpublas.to_device(a), gpublas.to_device(b)
+    first = {kernel: gpublas.gemm(da, db, trans_a=True, trans_b=True, kernel=kernel).get() for kernel in LADDER}
+    if gpublas.backend() == "sim":
+        gpublas.sim_thread_order("random")
+    for kernel in LADDER:
+        np.testing.assert_array_equal(gpublas.gemm(da, db, trans_a=True, trans_b=True, kernel=kernel).get(),
+                                      first[kernel], err_msg=f"{kernel} under {sim_order} vs random order")
+
+
+def test_dispatcher_and_forcing(rng, monkeypatch):
+    assert blas3.choose_kernel(4, 4, 4) == "naive"
+    assert blas3.choose_kernel(64, 64, 64) == "tiled"
+    assert blas3.choose_kernel(100, 1000, 1000) == "tiled"
+    assert blas3.choose_kernel(256, 256, 256) == "regblock"
+    used = []
+    for name in LADDER:
+        real = blas3._LAUNCHERS[name]
+        monkeypatch.setitem(blas3._LAUNCHERS, name, lambda *a, _n=name, _f=real: (used.append(_n), _f(*a)))
+    a, b = operands(rng, np.float32, 40, 40, 40, False, False)
+    da, db = gpublas.to_device(a), gpublas.to_device(b)
+    monkeypatch.delenv(blas3.ENV_KERNEL, raising=False)
+    gpublas.gemm(da, db)
+    gpublas.gemm(da, db, kernel="regblock")
+    monkeypatch.setenv(blas3.ENV_KERNEL, "naive")
+    got = gpublas.gemm(da, db)
+    gpublas.gemm(da, db, kernel="tiled")  # the argument wins over the environment
+    assert used == ["tiled", "regblock", "naive", "tiled"]
+    assert_close(got, a.astype(np.float64) @ b, np.float32, k=40)
+    monkeypatch.setenv(blas3.ENV_KERNEL, "fastest")
+    with pytest.raises(ValueError, match="unknown kernel 'fastest'"):
+        gpublas.gemm(da, db)
+
+
+@pytest.mark.skipif(gpublas.backend() == "cuda", reason="checks the refusal of wmma off the cuda backend")
+def test_wmma_refused_on_sim():
+    a = gpublas.zeros((4, 4))
+    with pytest.raises(ValueError, match="wmma"):
+        gpublas.gemm(a, a, kernel="wmma")
+
+
+@pytest.mark.cuda
+def test_wmma_tf32(rng):
+    m, n, k = 129, 200, 77
+    a, b = operands(rng, np.float32, m, n, k, False, True)
+    got = gpublas.gemm(gpublas.to_device(a), gpublas.to_device(b), trans_b=True, kernel="wmma")
+    want = a.astype(np.float64) @ b.T
+    assert_close(got, want, rtol=5e-3, atol=5e-3 * np.sqrt(k))  # TF32: 10-bit mantissa
+
+
+def test_gemm_errors_name_shapes():
+    a32, b32 = gpublas.zeros((3, 4)), gpublas.zeros((5, 6))
+    with pytest.raises(ValueError, match=r"\(3, 4\).*\(5, 6\)"):
+        gpublas.gemm(a32, b32)
+    with pytest.raises(ValueError, match=r"a\.T of a \(3, 4\)"):
+        gpublas.gemm(a32, gpublas.zeros((4, 2)), trans_a=True)
+    with pytest.raises(ValueError, match=r"c has shape \(2, 2\), expected \(3, 2\)"):
+        gpublas.gemm(a32, gpublas.zeros((4, 2)), gpublas.zeros((2, 2)))
+    with pytest.raises(ValueError, match="mixed dtypes"):
+        gpublas.gemm(a32, gpublas.zeros((4, 2), np.float64))
+    with pytest.raises(ValueError, match="mixed dtypes"):
+        gpublas.gemm(a32, gpublas.zeros((4, 2)), gpublas.zeros((3, 2), np.float64))
+    with pytest.raises(ValueError, match="beta"):
+        gpublas.gemm(a32, gpublas.zeros((4, 2)), beta=1.0)
+    with pytest.raises(ValueError, match=r"2-D.*\(2, 3, 4\)"):
+        gpublas.gemm(gpublas.zeros((2, 3, 4)), gpublas.zeros((4, 2)))
+    with pytest.raises(ValueError, match="overlap"):
+        gpublas.gemm(a32, gpublas.zeros((4, 4)), a32, beta=1.0)
+    with pytest.raises(ValueError, match=r"batch sizes differ.*\(2, 3, 4\).*\(3, 4, 5\)"):
+        gpublas.gemm_batched(gpublas.zeros((2, 3, 4)), gpublas.zeros((3, 4, 5)))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kernel", LADDER)
+@pytest.mark.parametrize("trans_a,trans_b", TRANS)
+def test_gemm_batched(rng, dtype, kernel, trans_a, trans_b):
+    batch, m, n, k = 3, 17, 33, 9
+    a, b = operands(rng, dtype, m, n, k, trans_a, trans_b, batch=batch)
+    c = rng.standard_normal((batch, m, n)).astype(dtype)
+    got = gpublas.gemm_batched(gpublas.to_device(a), gpublas.to_device(b), gpublas.to_device(c), alpha=1.5,
+                               beta=-0.5, trans_a=trans_a, trans_b=trans_b, kernel=kernel)
+    want = np.stack([ref_gemm(dtype, 1.5, a[i], b[i], -0.5, c[i], trans_a, trans_b) for i in range(batch)])
+    assert_close(got, want, k=k)
+
+
+def test_gemm_batched_empty_batch():
+    assert gpublas.gemm_batched(gpublas.zeros((0, 3, 4)), gpublas.zeros((0, 4, 2))).shape == (0, 3, 2)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_matmul_and_operator(rng, dtype):
+    a = rng.standard_normal((7, 31)).astype(dtype)
+    b = rng.standard_normal((31, 33)).astype(dtype)
+    v = rng.standard_normal(31).astype(dtype)
+    w = rng.standard_normal(7).astype(dtype)
+    s3 = rng.standard_normal((2, 7, 31)).astype(dtype)
+    t3 = rng.standard_normal((2, 31, 5)).astype(dtype)
+    da, db, dv, dw = (gpublas.to_device(x) for x in (a, b, v, w))
+    assert_close(da @ db, a @ b, k=31)
+    assert_close(gpublas.matmul(da, db), a @ b, k=31)
+    assert_close(da @ dv, a @ v, k=31)
+    assert_close(dw @ da, w @ a, k=7)
+    assert abs((dv @ dv) - float(v.astype(np.float64) @ v)) < 1e-4 * max(1.0, abs(float(v @ v)))
+    assert_close(gpublas.to_device(s3) @ gpublas.to_device(t3), s3 @ t3, k=31)
+    assert_close(gpublas.to_device(s3) @ db, s3 @ b, k=31)                       # 2-D side broadcasts
+    assert_close(da @ gpublas.to_device(t3), a @ t3, k=31)
+    assert_close(a @ db, a @ b, k=31)                                              # ndarray @ DeviceArray
+    assert_close(da @ b, a @ b, k=31)
+    with pytest.raises(ValueError, match=r"\(7, 31\).*\(7, 31\)"):
+        da @ da
+
+
+try:
+    from hypothesis import given, settings, strategies as st
+except ImportError:  # hypothesis is optional
+    given = None
+
+if given is not None:
+    @settings(max_examples=25, deadline=None)
+    @given(m=st.integers(1, 70), n=st.integers(1, 70), k=st.integers(0, 70), trans_a=st.booleans(),
+           trans_b=st.booleans(), kernel=st.sampled_from(LADDER + ["auto"]), double=st.booleans())
+    def test_gemm_property(m, n, k, trans_a, trans_b, kernel, double):
+        dtype = np.float64 if double else np.float32
+        rng = np.random.default_rng(m * 10007 + n * 101 + k)
+        a, b = operands(rng, dtype, m, n, k, trans_a, trans_b)
+        got = gpublas.gemm(gpublas.to_device(a), gpublas.to_device(b), trans_a=trans_a, trans_b=trans_b,
+                           kernel=kernel)
+        want = (a.T if trans_a else a).astype(np.float64) @ (b.T if trans_b else b)
+        assert_close(got, want, dtype, k=max(k, 1))
+
+
+def test_gemm_batched_more_than_grid_z(rng):
+    # 70000 batches: more than one launch's grid z (65535), so the launcher splits them
+    a = rng.standard_normal((70_000, 1, 2)).astype(np.float32)
+    b = rng.standard_normal((70_000, 2, 1)).astype(np.float32)
+    got = gpublas.gemm_batched(gpublas.to_device(a), gpublas.to_device(b), kernel="naive")
+    assert_close(got, a @ b, k=2)
