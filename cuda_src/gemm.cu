@@ -26,7 +26,7 @@
 //                Then 8 (16) rank-1 updates of the thread's register tile. Two barriers per K tile.
 // gemm_wmma:     block 128 threads (4 warps), TF32 tensor cores (nvcuda::wmma, 16x16x8 fragments, float
 //                accumulation), 64x64 tile of C per block, 32x32 per warp (2x2 fragments), K in tiles of 8
-//                staged through shared memory. float only, cuda backend only, sm_80+ (opt-in: kernel="wmma";
+//                staged through shared memory. float only, sm_80+ on the cuda backend, also on sim (opt-in: kernel="wmma";
 //                on other targets the kernel compiles to an empty body and the launcher refuses it).
 #include "common.cuh"
 
@@ -212,9 +212,10 @@ gemm_regblock(int M, int N, int K, real alpha, const real* __restrict__ A, int l
 }
 
 // ---------------------------------------------------------------------------------------------------
-// gemm_wmma (TF32 tensor cores; cuda backend, sm_80+, float only)
+// gemm_wmma (TF32 tensor cores; sm_80+ on the cuda backend, simulated warp-collectively on sim;
+// float only)
 // ---------------------------------------------------------------------------------------------------
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if defined(__CUDA_ARCH_SIM__) || (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800)
 #include <mma.h>
 #define GEMM_WMMA_ENABLED 1
 #endif

@@ -79,9 +79,9 @@ _LAUNCHERS = {"naive": _launch_naive, "tiled": _launch_tiled, "regblock": _launc
 
 def _check_wmma(dtype):
     b = backends.current()
-    if b.name != "cuda" or getattr(b, "cc", 0) < 80:
-        raise ValueError(f"gemm: kernel 'wmma' needs the cuda backend on compute capability 8.0 or newer "
-                         f"(TF32 tensor cores); the active backend is {b.name}")
+    if b.name == "cuda" and b.cc < 80:
+        raise ValueError(f"gemm: kernel 'wmma' needs TF32 tensor cores (compute capability 8.0 or newer); "
+                         f"this device has {b.cc // 10}.{b.cc % 10}")
     if dtype != np.float32:
         raise ValueError(f"gemm: kernel 'wmma' computes in TF32 and takes float32 operands, not {dtype}")
 

@@ -97,7 +97,8 @@ def kernels_needing_fibers(text):
     """Names of the functions that reach a barrier or warp intrinsic, directly or through the
     functions they call (plain or template calls). Kernels not named take the simulator's fast
     path (a plain loop over threads); one that reaches a barrier anyway is reported at launch."""
-    bodies = function_bodies(source.strip_comments(text))
+    text = re.sub(r"^[ \t]*#.*$", "", source.strip_comments(text), flags=re.M)  # no preprocessor lines
+    bodies = function_bodies(text)
     barrier = {n for n, b in bodies.items() if _BARRIERS.search(b)}
     changed = True
     while changed:

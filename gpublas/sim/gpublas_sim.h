@@ -409,12 +409,19 @@ namespace gpublas_sim {
 static inline WarpSlot* warp_exchange(uint64_t value, unsigned& stamp_out, unsigned& lane_out) {
     Worker* w = tls_worker;
     Fiber* f = w->cur;
-    if (w->fast) { if (w->nthreads > 1) misuse("a warp-level intrinsic"); }
+    if (w->fast) {  // no fibers: one thread at a time, so a lane sees only itself
+        static thread_local WarpSlot alone[32];
+        if (w->nthreads > 1) misuse("a warp-level intrinsic");
+        stamp_out = 0;
+        lane_out = 0;
+        alone[0] = WarpSlot{value, 0};
+        return alone;
+    }
     const unsigned lane = f->linear & 31, warp = f->linear >> 5;
     const unsigned stamp = f->warp_gen++;
     WarpSlot* slots = &w->slots[size_t(warp) * 64 + (stamp & 1) * 32];
     slots[lane] = WarpSlot{value, stamp};
-    if (!w->fast) park(w, AT_WARP);
+    park(w, AT_WARP);
     stamp_out = stamp;
     lane_out = lane;
     return slots;
@@ -435,7 +442,10 @@ static inline T shuffle(T var, int src, bool valid, int) {
 }
 }  // namespace gpublas_sim
 
-static inline unsigned gpublas_lane() { return gpublas_sim::tls_worker->cur ? gpublas_sim::tls_worker->cur->linear & 31 : 0; }
+static inline unsigned gpublas_lane() {
+    gpublas_sim::Worker* w = gpublas_sim::tls_worker;
+    return w->fast ? 0 : w->cur->linear & 31;
+}
 
 template <class T>
 static inline T __shfl_sync(unsigned, T var, int src_lane, int width = 32) {
