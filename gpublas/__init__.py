@@ -25,5 +25,14 @@ def sim_thread_order(order):
 
 
 # --- kernel factories (issue: runtime) ---
+from .factories import ElementwiseKernel, ReductionKernel
 # --- elementwise operations and reductions (issue: BLAS/array ops) ---
+from . import ops  # binds DeviceArray operators, .T and the reduction methods
+from .elementwise import (abs, axpby, clip, exp, log, maximum, minimum, negative, pow, relu, sigmoid, sqrt,
+                          tanh, transpose, where)
+from .ops import add, divide, multiply, subtract
+from .reduction import argmax, argmin, logsumexp, max, mean, min, softmax, sum
 # --- BLAS levels 1-3 (issue: BLAS) ---
+from .blas1 import asum, axpy, copy, dot, iamax, nrm2, scal, swap
+from .blas2 import gemv, ger
+from .blas3 import gemm, gemm_batched, matmul

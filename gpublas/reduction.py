@@ -1,0 +1,155 @@
+"""Reductions (cuda_src/reduce.cu): sum, max, min, mean, argmax, argmin over the whole array or one
+axis, and softmax / logsumexp along the last axis.
+
+    total = float(gpublas.sum(x));  col_max = x.max(axis=0, keepdims=True);  p = gpublas.softmax(logits)
+
+Results are DeviceArrays (0-d for a whole-array reduction: float(r) or r.get() reads it); argmax and
+argmin give int32 indices, the first one on ties (as NumPy; into the flattened array when axis is
+None). Every result is deterministic: the summation order depends on the shape only, so the sim
+backend gives identical bits under every thread order.
+"""
+import builtins
+
+import numpy as np
+
+from .array import DeviceArray
+from .elementwise import as_array, check_float, kernel
+from .launch import ceil_div
+
+SUM, MAX, MIN = 0, 1, 2  # RED_* of cuda_src/reduce.cu
+PART = 4096        # elements per block before a row is split into parts (two passes)
+MAX_BLOCKS = 512   # parts are added only while rows * parts stays below this
+
+
+def _row_block(n):
+    """Threads per block for a row of n: 256, or fewer (a multiple of 32) for short rows."""
+    return builtins.min(256, builtins.max(32, ceil_div(n, 32) * 32))
+
+
+# -- launchers -------------------------------------------------------------------------------------
+def launch_reduce_rows(op, x, rows, n, val, idx, scale=1.0):
+    """Reduces each row of x seen as (rows, n) into val[row] (and/or the index into idx[row]). Long
+    rows of few-row arrays are split into parts reduced by separate blocks, then a second pass."""
+    parts = builtins.max(1, builtins.min(ceil_div(n, PART), MAX_BLOCKS // rows))
+    k = kernel("reduce", "reduce_rows", x.dtype)
+    if parts == 1:
+        k(rows, _row_block(n), x, None, val, idx, op, n, 1, scale)
+        return
+    pval = DeviceArray((rows, parts), x.dtype)
+    pidx = DeviceArray((rows, parts), np.int32) if idx is not None else None
+    k(rows * parts, 256, x, None, pval, pidx, op, n, parts, 1.0)
+    k(rows, _row_block(parts), pval, pidx, val, idx, op, parts, 1, scale)
+
+
+def launch_reduce_cols(op, x, outer, n, inner, val, idx, scale=1.0):
+    """Reduces x seen as (outer, n, inner) over its middle axis into (outer, inner)."""
+    k = kernel("reduce", "reduce_cols", x.dtype)
+    k(outer * ceil_div(inner, 32), (32, 8), x, val, idx, op, n, inner, scale)
+
+
+def launch_softmax_rows(x, y, rows, n):
+    kernel("reduce", "softmax_rows", x.dtype)(rows, _row_block(n), x, y, n)
+
+
+def launch_logsumexp_rows(x, out, rows, n):
+    kernel("reduce", "logsumexp_rows", x.dtype)(rows, _row_block(n), x, out, n)
+
+
+# -- the reductions --------------------------------------------------------------------------------
+def _fold(a, axis, keepdims, what):
+    """(outer, n, inner, result shape) for reducing `a` over `axis` (None: all of it)."""
+    if axis is None:
+        return 1, a.size, 1, (1,) * a.ndim if keepdims else ()
+    if not isinstance(axis, (int, np.integer)):
+        raise TypeError(f"{what}: axis must be an int or None, got {axis!r}")
+    if not -a.ndim <= axis < a.ndim:
+        raise ValueError(f"{what}: axis {axis} is out of bounds for an array of dimension {a.ndim}")
+    axis = int(axis) % a.ndim
+    outer = int(np.prod(a.shape[:axis], dtype=np.int64))
+    inner = int(np.prod(a.shape[axis + 1:], dtype=np.int64))
+    shape = a.shape[:axis] + ((1,) if keepdims else ()) + a.shape[axis + 1:]
+    return outer, a.shape[axis], inner, shape
+
+
+def _reduce(a, op, axis, keepdims, what, index=False, mean=False):
+    a = as_array(a, what)
+    check_float(a, what)
+    outer, n, inner, shape = _fold(a, axis, keepdims, what)
+    val = None if index else DeviceArray(shape, a.dtype)
+    idx = DeviceArray(shape, np.int32) if index else None
+    if n == 0:
+        if op != SUM:
+            raise ValueError(f"zero-size array to reduction operation {what} which has no identity")
+        return val.fill(np.nan if mean else 0)
+    if outer * inner == 0:
+        return val if val is not None else idx
+    scale = 1.0 / n if mean else 1.0
+    if inner == 1:
+        launch_reduce_rows(op, a, outer, n, val, idx, scale)
+    else:
+        launch_reduce_cols(op, a, outer, n, inner, val, idx, scale)
+    return val if val is not None else idx
+
+
+def sum(a, axis=None, keepdims=False):  # noqa: A001 (NumPy's name)
+    """Sum over all elements (axis=None, a 0-d array) or over one axis; 0 for an empty array."""
+    return _reduce(a, SUM, axis, keepdims, "sum")
+
+
+def mean(a, axis=None, keepdims=False):
+    """Arithmetic mean over all elements or one axis (nan for an empty array, as NumPy)."""
+    return _reduce(a, SUM, axis, keepdims, "mean", mean=True)
+
+
+def max(a, axis=None, keepdims=False):  # noqa: A001
+    """Largest element (nan if any is nan); ValueError for an empty array."""
+    return _reduce(a, MAX, axis, keepdims, "maximum")
+
+
+def min(a, axis=None, keepdims=False):  # noqa: A001
+    """Smallest element (nan if any is nan); ValueError for an empty array."""
+    return _reduce(a, MIN, axis, keepdims, "minimum")
+
+
+def argmax(a, axis=None, keepdims=False):
+    """int32 index of the largest element (first on ties; into the flattened array for axis=None)."""
+    return _reduce(a, MAX, axis, keepdims, "argmax", index=True)
+
+
+def argmin(a, axis=None, keepdims=False):
+    """int32 index of the smallest element (first on ties; into the flattened array for axis=None)."""
+    return _reduce(a, MIN, axis, keepdims, "argmin", index=True)
+
+
+def _last_axis(x, axis, what):
+    x = as_array(x, what)
+    check_float(x, what)
+    if x.ndim == 0:
+        raise ValueError(f"{what}: needs an array of at least one dimension")
+    if axis not in (-1, x.ndim - 1):
+        raise ValueError(f"{what}: only the last axis is supported (axis=-1), got axis={axis}")
+    n = x.shape[-1]
+    return x, (x.size // n if n else 0), n
+
+
+def softmax(x, axis=-1, out=None):
+    """exp(x - max) / sum(exp(x - max)) along the last axis: finite for logits of any size."""
+    x, rows, n = _last_axis(x, axis, "softmax")
+    if out is None:
+        out = DeviceArray(x.shape, x.dtype)
+    elif out.shape != x.shape or out.dtype != x.dtype:
+        raise ValueError(f"softmax: out must be {x.dtype} of shape {x.shape}, got {out.dtype} {out.shape}")
+    if rows and n:
+        launch_softmax_rows(x, out, rows, n)
+    return out
+
+
+def logsumexp(x, axis=-1, keepdims=False):
+    """max + log(sum(exp(x - max))) along the last axis (-inf for an empty axis)."""
+    x, rows, n = _last_axis(x, axis, "logsumexp")
+    out = DeviceArray(x.shape[:-1] + ((1,) if keepdims else ()), x.dtype)
+    if n == 0:
+        return out.fill(-np.inf)
+    if rows:
+        launch_logsumexp_rows(x, out, rows, n)
+    return out

@@ -1,0 +1,190 @@
+"""Reductions (sum, max, min, mean, argmax, argmin), softmax and logsumexp against NumPy."""
+import numpy as np
+import pytest
+from reference import assert_close
+
+import gpublas
+
+DTYPES = [np.float32, np.float64]
+SIZES = [1, 2, 7, 31, 33, 64, 127, 129, 255, 10007, 100003]  # the last two take the two-pass path
+REDUCTIONS = ["sum", "mean", "max", "min", "argmax", "argmin"]
+AXIS_SHAPES = [(7, 33), (33, 7), (1, 129), (129, 1), (64, 64), (3, 5, 33), (2, 3, 4, 5), (5, 9000)]
+
+
+def dev(x):
+    return gpublas.to_device(x)
+
+
+def reference(name, x, axis=None, keepdims=False):
+    """NumPy's result; sums in float64 so that the tolerance measures the device's rounding only."""
+    if name in ("sum", "mean"):
+        return getattr(np, name)(x.astype(np.float64), axis=axis, keepdims=keepdims).astype(x.dtype)
+    return getattr(np, name)(x, axis=axis, keepdims=keepdims)
+
+
+def check(name, got, want, dtype, k):
+    if name.startswith("arg"):
+        assert got.dtype == np.int32
+        np.testing.assert_array_equal(got.get(), want)
+    else:
+        assert got.dtype == dtype
+        assert_close(got, want, dtype, k=k)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", REDUCTIONS)
+def test_full_reduction(name, dtype, rng):
+    for n in SIZES:
+        x = rng.standard_normal(n).astype(dtype)
+        got = getattr(gpublas, name)(dev(x))
+        assert got.shape == ()
+        check(name, got, reference(name, x), dtype, n)
+    x = rng.standard_normal((7, 33)).astype(dtype)
+    got = getattr(gpublas, name)(dev(x), keepdims=True)
+    assert got.shape == (1, 1)
+    check(name, got, reference(name, x, keepdims=True), dtype, x.size)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", REDUCTIONS)
+def test_axis_reduction(name, dtype, rng):
+    for shape in AXIS_SHAPES:
+        x = rng.standard_normal(shape).astype(dtype)
+        for axis in list(range(len(shape))) + [-1]:
+            for keepdims in (False, True):
+                got = getattr(dev(x), name)(axis=axis, keepdims=keepdims)  # the method form
+                want = reference(name, x, axis, keepdims)
+                assert got.shape == want.shape, (shape, axis, keepdims)
+                check(name, got, want, dtype, shape[axis])
+
+
+def test_float_conversion_and_methods(rng):
+    x = rng.standard_normal((31, 5)).astype(np.float64)
+    d = dev(x)
+    assert abs(float(d.sum()) - x.sum()) < 1e-12
+    assert float(d.max()) == x.max() and float(d.min()) == x.min()
+    assert int(d.argmax()) == x.argmax() and int(d.argmin()) == x.argmin()
+    assert abs(float(gpublas.mean(d)) - x.mean()) < 1e-14
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_argmax_ties_give_first_index(dtype):
+    x = np.array([1, 5, 2, 5, 5, -3, -3, 0], dtype)
+    assert int(gpublas.argmax(dev(x))) == 1
+    assert int(gpublas.argmin(dev(x))) == 5
+    big = np.zeros(100003, dtype)
+    big[[777, 5000, 99999]] = 2
+    big[[12, 60000]] = -2
+    assert int(gpublas.argmax(dev(big))) == 777
+    assert int(gpublas.argmin(dev(big))) == 12
+    assert int(gpublas.argmax(dev(np.ones(300, dtype)))) == 0
+    m = np.zeros((9, 40), dtype)
+    m[[2, 5, 7], 3] = 1
+    m[4, [6, 9, 30]] = 1
+    np.testing.assert_array_equal(gpublas.argmax(dev(m), axis=0).get(), m.argmax(axis=0))
+    np.testing.assert_array_equal(gpublas.argmax(dev(m), axis=1).get(), m.argmax(axis=1))
+    np.testing.assert_array_equal(gpublas.argmin(dev(-m), axis=1).get(), (-m).argmin(axis=1))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_nan_and_inf(dtype):
+    x = np.array([1, np.nan, 3, np.nan, -np.inf], dtype)
+    assert np.isnan(float(gpublas.max(dev(x)))) and np.isnan(float(gpublas.min(dev(x))))
+    assert int(gpublas.argmax(dev(x))) == np.argmax(x) == 1
+    assert int(gpublas.argmin(dev(x))) == np.argmin(x) == 1
+    y = np.full(40, -np.inf, dtype)
+    assert float(gpublas.max(dev(y))) == -np.inf and int(gpublas.argmax(dev(y))) == 0
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_zero_size(dtype):
+    e = gpublas.zeros((0,), dtype)
+    assert float(gpublas.sum(e)) == 0
+    for name in ["max", "min", "argmax", "argmin"]:
+        with pytest.raises(ValueError, match="zero-size"):
+            getattr(gpublas, name)(e)
+    z = gpublas.zeros((0, 5), dtype)
+    assert_close(gpublas.sum(z, axis=0), np.zeros(5, dtype), dtype)
+    assert gpublas.sum(z, axis=1).shape == (0,)
+    assert gpublas.max(z, axis=1).shape == (0,)
+    with pytest.raises(ValueError, match="zero-size"):
+        gpublas.max(z, axis=0)
+    with pytest.warns(RuntimeWarning):
+        want = np.mean(np.zeros(0, dtype))
+    assert np.isnan(float(gpublas.mean(e))) and np.isnan(want)
+
+
+def test_bad_axis():
+    with pytest.raises(ValueError, match="out of bounds"):
+        gpublas.sum(gpublas.zeros((3, 4)), axis=2)
+    with pytest.raises(TypeError, match="axis"):
+        gpublas.sum(gpublas.zeros((3, 4)), axis=(0, 1))
+
+
+# -- softmax and logsumexp ------------------------------------------------------------------------
+def np_softmax(x):
+    x = x.astype(np.float64)
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def np_logsumexp(x, keepdims=False):
+    x = x.astype(np.float64)
+    m = x.max(axis=-1, keepdims=True)
+    r = m + np.log(np.exp(x - m).sum(axis=-1, keepdims=True))
+    return r if keepdims else r[..., 0]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_softmax_logsumexp(dtype, rng):
+    for shape in [(1,), (7,), (4, 129), (3, 5, 33), (2, 1000), (64, 2)]:
+        for scale in (1.0, 1e4):  # logits ~1e4: exp would overflow without subtracting the max
+            x = (rng.standard_normal(shape) * scale).astype(dtype)
+            s = gpublas.softmax(dev(x)).get()
+            assert np.all(np.isfinite(s))
+            assert_close(s, np_softmax(x).astype(dtype), dtype, k=shape[-1])
+            lse = gpublas.logsumexp(dev(x))
+            assert np.all(np.isfinite(lse.get()))
+            assert lse.shape == shape[:-1]
+            assert_close(lse, np_logsumexp(x).astype(dtype), dtype, k=shape[-1])
+            assert gpublas.logsumexp(dev(x), keepdims=True).shape == shape[:-1] + (1,)
+    x = np.full((2, 50), 1e4, dtype)
+    assert_close(gpublas.softmax(dev(x)), np.full((2, 50), 0.02, dtype), dtype)
+    with pytest.raises(ValueError, match="last axis"):
+        gpublas.softmax(gpublas.zeros((3, 4), dtype), axis=0)
+
+
+# -- determinism ----------------------------------------------------------------------------------
+def _all_results(x, m):
+    d, dm = dev(x), dev(m)
+    return [r.get() for r in (gpublas.sum(d), gpublas.mean(d), gpublas.max(d), gpublas.argmin(d),
+                              gpublas.sum(dm, axis=0), gpublas.sum(dm, axis=1), gpublas.argmax(dm, axis=0),
+                              gpublas.softmax(dm), gpublas.logsumexp(dm))]
+
+
+def test_identical_under_sim_order_fixture(sim_order, rng):
+    x = rng.standard_normal(100003).astype(np.float32)
+    m = rng.standard_normal((129, 257)).astype(np.float32)
+    wants = [reference("sum", x), reference("mean", x), x.max(), x.argmin(), reference("sum", m, 0),
+             reference("sum", m, 1), m.argmax(0), np_softmax(m), np_logsumexp(m)]
+    for got, want in zip(_all_results(x, m), wants):
+        if got.dtype == np.int32:
+            np.testing.assert_array_equal(got, want)
+        else:
+            assert_close(got, np.asarray(want).astype(got.dtype), got.dtype, k=x.size)
+
+
+@pytest.mark.skipif(gpublas.backend() != "sim", reason="thread orders are a sim-backend property")
+def test_bitwise_identical_across_thread_orders(rng):
+    x = rng.standard_normal(100003).astype(np.float32)
+    m = rng.standard_normal((129, 257)).astype(np.float32)
+    runs = []
+    try:
+        for order in ["forward", "reverse", "random"]:
+            gpublas.sim_thread_order(order)
+            runs.append(_all_results(x, m))
+    finally:
+        gpublas.sim_thread_order("forward")
+    for other in runs[1:]:
+        for a, b in zip(runs[0], other):
+            np.testing.assert_array_equal(a, b)
