@@ -5,6 +5,7 @@ base invalidates every view: any later use raises FreedArrayError instead of rea
 Arithmetic operators and methods such as sum() live in gpublas.ops, bound here at the end of
 gpublas/__init__.py, so this module stays about memory.
 """
+import math
 import numbers
 import warnings
 
@@ -46,7 +47,7 @@ class DeviceArray:
     def __init__(self, shape, dtype=np.float32, *, _mem=None, _offset=0):
         self.shape = _shape(shape)
         self.dtype = _check_dtype(dtype)
-        self.size = int(np.prod(self.shape, dtype=np.int64))
+        self.size = math.prod(self.shape)
         self.nbytes = self.size * self.dtype.itemsize
         if _mem is None:
             self.backend = backends.current()

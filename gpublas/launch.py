@@ -67,23 +67,23 @@ class Kernel:
             raise LaunchError(f"kernel '{self.name}': negative grid {grid}")
         if min(grid) == 0:
             return
-        values = [_pointer(a, self.name) if p else (float(a) if f else int(a))
-                  for a, p, f in zip(args, self._pointer, self._float)]
+        values = [_pointer(a, self.name) if p else a for a, p in zip(args, self._pointer)]
         if stream is None:
             stream = current_stream()
         self._launch(grid, block, shared, stream.handle if stream is not None else None, values)
 
 
 def _pointer(a, kernel):
+    """A pointer argument's value: a DeviceArray's address, an int, or None (NULL)."""
+    try:
+        return a.ptr
+    except AttributeError:
+        pass
     if a is None:
         return 0
     if isinstance(a, (int, np.integer)):
         return int(a)
-    try:
-        return a.ptr
-    except AttributeError:
-        raise TypeError(f"kernel '{kernel}': a pointer argument needs a DeviceArray, "
-                        f"got {type(a).__name__}") from None
+    raise TypeError(f"kernel '{kernel}': a pointer argument needs a DeviceArray, got {type(a).__name__}")
 
 
 _modules = {}
