@@ -1,0 +1,22 @@
+"""gpublas benchmarks: `python -m benchmarks [suite ...] [--quick] [--sizes ...] [--json F] [--plot F]`.
+
+Every suite checks each result against NumPy before timing it, times with gpublas events (median
+and spread of repeated runs after warm-up), prints a table, writes JSON and draws a plot. On the
+sim backend the figures are simulated CPU figures and are labelled so.
+
+Suites, in the order `python -m benchmarks` runs them:
+  transfer  H2D/D2H/D2D bandwidth over sizes, pageable vs pinned host memory
+  compute   GEMM, GEMV, elementwise and reduction throughput beside NumPy (and cuBLAS on a GPU)
+  roofline  the compute kernels on a roofline from the measured peak bandwidth and GEMM rate
+  offload   host NumPy vs copy-in + compute + copy-out on the device; the crossover size
+  overlap   chunked copy/compute/copy pipeline over 1-8 streams vs the sequential version
+  launch    Python-side cost of one small kernel launch
+  train     time per training step of nn's digits CNN and an LSTM vs a NumPy step
+"""
+SUITES = ("transfer", "compute", "roofline", "offload", "overlap", "launch", "train")
+
+
+def main(argv=None):
+    """Runs the command line `argv` (default sys.argv[1:]); returns the exit status."""
+    from .cli import main as _main
+    return _main(argv)

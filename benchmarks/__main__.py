@@ -1,0 +1,6 @@
+"""`python -m benchmarks ...`: see benchmarks/__init__.py."""
+import sys
+
+from . import main
+
+sys.exit(main())

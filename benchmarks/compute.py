@@ -1,0 +1,236 @@
+"""compute: GEMM, GEMV, elementwise (axpy, x + y) and reduction (sum, dot) throughput, each beside
+NumPy on the host CPU in the same run and, on a GPU machine, beside cuBLAS through CuPy or PyTorch.
+
+Every operation is checked against a float64 NumPy reference first, then timed. GFLOP/s count
+2*M*N*K for GEMM, 2*M*N for GEMV, 2n for axpy and dot, n for add and sum. GB/s count the bytes the
+operation must read plus the bytes it writes (GEMM: A, B read and C written once; axpy: x, y read
+and y written; sum: x read). 'x NumPy' is NumPy's time over gpublas' (above 1: gpublas is faster);
+'x cuBLAS' is the peer's time over gpublas' (1.0: as fast as cuBLAS).
+"""
+import math
+
+import numpy as np
+
+import gpublas
+
+from . import peers
+from .harness import Report, measure, measure_host, parse_shape, progress
+
+DESCRIPTION = "GEMM / GEMV / elementwise / reduction throughput vs NumPy (and cuBLAS on a GPU)"
+F32 = np.float32
+
+
+def cases(ctx):
+    """[(op, shape)] for this run: GEMM shapes as (M, N, K), GEMV (M, N), vectors (n,)."""
+    if ctx.sizes:
+        gemms = [parse_shape(s) for s in ctx.sizes]
+    else:
+        square = ctx.pick(gpu=[256, 512, 1024, 2048, 4096], sim=[64, 128, 256], quick=[64, 128])
+        deep = ctx.pick(gpu=[(256, 4096, 1024), (512, 1024, 4096), (8192, 1024, 1024), (128, 1024, 1024)],
+                        sim=[(32, 256, 128), (128, 64, 256)], quick=[(32, 256, 64)])
+        gemms = [(n, n, n) for n in square] + list(deep)
+    gemvs = ctx.pick(gpu=[(4096, 4096), (8192, 1024)], sim=[(256, 256), (512, 128)], quick=[(256, 256)])
+    vectors = ctx.pick(gpu=[2**20, 2**24, 2**26], sim=[2**16, 2**20], quick=[2**18])
+    out = [("gemm", s) for s in gemms] + [("gemv", s) for s in gemvs]
+    for op in ("axpy", "add", "sum", "dot"):
+        out += [(op, (n,)) for n in vectors]
+    return out
+
+
+# -- one operation, three ways ----------------------------------------------------------------------
+# Each builder takes (shape, rng) and returns a dict:
+#   gpu(): runs gpublas and returns its result; host(): the same with NumPy on the host;
+#   ref: the float64 reference of gpu()'s first call; tol: (rtol, atol); flops; bytes;
+#   peer(p): a callable running the same operation through peer p;
+#   result(): where gpu()'s result lands when it works in place (axpy).
+def _gemm(shape, rng):
+    m, n, k = shape
+    a, b = rng.uniform(-1, 1, (m, k)).astype(F32), rng.uniform(-1, 1, (k, n)).astype(F32)
+    da, db, dc = gpublas.to_device(a), gpublas.to_device(b), gpublas.empty((m, n), F32)
+    hc = np.empty((m, n), F32)
+
+    def peer(p):
+        pa, pb, pc = p.array(a), p.array(b), p.array(hc)
+        return lambda: p.gemm(pa, pb, out=pc)
+
+    return dict(gpu=lambda: gpublas.gemm(da, db, dc), host=lambda: np.matmul(a, b, out=hc),
+                ref=a.astype(np.float64) @ b, tol=(1e-4, 1e-4 * math.sqrt(k)),
+                flops=2.0 * m * n * k, bytes=4.0 * (m * k + k * n + m * n), peer=peer)
+
+
+def _gemv(shape, rng):
+    m, n = shape
+    a, x = rng.uniform(-1, 1, (m, n)).astype(F32), rng.uniform(-1, 1, n).astype(F32)
+    da, dx, dy = gpublas.to_device(a), gpublas.to_device(x), gpublas.empty(m, F32)
+    hy = np.empty(m, F32)
+
+    def peer(p):
+        pa, px, py = p.array(a), p.array(x), p.array(hy)
+        return lambda: p.gemv(pa, px, out=py)
+
+    return dict(gpu=lambda: gpublas.gemv(da, dx, dy), host=lambda: np.matmul(a, x, out=hy),
+                ref=a.astype(np.float64) @ x, tol=(1e-4, 1e-4 * math.sqrt(n)),
+                flops=2.0 * m * n, bytes=4.0 * (m * n + n + m), peer=peer)
+
+
+def _axpy(shape, rng):
+    (n,), alpha = shape, 0.5
+    x, y = rng.uniform(-1, 1, n).astype(F32), rng.uniform(-1, 1, n).astype(F32)
+    dx, dy = gpublas.to_device(x), gpublas.to_device(y)
+    hy = y.copy()
+
+    def host():  # NumPy's idiom; it makes a temporary for alpha * x
+        hy.__iadd__(F32(alpha) * x)
+
+    def peer(p):
+        px, py = p.array(x), p.array(y)
+        return lambda: p.axpy(alpha, px, py)
+
+    return dict(gpu=lambda: gpublas.axpy(alpha, dx, dy), host=host, result=lambda: dy,
+                ref=alpha * x.astype(np.float64) + y, tol=(1e-6, 1e-6),
+                flops=2.0 * n, bytes=4.0 * 3 * n, peer=peer)
+
+
+def _add(shape, rng):
+    (n,) = shape
+    x, y = rng.uniform(-1, 1, n).astype(F32), rng.uniform(-1, 1, n).astype(F32)
+    dx, dy = gpublas.to_device(x), gpublas.to_device(y)
+
+    def peer(p):
+        px, py = p.array(x), p.array(y)
+        return lambda: p.add(px, py)
+
+    return dict(gpu=lambda: dx + dy, host=lambda: x + y, ref=x.astype(np.float64) + y, tol=(1e-6, 1e-7),
+                flops=1.0 * n, bytes=4.0 * 3 * n, peer=peer)
+
+
+def _sum(shape, rng):
+    (n,) = shape
+    x = rng.uniform(-1, 1, n).astype(F32)
+    dx = gpublas.to_device(x)
+
+    def peer(p):
+        px = p.array(x)
+        return lambda: p.sum(px)
+
+    return dict(gpu=lambda: gpublas.sum(dx), host=lambda: x.sum(), ref=x.astype(np.float64).sum(),
+                tol=(1e-5, 1e-7 * math.log2(n) * np.abs(x).sum()),
+                flops=1.0 * n, bytes=4.0 * (n + 1), peer=peer)
+
+
+def _dot(shape, rng):
+    (n,) = shape
+    x, y = rng.uniform(-1, 1, n).astype(F32), rng.uniform(-1, 1, n).astype(F32)
+    dx, dy = gpublas.to_device(x), gpublas.to_device(y)
+
+    def peer(p):
+        px, py = p.array(x), p.array(y)
+        return lambda: p.dot(px, py)
+
+    return dict(gpu=lambda: gpublas.dot(dx, dy), host=lambda: np.dot(x, y),
+                ref=x.astype(np.float64) @ y, tol=(1e-5, 1e-7 * math.log2(n) * np.abs(x * y).sum()),
+                flops=2.0 * n, bytes=4.0 * (2 * n + 1), peer=peer)
+
+
+BUILDERS = {"gemm": _gemm, "gemv": _gemv, "axpy": _axpy, "add": _add, "sum": _sum, "dot": _dot}
+COMPUTE_BOUND = {"gemm"}  # the ops whose headline figure is GFLOP/s; the others' is GB/s
+
+
+def missing(op):
+    """The gpublas pieces `op` needs that are not there yet (another issue lands them)."""
+    needs = {"gemm": ("gemm",), "gemv": ("gemv",), "axpy": ("axpy",), "add": (), "sum": ("sum",),
+             "dot": ("dot",)}[op]
+    out = [f"gpublas.{n}" for n in needs if not hasattr(gpublas, n)]
+    if op == "add" and not hasattr(gpublas.DeviceArray, "__add__"):
+        out.append("DeviceArray.__add__")
+    return out
+
+
+def shape_label(op, shape):
+    if op == "gemm":
+        return "x".join(map(str, shape)) + ("" if len(set(shape)) > 1 else " (square)")
+    return "x".join(map(str, shape))
+
+
+def measure_op(report, ctx, op, shape, peer=None, rng=None, host=True):
+    """Checks op at shape against NumPy, then times gpublas (and NumPy, and the peer). Adds and
+    returns the row, or None when the op is missing or its check failed."""
+    label = f"{op} {shape_label(op, shape)}"
+    gone = missing(op)
+    if gone:
+        report.skip(label, f"{', '.join(gone)} not available yet")
+        return None
+    rng = rng or np.random.default_rng(0)
+    case = BUILDERS[op](shape, rng)
+    out = case["gpu"]()
+    got = case["result"]() if "result" in case else out
+    rtol, atol = case["tol"]
+    if not report.check(label, got, case["ref"], rtol=rtol, atol=atol):
+        return None
+    t = measure(case["gpu"], ctx)
+    row = report.add(op=op, shape=shape_label(op, shape), dims=list(shape), flops=case["flops"],
+                     bytes=case["bytes"], gflops=case["flops"] / t.median_ms / 1e6,
+                     gbps=case["bytes"] / t.median_ms / 1e6, **t.as_row())
+    row["intensity"] = case["flops"] / case["bytes"]
+    row["metric"] = "GFLOP/s" if op in COMPUTE_BOUND else "GB/s"
+    row["rate"] = row["gflops"] if op in COMPUTE_BOUND else row["gbps"]
+    if host:
+        th = measure_host(case["host"], ctx)
+        row.update(numpy_ms=th.median_ms, numpy_spread_pct=th.spread_pct, vs_numpy=th.median_ms / t.median_ms)
+        row["numpy_rate"] = row["rate"] / row["vs_numpy"]
+    if peer is not None:
+        fn = case["peer"](peer)
+        res = fn()
+        peer.synchronize()
+        # the peer's copies start from the same inputs, so one call matches the same reference
+        if report.check(f"{label} ({peer.library})", peer.get(res), case["ref"], rtol=rtol, atol=atol):
+            tp = measure(fn, ctx, peer.clock())
+            row.update(peer=peer.name, peer_ms=tp.median_ms, peer_spread_pct=tp.spread_pct,
+                       vs_peer=tp.median_ms / t.median_ms)
+            row["peer_rate"] = row["rate"] / row["vs_peer"]
+    return row
+
+
+COLUMNS = [("op", "op", "s"), ("shape", "shape", "s"), ("ms", "ms", ".4f"), ("spread_pct", "±%", ".1f"),
+           ("rate", "gpublas", ".2f"), ("metric", "unit", "s"), ("numpy_rate", "NumPy", ".2f"),
+           ("vs_numpy", "x NumPy", ".2f"), ("peer_rate", "cuBLAS", ".2f"), ("vs_peer", "x cuBLAS", ".2f")]
+
+
+def run(ctx):
+    report = Report("compute", ctx)
+    peer = peers.detect()
+    rng = np.random.default_rng(0)
+    for op, shape in progress(cases(ctx), ctx, "compute"):
+        measure_op(report, ctx, op, shape, peer, rng)
+    report.columns = COLUMNS
+    report.note("GFLOP/s for GEMM; GB/s (bytes read + written, 1e9/s) for GEMV, axpy, add, sum, dot")
+    report.note("NumPy runs on the host CPU in the same process; 'x NumPy' > 1 means gpublas is faster")
+    if peer is not None:
+        report.note(f"cuBLAS figures through {peer.name}, TF32 off; 'x cuBLAS' = cuBLAS time / gpublas time")
+    elif not ctx.simulated:
+        report.note("no CuPy or PyTorch imports: no cuBLAS comparison")
+    return report
+
+
+def draw(plt, report):
+    rows = report.rows
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
+    for ax, compute in zip(axes, (True, False)):
+        sel = [r for r in rows if (r["op"] in COMPUTE_BOUND) == compute]
+        if not sel:
+            ax.set_visible(False)
+            continue
+        x = np.arange(len(sel))
+        series = [("gpublas", "rate")] + [("NumPy (host)", "numpy_rate")]
+        if any("peer_rate" in r for r in sel):
+            series.append(("cuBLAS", "peer_rate"))
+        w = 0.8 / len(series)
+        for i, (name, key) in enumerate(series):
+            ax.bar(x + i * w, [r.get(key) or 0 for r in sel], w, label=name)
+        ax.set_xticks(x + w * (len(series) - 1) / 2)
+        ax.set_xticklabels([f"{r['op']}\n{r['shape'].replace(' (square)', '')}" for r in sel], fontsize=7)
+        ax.set_ylabel("GFLOP/s" if compute else "GB/s (read + write)")
+        ax.set_yscale("log")
+        ax.legend(fontsize=8)
+        ax.grid(True, axis="y", alpha=0.3)
+    return fig

@@ -1,0 +1,155 @@
+"""The library gpublas is compared with on a GPU machine: CuPy or PyTorch, whichever imports
+(GPUBLAS_BENCH_PEER=cupy|torch|none chooses). Both call cuBLAS for GEMM/GEMV; TF32 is switched off
+so that FP32 GEMM is compared with FP32 GEMM.
+
+    peer = detect()          # None on the sim backend or when neither imports
+    a = peer.array(host); c = peer.gemm(a, b); t = measure(lambda: peer.gemm(a, b), ctx, peer.clock())
+"""
+import os
+
+import numpy as np
+
+import gpublas
+
+_cached = {}
+
+
+def detect():
+    """The peer for this run, or None (sim backend, or no CuPy/PyTorch, or it fails to start)."""
+    if gpublas.backend() != "cuda":
+        return None
+    if "peer" in _cached:
+        return _cached["peer"]
+    wanted = os.environ.get("GPUBLAS_BENCH_PEER", "").lower()
+    order = {"cupy": (CupyPeer,), "torch": (TorchPeer,), "none": ()}.get(wanted, (CupyPeer, TorchPeer))
+    peer, why = None, []
+    for cls in order:
+        try:
+            peer = cls()
+            break
+        except Exception as e:  # not installed, or no usable device for it
+            why.append(f"{cls.library}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+    if peer is None and why:
+        print("no CuPy/PyTorch to compare with (" + "; ".join(why) + ")")
+    _cached["peer"] = peer
+    return peer
+
+
+class TorchPeer:
+    library = "torch"
+
+    def __init__(self):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise RuntimeError("torch sees no CUDA device")
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        self.torch = torch
+        self.device = torch.device("cuda")
+        self.name = f"PyTorch {torch.__version__} (cuBLAS)"
+
+    def array(self, host):
+        return self.torch.from_numpy(np.ascontiguousarray(host)).to(self.device)
+
+    def get(self, x):
+        return x.detach().cpu().numpy() if hasattr(x, "cpu") else np.asarray(x)
+
+    def synchronize(self):
+        self.torch.cuda.synchronize()
+
+    def clock(self):
+        torch = self.torch
+
+        class Clock:
+            def start(self):
+                self.b = torch.cuda.Event(enable_timing=True)
+                self.e = torch.cuda.Event(enable_timing=True)
+                self.b.record()
+
+            def stop(self):
+                self.e.record()
+                self.e.synchronize()
+                return self.b.elapsed_time(self.e)
+
+        return Clock()
+
+    def gemm(self, a, b, out=None):
+        return self.torch.matmul(a, b, out=out)
+
+    def gemv(self, a, x, out=None):
+        return self.torch.mv(a, x, out=out)
+
+    def axpy(self, alpha, x, y):
+        return y.add_(x, alpha=alpha)
+
+    def add(self, x, y):
+        return x + y
+
+    def sum(self, x):
+        return x.sum()
+
+    def dot(self, x, y):
+        return self.torch.dot(x, y)
+
+    def fill(self, x, value):
+        return x.fill_(value)
+
+
+class CupyPeer:
+    library = "cupy"
+
+    def __init__(self):
+        os.environ.setdefault("CUPY_TF32", "0")  # read when CuPy is imported; 0 is also its default
+        import cupy
+
+        cupy.cuda.runtime.getDeviceCount()
+        self.cp = cupy
+        self.name = f"CuPy {cupy.__version__} (cuBLAS)"
+
+    def array(self, host):
+        return self.cp.asarray(np.ascontiguousarray(host))
+
+    def get(self, x):
+        return self.cp.asnumpy(x)
+
+    def synchronize(self):
+        self.cp.cuda.Device().synchronize()
+
+    def clock(self):
+        cp = self.cp
+
+        class Clock:
+            def start(self):
+                self.b, self.e = cp.cuda.Event(), cp.cuda.Event()
+                self.b.record()
+
+            def stop(self):
+                self.e.record()
+                self.e.synchronize()
+                return cp.cuda.get_elapsed_time(self.b, self.e)
+
+        return Clock()
+
+    def gemm(self, a, b, out=None):
+        return self.cp.matmul(a, b, out=out)
+
+    def gemv(self, a, x, out=None):
+        return self.cp.matmul(a, x, out=out)
+
+    def axpy(self, alpha, x, y):
+        y += alpha * x  # CuPy fuses nothing here without cupy.fuse: this is its idiomatic form
+        return y
+
+    def add(self, x, y):
+        return x + y
+
+    def sum(self, x):
+        return x.sum()
+
+    def dot(self, x, y):
+        return self.cp.dot(x, y)
+
+    def fill(self, x, value):
+        x.fill(value)
+        return x

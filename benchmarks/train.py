@@ -1,0 +1,561 @@
+"""train: time per training step of nn's digits CNN and of an LSTM sequence classifier, split per
+layer into forward and backward, and samples/s against a NumPy implementation of the same step on
+the host CPU (written below), and against PyTorch on the same GPU when torch imports.
+
+A step is zero_grad, forward, softmax cross-entropy, backward and an SGD update (momentum 0.9).
+Before timing, one forward + backward with the same weights and batch is checked against the NumPy
+step: the loss and every parameter gradient. Data are random (images in [0, 1), labels in [0, 10)):
+timing needs shapes, not a data set. Device segments are timed with events recorded between the
+layers, so nothing synchronizes inside a step.
+"""
+import statistics
+import time
+
+import numpy as np
+
+import gpublas
+
+from .harness import Report, parse_size, progress
+
+try:
+    import nn
+    from nn.examples import digits
+except ImportError as e:  # nn lands separately; the suite reports itself skipped without it
+    nn = digits = None
+    NN_MISSING = f"{type(e).__name__}: {e}"
+
+DESCRIPTION = "training step time per layer (forward/backward) vs a NumPy step (and PyTorch on a GPU)"
+LR, MOMENTUM = 0.01, 0.9
+
+
+# -- the NumPy reference step (CPU reference: same maths, same layouts as nn) ----------------------
+def _sigmoid(z):
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+class NpConv2d:
+    """Cross-correlation via im2col; w (C_out, C_in, kh, kw), b (C_out,)."""
+
+    def __init__(self, w, b, stride, padding):
+        self.w, self.b, self.s, self.p = w, b, stride, padding
+        self.params = {"weight": w, "bias": b} if b is not None else {"weight": w}
+
+    def forward(self, x):
+        # x: (N, C, H, W) -> y: (N, C_out, OH, OW); keeps the columns for dW and the input shape
+        (sh, sw), (ph, pw) = self.s, self.p
+        co, ci, kh, kw = self.w.shape
+        xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+        win = np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(2, 3))[:, :, ::sh, ::sw]
+        N, _, OH, OW = win.shape[:4]
+        self.cols = win.transpose(0, 2, 3, 1, 4, 5).reshape(N * OH * OW, ci * kh * kw)
+        self.shape = (x.shape, xp.shape, OH, OW)
+        y = self.cols @ self.w.reshape(co, -1).T
+        if self.b is not None:
+            y += self.b
+        return y.reshape(N, OH, OW, co).transpose(0, 3, 1, 2)
+
+    def backward(self, dy):
+        (xs, xps, OH, OW), (sh, sw), (ph, pw) = self.shape, self.s, self.p
+        co, ci, kh, kw = self.w.shape
+        N = xs[0]
+        # y = cols W^T + b  =>  dW = dy^T cols, db = sum dy, dcols = dy W
+        d2 = dy.transpose(0, 2, 3, 1).reshape(-1, co)
+        self.grads = {"weight": (d2.T @ self.cols).reshape(self.w.shape)}
+        if self.b is not None:
+            self.grads["bias"] = d2.sum(0)
+        dcols = (d2 @ self.w.reshape(co, -1)).reshape(N, OH, OW, ci, kh, kw)
+        dxp = np.zeros(xps, dy.dtype)
+        for i in range(kh):
+            for j in range(kw):
+                dxp[:, :, i:i + sh * OH:sh, j:j + sw * OW:sw] += dcols[:, :, :, :, i, j].transpose(0, 3, 1, 2)
+        return dxp[:, :, ph:ph + xs[2], pw:pw + xs[3]]
+
+
+class NpMaxPool2d:
+    """Non-overlapping windows (kernel == stride, no padding), the case the digits CNN uses."""
+
+    def __init__(self, k):
+        self.k = k
+        self.params = {}
+
+    def forward(self, x):
+        N, C, H, W = x.shape
+        k = self.k
+        OH, OW = H // k, W // k
+        win = x[:, :, :OH * k, :OW * k].reshape(N, C, OH, k, OW, k).transpose(0, 1, 2, 4, 3, 5)
+        win = win.reshape(N, C, OH, OW, k * k)
+        self.arg, self.xshape = win.argmax(-1), x.shape
+        return win.max(-1)
+
+    def backward(self, dy):
+        N, C, H, W = self.xshape
+        k, (OH, OW) = self.k, dy.shape[2:]
+        # y = x[argmax]  =>  the gradient goes to the argmax of each window only
+        dwin = np.zeros((N, C, OH, OW, k * k), dy.dtype)
+        np.put_along_axis(dwin, self.arg[..., None], dy[..., None], -1)
+        dx = np.zeros(self.xshape, dy.dtype)
+        dwin = dwin.reshape(N, C, OH, OW, k, k).transpose(0, 1, 2, 4, 3, 5)
+        dx[:, :, :OH * k, :OW * k] = dwin.reshape(N, C, OH * k, OW * k)
+        return dx
+
+
+class NpDense:
+    def __init__(self, w, b):
+        self.w, self.b = w, b
+        self.params = {"weight": w, "bias": b} if b is not None else {"weight": w}
+
+    def forward(self, x):
+        self.x = x  # kept for dW = dy^T x
+        return x @ self.w.T + (self.b if self.b is not None else 0)
+
+    def backward(self, dy):
+        self.grads = {"weight": dy.T @ self.x}
+        if self.b is not None:
+            self.grads["bias"] = dy.sum(0)
+        return dy @ self.w
+
+
+class NpAct:
+    def __init__(self, kind):
+        self.kind, self.params = kind, {}
+
+    def forward(self, x):
+        self.y = {"relu": lambda: np.maximum(x, 0), "tanh": lambda: np.tanh(x),
+                  "sigmoid": lambda: _sigmoid(x)}[self.kind]()
+        return self.y
+
+    def backward(self, dy):
+        y = self.y
+        return dy * {"relu": lambda: y > 0, "tanh": lambda: 1 - y * y, "sigmoid": lambda: y * (1 - y)}[self.kind]()
+
+
+class NpFlatten:
+    params = {}
+
+    def forward(self, x):
+        self.shape = x.shape
+        return x.reshape(x.shape[0], -1)
+
+    def backward(self, dy):
+        return dy.reshape(self.shape)
+
+
+class NpIdentity:  # Dropout with p = 0
+    params = {}
+
+    def forward(self, x):
+        return x
+
+    def backward(self, dy):
+        return dy
+
+
+class NpLSTM:
+    """One layer, PyTorch's gate order (i, f, g, o); the output is h_T (the classifier's input)."""
+
+    KEYS = ("lstm.weight_ih_l0", "lstm.weight_hh_l0", "lstm.bias_ih_l0", "lstm.bias_hh_l0")
+
+    def __init__(self, w):
+        self.params = {k: w[k] for k in self.KEYS}  # nn's names (the wrapper's child is `lstm`)
+
+    def forward(self, x):
+        # x: (T, N, I) -> h_T: (N, H); keeps every step's gates, cells and previous h
+        w_ih, w_hh, b_ih, b_hh = (self.params[k] for k in self.KEYS)
+        T, N, _ = x.shape
+        H = w_hh.shape[1]
+        h, c = np.zeros((N, H), x.dtype), np.zeros((N, H), x.dtype)
+        self.x, self.steps = x, []
+        for t in range(T):
+            a = x[t] @ w_ih.T + h @ w_hh.T + b_ih + b_hh
+            i, f, g, o = _sigmoid(a[:, :H]), _sigmoid(a[:, H:2 * H]), np.tanh(a[:, 2 * H:3 * H]), _sigmoid(a[:, 3 * H:])
+            c_prev, h_prev = c, h
+            c = f * c + i * g
+            tc = np.tanh(c)
+            h = o * tc
+            self.steps.append((i, f, g, o, c_prev, tc, h_prev))
+        return h
+
+    def backward(self, dh):
+        w_ih, w_hh = self.params[self.KEYS[0]], self.params[self.KEYS[1]]
+        dw_ih, dw_hh, db = np.zeros_like(w_ih), np.zeros_like(w_hh), np.zeros(w_ih.shape[0], w_ih.dtype)
+        dc = np.zeros_like(dh)
+        dx = np.zeros_like(self.x)
+        for t in reversed(range(len(self.steps))):
+            i, f, g, o, c_prev, tc, h_prev = self.steps[t]
+            # h = o tanh(c), c = f c_prev + i g: the chain rule through each gate's nonlinearity
+            dc = dc + dh * o * (1 - tc * tc)
+            da = np.concatenate([dc * g * i * (1 - i), dc * c_prev * f * (1 - f), dc * i * (1 - g * g),
+                                 dh * tc * o * (1 - o)], axis=1)
+            # a = x W_ih^T + h_prev W_hh^T + b_ih + b_hh
+            dw_ih += da.T @ self.x[t]
+            dw_hh += da.T @ h_prev
+            db += da.sum(0)
+            dx[t] = da @ w_ih
+            dh, dc = da @ w_hh, dc * f
+        self.grads = dict(zip(self.KEYS, (dw_ih, dw_hh, db, db.copy())))
+        return dx
+
+
+def np_softmax_xent(logits, labels):
+    """(mean loss, dL/dlogits)."""
+    z = logits - logits.max(1, keepdims=True)
+    e = np.exp(z)
+    prob = e / e.sum(1, keepdims=True)
+    n = len(labels)
+    loss = -np.log(prob[np.arange(n), labels]).mean()
+    prob[np.arange(n), labels] -= 1
+    return float(loss), prob / n
+
+
+class NpModel:
+    """The NumPy twin of an nn model: `layers` [(name, layer)], weights copied from its state_dict."""
+
+    def __init__(self, layers):
+        self.layers = layers
+        self.velocity = {}
+
+    def step(self, x, labels, timer=None):
+        """zero_grad + forward + loss + backward + SGD (momentum); timer(name) marks segment ends."""
+        mark = timer or (lambda name: None)
+        mark("start")
+        for name, layer in self.layers:
+            x = layer.forward(x)
+            mark(f"{name} fwd")
+        loss, dy = np_softmax_xent(x, labels)
+        mark("loss")
+        for name, layer in reversed(self.layers):
+            dy = layer.backward(dy)
+            mark(f"{name} bwd")
+        for name, layer in self.layers:
+            for k, w in layer.params.items():
+                v = self.velocity.setdefault((name, k), None)
+                g = layer.grads[k]
+                v = g.copy() if v is None else MOMENTUM * v + g
+                self.velocity[(name, k)] = v
+                w -= LR * v
+        mark("optimizer")
+        return loss
+
+    def grads(self):
+        return {f"{name}.{k}": layer.grads[k] for name, layer in self.layers for k in layer.params}
+
+
+def numpy_twin(layers, state):
+    """NpModel for nn layers [(name, module)] with their weights `state` (host copies)."""
+    out = []
+    for name, m in layers:
+        w = {k.split(".", 1)[1]: state[k].copy() for k in state if k.split(".", 1)[0] == name}
+        if isinstance(m, nn.Conv2d):
+            if m.dilation != (1, 1):
+                raise NotImplementedError("the NumPy reference has no dilated convolution")
+            layer = NpConv2d(w["weight"], w.get("bias"), m.stride, m.padding)
+        elif isinstance(m, nn.MaxPool2d):
+            if m.kernel_size != m.stride or m.padding != (0, 0) or m.kernel_size[0] != m.kernel_size[1]:
+                raise NotImplementedError("the NumPy reference pools square non-overlapping windows only")
+            layer = NpMaxPool2d(m.kernel_size[0])
+        elif isinstance(m, nn.Dense):
+            if m.activation:
+                raise NotImplementedError("the NumPy reference has no fused Dense activation")
+            layer = NpDense(w["weight"], w.get("bias"))
+        elif isinstance(m, (nn.ReLU, nn.Tanh, nn.Sigmoid)):
+            layer = NpAct(type(m).__name__.lower())
+        elif isinstance(m, nn.Flatten):
+            layer = NpFlatten()
+        elif isinstance(m, nn.Dropout) and m.p == 0:
+            layer = NpIdentity()
+        elif isinstance(m, LastStateLSTM):
+            layer = NpLSTM(w)
+        else:
+            raise NotImplementedError(f"no NumPy reference for {m.describe()}")
+        out.append((name, layer))
+    return NpModel(out)
+
+
+# -- the nn models ---------------------------------------------------------------------------------
+if nn is not None:
+    class LastStateLSTM(nn.Module):
+        """A one-layer nn.LSTM whose output is the last hidden state h_T: (T, N, I) -> (N, H)."""
+
+        def __init__(self, input_size, hidden_size):
+            super().__init__()
+            self.lstm = nn.LSTM(input_size, hidden_size)
+            self.d_out = None
+
+        def describe(self):
+            return f"LSTM({self.lstm.input_size}, {self.lstm.hidden_size})"
+
+        def forward(self, x):
+            # x: (T, N, I) -> h_T: (N, H)
+            out, (h_n, _) = self.lstm(x)
+            if self.d_out is None or self.d_out.shape != out.shape:
+                self.d_out = gpublas.zeros(out.shape, out.dtype)  # no loss on the other steps' outputs
+            return h_n[0]
+
+        def backward(self, dy):
+            # dy: (N, H); the loss sees h_T only: its gradient enters as d_hn, every d_out[t] is zero
+            return self.lstm.backward(self.d_out, d_hn=dy.reshape(1, *dy.shape))
+else:
+    LastStateLSTM = type("LastStateLSTM", (), {})
+
+
+def models(ctx):
+    """[(name, nn layers [(name, module)], input (host), labels, batch)] for this run."""
+    out = []
+    rng = np.random.default_rng(0)
+    batches = [parse_size(s) for s in ctx.sizes] if ctx.sizes else None
+    nn.manual_seed(0)
+    cnn = digits.model(dropout=0.0)  # dropout would make the step random; p = 0 keeps the shapes
+    for n in batches or [ctx.pick(gpu=256, sim=32, quick=16)]:
+        x = rng.uniform(0, 1, (n, 1, 8, 8)).astype(np.float32)
+        out.append((f"digits CNN, batch {n}", [(str(i), m) for i, m in enumerate(cnn)], x,
+                    rng.integers(0, 10, n).astype(np.int32), n))
+    T, I, H = ctx.pick(gpu=(32, 32, 256), sim=(8, 16, 32), quick=(5, 8, 16))
+    lstm = nn.Sequential(LastStateLSTM(I, H), nn.Dense(H, 10))
+    for n in batches or [ctx.pick(gpu=64, sim=16, quick=8)]:
+        x = rng.uniform(-1, 1, (T, n, I)).astype(np.float32)
+        out.append((f"LSTM T={T} I={I} H={H}, batch {n}", [(str(i), m) for i, m in enumerate(lstm)], x,
+                    rng.integers(0, 10, n).astype(np.int32), n))
+    return out
+
+
+def _state(layers):
+    return {f"{name}.{k}": v for name, m in layers for k, v in m.state_dict().items()}
+
+
+def _layer_name(m):
+    return m.describe().split("(")[0]
+
+
+# -- timing -----------------------------------------------------------------------------------------
+def nn_step(layers, crit, opt, x, labels, marks):
+    """One nn training step; records the events `marks` between segments (no synchronization)."""
+    it = iter(marks)
+    next(it).record()
+    opt.zero_grad()
+    for _, m in layers:
+        x = m(x)
+        next(it).record()
+    crit(x, labels)  # returns the loss as a float: the one read-back of a step, as in a training loop
+    next(it).record()
+    dy = crit.backward()
+    for _, m in reversed(layers):
+        dy = m.backward(dy)
+        next(it).record()
+    opt.step()
+    next(it).record()
+
+
+def segments(layers):
+    return ([f"{n} fwd" for n, _ in layers] + ["loss"] + [f"{n} bwd" for n, _ in reversed(layers)]
+            + ["optimizer"])
+
+
+def time_nn(ctx, layers, x, labels):
+    crit = nn.SoftmaxCrossEntropy()
+    opt = nn.SGD([p for _, m in layers for p in m.parameters()], lr=LR, momentum=MOMENTUM)
+    names = segments(layers)
+    marks = [gpublas.Event() for _ in range(len(names) + 1)]
+    dx, labels = gpublas.to_device(x), gpublas.to_device(labels)
+    for _ in range(ctx.warmup):
+        nn_step(layers, crit, opt, dx, labels, marks)
+    samples = {n: [] for n in names}
+    steps = []
+    for _ in range(ctx.repeats):
+        nn_step(layers, crit, opt, dx, labels, marks)
+        marks[-1].synchronize()
+        for n, a, b in zip(names, marks, marks[1:]):
+            samples[n].append(a.elapsed_ms(b))
+        steps.append(marks[0].elapsed_ms(marks[-1]))
+    return {n: statistics.median(v) for n, v in samples.items()}, statistics.median(steps), steps
+
+
+def time_numpy(ctx, twin, x, labels):
+    names = segments(twin.layers)
+    samples = {n: [] for n in names}
+    steps = []
+    for rep in range(ctx.warmup + ctx.repeats):
+        stamps = []
+        twin.step(x, labels, lambda name: stamps.append(time.perf_counter()))
+        if rep >= ctx.warmup:
+            for n, a, b in zip(names, stamps, stamps[1:]):
+                samples[n].append((b - a) * 1e3)
+            steps.append((stamps[-1] - stamps[0]) * 1e3)
+    return {n: statistics.median(v) for n, v in samples.items()}, statistics.median(steps)
+
+
+def check_step(report, label, layers, twin, x, labels):
+    """One forward + backward on both sides from the same weights: loss and gradients must agree."""
+    for _, m in layers:
+        m.zero_grad()
+    crit = nn.SoftmaxCrossEntropy()
+    y = gpublas.to_device(x)
+    for _, m in layers:
+        y = m(y)
+    loss = crit(y, labels)
+    dy = crit.backward()
+    for _, m in reversed(layers):
+        dy = m.backward(dy)
+    h = x
+    for _, layer in twin.layers:
+        h = layer.forward(h)
+    ref_loss, d = np_softmax_xent(h, labels)
+    for _, layer in reversed(twin.layers):
+        d = layer.backward(d)
+    ok = report.check(f"{label}: loss", np.array([loss]), np.array([ref_loss]), rtol=1e-4, atol=1e-5)
+    got = {f"{name}.{k}": p.grad.get() for name, m in layers for k, p in m.named_parameters()}
+    for k, ref in twin.grads().items():
+        ok &= report.check(f"{label}: grad {k}", got[k], ref, rtol=1e-3, atol=1e-4 * float(np.abs(ref).max() + 1e-12))
+    for _, m in layers:
+        m.zero_grad()
+    return ok
+
+
+# -- PyTorch on the same device ---------------------------------------------------------------------
+def torch_model(layers, state):
+    """The same model in torch.nn on the GPU with the same weights, or None when torch is missing."""
+    import torch
+
+    mods = []
+    for name, m in layers:
+        if isinstance(m, nn.Conv2d):
+            t = torch.nn.Conv2d(m.in_channels, m.out_channels, m.kernel_size, m.stride, m.padding,
+                                bias=m.bias is not None)
+        elif isinstance(m, nn.MaxPool2d):
+            t = torch.nn.MaxPool2d(m.kernel_size, m.stride, m.padding)
+        elif isinstance(m, nn.Dense):
+            t = torch.nn.Linear(m.in_features, m.out_features, bias=m.bias is not None)
+        elif isinstance(m, (nn.ReLU, nn.Tanh, nn.Sigmoid)):
+            t = {"ReLU": torch.nn.ReLU, "Tanh": torch.nn.Tanh, "Sigmoid": torch.nn.Sigmoid}[type(m).__name__]()
+        elif isinstance(m, nn.Flatten):
+            t = torch.nn.Flatten()
+        elif isinstance(m, nn.Dropout):
+            t = torch.nn.Identity()
+        elif isinstance(m, LastStateLSTM):
+            t = _TorchLastState(m.lstm.input_size, m.lstm.hidden_size)
+        else:
+            return None
+        sd = {k.split(".", 1)[1]: torch.from_numpy(v) for k, v in state.items() if k.split(".", 1)[0] == name}
+        t.load_state_dict(sd)
+        mods.append(t)
+    return torch.nn.Sequential(*mods).cuda()
+
+
+def _TorchLastState(i, h):
+    import torch
+
+    class LastState(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = torch.nn.LSTM(i, h)
+
+        def forward(self, x):
+            return self.lstm(x)[1][0][0]
+
+    return LastState()
+
+
+def time_torch(ctx, layers, state, x, labels):
+    """Median ms per step of the same model and update in PyTorch, and its first loss."""
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    model = torch_model(layers, state)
+    if model is None:
+        return None, None
+    opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
+    tx, ty = torch.from_numpy(x).cuda(), torch.from_numpy(labels.astype(np.int64)).cuda()
+    lossf = torch.nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad()
+        loss = lossf(model(tx), ty)
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    first = step()
+    for _ in range(ctx.warmup):
+        step()
+    times = []
+    for _ in range(ctx.repeats):
+        b, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        b.record()
+        step()
+        e.record()
+        e.synchronize()
+        times.append(b.elapsed_time(e))
+    return statistics.median(times), first
+
+
+def _torch_available():
+    if gpublas.backend() != "cuda":
+        return False
+    try:
+        import torch
+        return torch.cuda.is_available()
+    except Exception:
+        return False
+
+
+# -- the suite --------------------------------------------------------------------------------------
+def run(ctx):
+    report = Report("train", ctx)
+    if nn is None:
+        report.skip("train", f"nn not available ({NN_MISSING})")
+        report.note("skipped: nn not available")
+        return report
+    use_torch = _torch_available()
+    for label, layers, x, labels, batch in progress(models(ctx), ctx, "train"):
+        state = _state(layers)
+        twin = numpy_twin(layers, state)
+        if not check_step(report, label, layers, twin, x, labels):
+            continue
+        seg, step_ms, _ = time_nn(ctx, layers, x, labels)
+        np_seg, np_step = time_numpy(ctx, numpy_twin(layers, state), x, labels)
+        for (name, m) in layers:
+            report.add(model=label, layer=f"{name} {_layer_name(m)}", fwd_ms=seg[f"{name} fwd"],
+                       bwd_ms=seg[f"{name} bwd"], numpy_fwd_ms=np_seg[f"{name} fwd"],
+                       numpy_bwd_ms=np_seg[f"{name} bwd"])
+        report.add(model=label, layer="loss + optimizer", fwd_ms=seg["loss"], bwd_ms=seg["optimizer"],
+                   numpy_fwd_ms=np_seg["loss"], numpy_bwd_ms=np_seg["optimizer"])
+        row = report.add(model=label, layer="STEP", batch=batch, step_ms=step_ms,
+                         samples_per_s=batch / step_ms * 1e3, numpy_step_ms=np_step,
+                         numpy_samples_per_s=batch / np_step * 1e3, vs_numpy=np_step / step_ms)
+        if use_torch:
+            t_ms, t_loss = time_torch(ctx, layers, state, x, labels)
+            if t_ms is not None:
+                row.update(torch_step_ms=t_ms, torch_samples_per_s=batch / t_ms * 1e3, vs_torch=t_ms / step_ms,
+                           torch_first_loss=t_loss)
+    report.columns = [("model", "model", "s"), ("layer", "layer", "s"), ("fwd_ms", "fwd ms", ".4f"),
+                      ("bwd_ms", "bwd ms", ".4f"), ("numpy_fwd_ms", "NumPy fwd", ".4f"),
+                      ("numpy_bwd_ms", "NumPy bwd", ".4f"), ("step_ms", "step ms", ".3f"),
+                      ("samples_per_s", "samples/s", ".0f"), ("numpy_samples_per_s", "NumPy samples/s", ".0f"),
+                      ("vs_numpy", "x NumPy", ".2f"), ("torch_samples_per_s", "PyTorch samples/s", ".0f")]
+    report.note("'loss + optimizer' row: fwd = softmax cross-entropy (with its gradient), bwd = the SGD update")
+    report.note("a step = zero_grad + forward + loss + backward + SGD(momentum 0.9); random data")
+    if not use_torch:
+        report.skip("PyTorch step", "needs a GPU machine with PyTorch")
+    return report
+
+
+def draw(plt, report):
+    models_ = list(dict.fromkeys(r["model"] for r in report.rows))
+    if not models_:
+        return None
+    fig, axes = plt.subplots(1, len(models_), figsize=(6 * len(models_), 4.5), squeeze=False)
+    for ax, model in zip(axes[0], models_):
+        rows = [r for r in report.rows if r["model"] == model and r["layer"] != "STEP"]
+        y = np.arange(len(rows))
+        ax.barh(y - 0.2, [r["fwd_ms"] for r in rows], 0.4, label="gpublas forward")
+        ax.barh(y - 0.2, [r["bwd_ms"] for r in rows], 0.4, left=[r["fwd_ms"] for r in rows], label="gpublas backward")
+        ax.barh(y + 0.2, [r["numpy_fwd_ms"] + r["numpy_bwd_ms"] for r in rows], 0.4, label="NumPy fwd + bwd", alpha=0.6)
+        ax.set_yticks(y)
+        ax.set_yticklabels([r["layer"] for r in rows], fontsize=7)
+        ax.invert_yaxis()
+        ax.set_xlabel("ms per step")
+        step = next(r for r in report.rows if r["model"] == model and r["layer"] == "STEP")
+        ax.set_title(f"{model}\n{step['samples_per_s']:.0f} samples/s (NumPy {step['numpy_samples_per_s']:.0f})",
+                     fontsize=9)
+        ax.legend(fontsize=7)
+    return fig
