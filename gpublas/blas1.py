@@ -12,11 +12,12 @@ in which threads or blocks run.
 import numpy as np
 
 from .array import DeviceArray, empty
-from .launch import ceil_div, get_kernel
+from .launch import ceil_div, get_kernel, simulated
 
 BLOCK = 256
 MAX_BLOCKS = 4096     # element-wise grid-stride kernels
 MAX_PARTIALS = 1024   # reductions: partials per pass-1 launch
+SIM_PARTIALS = 16     # ... on the sim backend
 REALS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
@@ -88,7 +89,9 @@ def swap(x, y, stream=None):
 
 # -- reductions -----------------------------------------------------------------------------------
 def _nparts(n):
-    return max(1, min(ceil_div(n, BLOCK), MAX_PARTIALS))
+    """Blocks of the first reduction pass; on the sim a few per core (the grid-stride loop is
+    cheap there, the block reduction's barriers are not)."""
+    return max(1, min(ceil_div(n, BLOCK), SIM_PARTIALS if simulated() else MAX_PARTIALS))
 
 
 def _sum_of(partial_kernel, dtype, n, *arrays, stream=None):

@@ -13,7 +13,7 @@ import numpy as np
 
 from . import backends
 from .array import DeviceArray, is_scalar, to_device
-from .launch import ceil_div, get_kernel
+from .launch import ceil_div, get_kernel, simulated
 
 BLOCK = 256
 MAX_GRID = 4096  # a grid-stride loop needs no more blocks than keep the device busy
@@ -45,7 +45,7 @@ def kernel(family, name, dtype):
 
 def grid_for(n):
     """Blocks of BLOCK threads for a grid-stride loop over n elements."""
-    per_block = SIM_ELEMENTS_PER_BLOCK if backends.current().name == "sim" else BLOCK
+    per_block = SIM_ELEMENTS_PER_BLOCK if simulated() else BLOCK
     return min(ceil_div(n, per_block), MAX_GRID)
 
 

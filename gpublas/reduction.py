@@ -14,7 +14,7 @@ import numpy as np
 
 from .array import DeviceArray
 from .elementwise import as_array, check_float, kernel
-from .launch import ceil_div
+from .launch import ceil_div, simulated
 
 SUM, MAX, MIN = 0, 1, 2  # RED_* of cuda_src/reduce.cu
 PART = 4096        # elements per block before a row is split into parts (two passes)
@@ -22,7 +22,10 @@ MAX_BLOCKS = 512   # parts are added only while rows * parts stays below this
 
 
 def _row_block(n):
-    """Threads per block for a row of n: 256, or fewer (a multiple of 32) for short rows."""
+    """Threads per block for a row of n: 256, or fewer (a multiple of 32) for short rows; one warp
+    on the sim, where every thread's barriers cost a fiber switch."""
+    if simulated():
+        return 32
     return builtins.min(256, builtins.max(32, ceil_div(n, 32) * 32))
 
 
