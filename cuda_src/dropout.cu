@@ -1,0 +1,34 @@
+// dropout.cu: inverted dropout with the mask drawn on the device by a counter-based generator.
+// `real` is the element type. Element i of a call uses the random number splitmix64(seed, offset + i):
+// a pure function of (seed, counter), so the mask does not depend on the launch shape or thread order,
+// and the host advances `offset` by n after each call to get fresh numbers.
+//
+// dropout_forward:  grid-stride loop, one element per thread: u = top 24 bits of the hash / 2^24 in
+//                   [0, 1); keep = u >= p; mask[i] = keep; y[i] = keep ? x[i] * scale : 0 (scale = 1/(1-p)).
+// dropout_backward: grid-stride loop, one element per thread: dx[i] = mask[i] ? dy[i] * scale : 0.
+#include "common.cuh"
+
+__device__ __forceinline__ unsigned long long dropout_hash(unsigned long long seed, unsigned long long counter) {
+    // splitmix64 of the counter, keyed by the seed (a different stream per seed)
+    unsigned long long z = counter * 0x9E3779B97F4A7C15ULL + seed * 0xD1B54A32D192ED03ULL + 0x632BE59BD9B4E019ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+extern "C" __global__ void dropout_forward(const real* __restrict__ x, real* __restrict__ y, unsigned char* __restrict__ mask,
+                                           long long n, float p, real scale, long long seed, long long offset) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+        unsigned long long r = dropout_hash((unsigned long long)seed, (unsigned long long)(offset + i));
+        float u = (float)(r >> 40) * (1.0f / 16777216.0f);
+        unsigned char keep = u >= p;
+        mask[i] = keep;
+        y[i] = keep ? x[i] * scale : (real)0;
+    }
+}
+
+extern "C" __global__ void dropout_backward(const real* __restrict__ dy, const unsigned char* __restrict__ mask,
+                                            real* __restrict__ dx, long long n, real scale) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+        dx[i] = mask[i] ? dy[i] * scale : (real)0;
+}

@@ -1,0 +1,70 @@
+// lstm.cu: the elementwise parts of an LSTM step, fused (as Chainer's lstm.py does), and the layout
+// changes around it. `real` is the element type. Gate order i, f, g, o (PyTorch's); G = 4H.
+// gates (N, 4H) holds the pre-activations x W_ih^T + h W_hh^T on entry to lstm_gates_forward and is
+// overwritten with the activated gates i, f, g, o, which the backward step needs.
+//
+// lstm_gates_forward:  grid-stride loop, one thread per (n, j), j < H: adds b_ih + b_hh, activates
+//                      i = s(a_i), f = s(a_f), g = tanh(a_g), o = s(a_o) in place, then
+//                      c = f c_prev + i g and h = o tanh(c).
+// lstm_gates_backward: grid-stride loop, one thread per (n, j): dh = d_out + dh_rec (the two routes into
+//                      h_t); dc = dc_next + dh o (1 - tanh(c)^2); writes the pre-activation gradients
+//                      dgates (N, 4H) and replaces dc[n, j] with dc_prev = dc f (same element, same thread).
+// swap01:              grid-stride loop, one thread per element: y[b, a, k] = x[a, b, k] for x (A, B, K)
+//                      (batch_first <-> time-major).
+#include "common.cuh"
+
+__device__ __forceinline__ real lstm_sigmoid(real v) { return (real)1 / ((real)1 + exp(-v)); }
+
+extern "C" __global__ void lstm_gates_forward(real* __restrict__ gates, const real* __restrict__ b_ih,
+                                              const real* __restrict__ b_hh, const real* __restrict__ c_prev,
+                                              real* __restrict__ h, real* __restrict__ c, int N, int H) {
+    const long long total = (long long)N * H;
+    for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < total; e += (long long)gridDim.x * blockDim.x) {
+        const int n = (int)(e / H), j = (int)(e - (long long)n * H);
+        real* a = gates + (long long)n * 4 * H;
+        real ai = a[j], af = a[H + j], ag = a[2 * H + j], ao = a[3 * H + j];
+        if (b_ih) { ai += b_ih[j]; af += b_ih[H + j]; ag += b_ih[2 * H + j]; ao += b_ih[3 * H + j]; }
+        if (b_hh) { ai += b_hh[j]; af += b_hh[H + j]; ag += b_hh[2 * H + j]; ao += b_hh[3 * H + j]; }
+        const real i = lstm_sigmoid(ai), f = lstm_sigmoid(af), g = tanh(ag), o = lstm_sigmoid(ao);
+        a[j] = i; a[H + j] = f; a[2 * H + j] = g; a[3 * H + j] = o;
+        const real cn = f * c_prev[e] + i * g;
+        c[e] = cn;
+        h[e] = o * tanh(cn);
+    }
+}
+
+extern "C" __global__ void lstm_gates_backward(const real* __restrict__ gates, const real* __restrict__ c_prev,
+                                               const real* __restrict__ c, const real* __restrict__ d_out,
+                                               const real* __restrict__ dh_rec, real* __restrict__ dc,
+                                               real* __restrict__ dgates, int N, int H) {
+    const long long total = (long long)N * H;
+    for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < total; e += (long long)gridDim.x * blockDim.x) {
+        const int n = (int)(e / H), j = (int)(e - (long long)n * H);
+        const real* a = gates + (long long)n * 4 * H;
+        real* da = dgates + (long long)n * 4 * H;
+        const real i = a[j], f = a[H + j], g = a[2 * H + j], o = a[3 * H + j];
+        real dh = dh_rec ? dh_rec[e] : (real)0;
+        if (d_out) dh += d_out[e];
+        const real tc = tanh(c[e]);
+        // h = o tanh(c): dh/do = tanh(c), dh/dc = o (1 - tanh(c)^2)
+        const real dcell = dc[e] + dh * o * ((real)1 - tc * tc);
+        const real d_o = dh * tc;
+        // c = f c_prev + i g
+        const real d_i = dcell * g, d_f = dcell * c_prev[e], d_g = dcell * i;
+        // through the activations: s' = s (1 - s), tanh' = 1 - tanh^2
+        da[j] = d_i * i * ((real)1 - i);
+        da[H + j] = d_f * f * ((real)1 - f);
+        da[2 * H + j] = d_g * ((real)1 - g * g);
+        da[3 * H + j] = d_o * o * ((real)1 - o);
+        dc[e] = dcell * f;
+    }
+}
+
+extern "C" __global__ void swap01(const real* __restrict__ x, real* __restrict__ y, int A, int B, long long K) {
+    const long long total = (long long)A * B * K;
+    for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < total; e += (long long)gridDim.x * blockDim.x) {
+        long long k = e % K;
+        int a = (int)((e / K) % A), b = (int)(e / (K * A));
+        y[e] = x[((long long)a * B + b) * K + k];
+    }
+}

@@ -1,0 +1,29 @@
+"""nn: a small deep-learning package on gpublas, with hand-written backward passes (like llm.c and
+Chainer) and PyTorch's conventions (names, layouts, init, update rules), so weights move both ways.
+
+    import nn
+    nn.manual_seed(0)
+    model = nn.Sequential(nn.Dense(64, 32), nn.ReLU(), nn.Dense(32, 10))
+    crit, opt = nn.SoftmaxCrossEntropy(), nn.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    loss = crit(model(x), labels); opt.zero_grad(); model.backward(crit.backward()); opt.step()
+
+Every forward and backward pass runs as device kernels: gpublas's GEMM plus nn's kernels in
+cuda_src/{activation,conv,pool,dropout,loss,optim,lstm}.cu.
+"""
+from .checkpoint import load, save
+from .gradcheck import GradcheckError, gradcheck
+from .init import manual_seed
+from .layers.activation import Flatten, ReLU, Sigmoid, Tanh
+from .layers.container import Sequential
+from .layers.conv import Conv2d
+from .layers.dense import Dense, Linear
+from .layers.dropout import Dropout
+from .layers.lstm import LSTM
+from .layers.pool import AvgPool2d, MaxPool2d
+from .loss import CrossEntropyLoss, MSELoss, SoftmaxCrossEntropy
+from .module import Module, Parameter
+from .optim import SGD, CosineLR, StepLR, clip_grad_norm
+
+__all__ = ["AvgPool2d", "Conv2d", "CosineLR", "CrossEntropyLoss", "Dense", "Dropout", "Flatten", "GradcheckError",
+           "LSTM", "Linear", "MSELoss", "MaxPool2d", "Module", "Parameter", "ReLU", "SGD", "Sequential", "Sigmoid",
+           "SoftmaxCrossEntropy", "StepLR", "Tanh", "clip_grad_norm", "gradcheck", "load", "manual_seed", "save"]

@@ -1,0 +1,1 @@
+"""Runnable examples: python -m nn.examples.digits | mnist | lstm."""

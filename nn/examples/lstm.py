@@ -1,0 +1,126 @@
+"""A character-level LSTM learning the Zen of Python (the text of `import this`, shipped with Python).
+
+    python -m nn.examples.lstm        # about a minute on the sim backend
+
+LSTM(V -> 64) + Dense(64 -> V) predicts the next character of random 24-character windows (32 per step),
+softmax cross-entropy over every step, SGD with momentum and gradient clipping. Prints the loss as it
+falls and a sample generated one character at a time from the trained model.
+"""
+import argparse
+import contextlib
+import io
+import math
+import sys
+import time
+
+import numpy as np
+
+import nn
+
+from .training import describe_device
+
+
+def zen():
+    """The Zen of Python, decoded from the rot13 text in the standard library's `this` module
+    (importing it prints the text; that output is swallowed)."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        import this
+    return "".join(this.d.get(ch, ch) for ch in this.s)
+
+
+class CharModel(nn.Module):
+    """One-hot characters (T, N, V) -> LSTM -> Dense -> logits (T*N, V)."""
+
+    def __init__(self, vocab, hidden):
+        super().__init__()
+        self.vocab, self.hidden = vocab, hidden
+        self.lstm = nn.LSTM(vocab, hidden)
+        self.head = nn.Dense(hidden, vocab)
+
+    def forward(self, x, state=None):
+        # x: (T, N, V) one-hot; logits: (T*N, V); state: (h, c) of (1, N, H)
+        out, state = self.lstm(x, state)
+        T, N, H = out.shape
+        return self.head(out.reshape(T * N, H)), state
+
+    def backward(self, dlogits):
+        # dlogits: (T*N, V) -> dx: (T, N, V)
+        T, N = self.lstm.cache[1]
+        return self.lstm.backward(self.head.backward(dlogits).reshape(T, N, self.hidden))
+
+
+def sample(model, stoi, itos, start, length, temperature, rng):
+    """Feeds `start`, then draws `length` characters one at a time, carrying the LSTM state."""
+    V = len(itos)
+    model.eval()
+    onehot = np.eye(V, dtype=np.float32)
+    logits, state = model(onehot[[stoi[c] for c in start]][:, None, :])
+    out = []
+    for _ in range(length):
+        z = logits.get()[-1].astype(np.float64) / temperature    # host-side sampler, not a training path
+        p = np.exp(z - z.max())
+        ch = int(rng.choice(V, p=p / p.sum()))
+        out.append(itos[ch])
+        logits, state = model(onehot[[ch]][:, None, :], state)
+    model.train()
+    return start + "".join(out)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--steps", type=int, default=250)
+    p.add_argument("--seq-len", type=int, default=24)
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--hidden", type=int, default=64)
+    p.add_argument("--lr", type=float, default=2.0)
+    p.add_argument("--clip", type=float, default=5.0, help="max global gradient norm")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    args = p.parse_args(argv)
+    from tqdm import tqdm
+
+    print(describe_device(), flush=True)
+    nn.manual_seed(args.seed)
+    rng = np.random.default_rng(args.seed)
+    text = zen()
+    itos = sorted(set(text))
+    stoi = {c: i for i, c in enumerate(itos)}
+    data = np.array([stoi[c] for c in text], np.int32)
+    V, T, N = len(itos), args.seq_len, args.batch_size
+    print(f"lstm: {len(text)} characters of the Zen of Python, vocabulary {V}, chance loss ln V = {math.log(V):.3f}",
+          flush=True)
+    model = CharModel(V, args.hidden)
+    crit = nn.SoftmaxCrossEntropy()
+    opt = nn.SGD(model.parameters(), lr=args.lr, momentum=0.9)
+    sched = nn.CosineLR(opt, T_max=args.steps)
+    onehot = np.eye(V, dtype=np.float32)
+    start = time.perf_counter()
+    first = smooth = None
+    with tqdm(total=args.steps, desc="lstm", unit="step", file=sys.stderr, disable=args.quiet) as bar:
+        for step in range(1, args.steps + 1):
+            idx = rng.integers(0, len(data) - T - 1, N)[None, :] + np.arange(T)[:, None]   # (T, N)
+            logits, _ = model(onehot[data[idx]])
+            loss = crit(logits, data[idx + 1].reshape(-1))
+            if not math.isfinite(loss):
+                print(f"lstm: loss became {loss} at step {step}; stopping (try a smaller --lr)", file=sys.stderr)
+                return 1
+            opt.zero_grad()
+            model.backward(crit.backward())
+            nn.clip_grad_norm(opt.params, args.clip)
+            opt.step()
+            sched.step()
+            first = loss if first is None else first
+            smooth = loss if smooth is None else 0.9 * smooth + 0.1 * loss
+            bar.set_postfix(loss=f"{smooth:.3f}", refresh=False)
+            bar.update(1)
+            if step % 50 == 0 or step == args.steps:
+                bar.write(f"step {step:4d}  loss {smooth:.3f}")
+    seconds = time.perf_counter() - start
+    text_out = sample(model, stoi, itos, "Beautiful is ", 160, 0.5, rng)
+    print("sample:\n" + text_out)
+    print(f"lstm: loss {first:.3f} -> {smooth:.3f} (chance {math.log(V):.3f}) in {args.steps} steps, {seconds:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

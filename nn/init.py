@@ -1,0 +1,25 @@
+"""nn's seeded host generator for parameter init and dropout seeds: nn.manual_seed(n) makes a run
+repeatable (draws happen on the host, then the arrays are copied to the device)."""
+import numpy as np
+
+_rng = np.random.default_rng(0)
+
+
+def manual_seed(seed):
+    """Reseeds the generator behind parameter init and dropout seeds."""
+    global _rng
+    _rng = np.random.default_rng(int(seed))
+
+
+def generator():
+    return _rng
+
+
+def uniform(shape, bound):
+    """float64 draws from U[-bound, bound) (cast by the caller)."""
+    return _rng.uniform(-bound, bound, size=shape)
+
+
+def next_seed():
+    """A fresh 63-bit seed for a device-side generator (e.g. Dropout's)."""
+    return int(_rng.integers(0, 2 ** 63 - 1))

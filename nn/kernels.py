@@ -1,0 +1,264 @@
+"""Launchers for nn's own kernels (cuda_src/activation, conv, pool, dropout, loss, optim, lstm.cu):
+one function per kernel that checks its arguments, computes the grid and launches.
+
+Layers call these and gpublas.gemm; nothing here computes on the host.
+"""
+import numpy as np
+
+import gpublas
+from gpublas.launch import ceil_div, get_kernel
+
+BLOCK = 256
+GRID_CAP = 4096        # grid-stride loops: enough blocks to fill a GPU, few enough to launch cheaply
+BIAS_THREADS = 128     # must match cuda_src/activation.cu
+SUM_THREADS = 256      # must match cuda_src/loss.cu and optim.cu
+ACT = {None: 0, "identity": 0, "relu": 1, "tanh": 2, "sigmoid": 3}
+
+
+def _grid(n):
+    return max(1, min(ceil_div(int(n), BLOCK), GRID_CAP))
+
+
+def _same(what, *arrays):
+    dtype = arrays[0].dtype
+    for a in arrays:
+        if a is not None and a.dtype != dtype:
+            raise TypeError(f"{what}: mixed dtypes {[str(b.dtype) for b in arrays if b is not None]}")
+    return dtype
+
+
+def act_code(name):
+    try:
+        return ACT[name]
+    except KeyError:
+        raise ValueError(f"unknown activation {name!r}; expected one of relu, tanh, sigmoid or None") from None
+
+
+def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False):
+    """gpublas.gemm: C = alpha op(A) op(B) + beta C (a new C when none is given)."""
+    return gpublas.gemm(a, b, c, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b)
+
+
+# -- activation.cu ----------------------------------------------------------------------------------
+def act_forward(x, y, act):
+    """y = act(x) elementwise (y may be x)."""
+    if x.size != y.size:
+        raise ValueError(f"act_forward: {x.shape} vs {y.shape}")
+    get_kernel("activation", "act_forward", _same("act_forward", x, y))(_grid(x.size), BLOCK, x, y, x.size, act)
+    return y
+
+
+def act_backward(y, dy, dx, act):
+    """dx = dy * act'(.) from the forward output y (dx may be dy)."""
+    if not y.size == dy.size == dx.size:
+        raise ValueError(f"act_backward: sizes {y.shape}, {dy.shape}, {dx.shape} differ")
+    get_kernel("activation", "act_backward", _same("act_backward", y, dy, dx))(
+        _grid(y.size), BLOCK, y, dy, dx, y.size, act)
+    return dx
+
+
+def bias_act_forward(x, b, y, channels, inner, act):
+    """y = act(x + b[channel]) for x viewed as (outer, channels, inner) (y may be x)."""
+    if b.size != channels or x.size % (channels * inner):
+        raise ValueError(f"bias_act_forward: bias {b.shape} does not fit x {x.shape} as (*, {channels}, {inner})")
+    get_kernel("activation", "bias_act_forward", _same("bias_act_forward", x, b, y))(
+        _grid(x.size), BLOCK, x, b, y, x.size, channels, inner, act)
+    return y
+
+
+def bias_grad_sum(dy, db, channels, inner):
+    """db[c] += sum of dy over (outer, inner) for dy viewed as (outer, channels, inner)."""
+    if db.size != channels or dy.size % (channels * inner):
+        raise ValueError(f"bias_grad_sum: db {db.shape} does not fit dy {dy.shape} as (*, {channels}, {inner})")
+    outer = dy.size // (channels * inner)
+    get_kernel("activation", "bias_grad_sum", _same("bias_grad_sum", dy, db))(
+        channels, BIAS_THREADS, dy, db, outer, channels, inner)
+    return db
+
+
+# -- conv.cu ----------------------------------------------------------------------------------------
+def im2col(x, cols, geom):
+    """cols (C*kh*kw, N*OH*OW) from x (N, C, H, W); geom = (kh, kw, sh, sw, ph, pw, dh, dw, OH, OW)."""
+    N, C, H, W = x.shape
+    kh, kw, _, _, _, _, _, _, OH, OW = geom
+    if cols.shape != (C * kh * kw, N * OH * OW):
+        raise ValueError(f"im2col: cols {cols.shape}, expected {(C * kh * kw, N * OH * OW)}")
+    get_kernel("conv", "im2col_nchw", _same("im2col", x, cols))(_grid(cols.size), BLOCK, x, cols, N, C, H, W, *geom)
+    return cols
+
+
+def col2im(dcols, dx, geom):
+    """dx (N, C, H, W) = the sum of dcols over every tap landing on each pixel (writes dx)."""
+    N, C, H, W = dx.shape
+    kh, kw, _, _, _, _, _, _, OH, OW = geom
+    if dcols.shape != (C * kh * kw, N * OH * OW):
+        raise ValueError(f"col2im: dcols {dcols.shape}, expected {(C * kh * kw, N * OH * OW)}")
+    get_kernel("conv", "col2im_nchw", _same("col2im", dcols, dx))(_grid(dx.size), BLOCK, dcols, dx, N, C, H, W, *geom)
+    return dx
+
+
+def cnp_to_nchw_bias(Y, b, y, act):
+    """y (N, C, P...) = act(Y (C, N*P) permuted + b[c]); b may be None."""
+    N, C = y.shape[:2]
+    P = y.size // max(1, N * C)
+    if Y.size != y.size or Y.shape[0] != C:
+        raise ValueError(f"cnp_to_nchw_bias: Y {Y.shape} does not fit y {y.shape}")
+    get_kernel("conv", "cnp_to_nchw_bias", _same("cnp_to_nchw_bias", Y, b, y))(
+        _grid(y.size), BLOCK, Y, b, y, N, C, P, act)
+    return y
+
+
+def nchw_to_cnp(dy, dY):
+    """dY (C, N*P) = dy (N, C, P...) permuted."""
+    N, C = dy.shape[:2]
+    P = dy.size // max(1, N * C)
+    if dY.size != dy.size or dY.shape[0] != C:
+        raise ValueError(f"nchw_to_cnp: dY {dY.shape} does not fit dy {dy.shape}")
+    get_kernel("conv", "nchw_to_cnp", _same("nchw_to_cnp", dy, dY))(_grid(dy.size), BLOCK, dy, dY, N, C, P)
+    return dY
+
+
+# -- pool.cu ----------------------------------------------------------------------------------------
+def maxpool_forward(x, y, idx, geom):
+    """y, idx (N, C, OH, OW) = the max over each window and its flat position in the input plane."""
+    N, C, H, W = x.shape
+    OH, OW = y.shape[2:]
+    if idx.dtype != np.int32 or idx.shape != y.shape:
+        raise ValueError(f"maxpool_forward: idx must be int32 {y.shape}, got {idx.dtype} {idx.shape}")
+    get_kernel("pool", "maxpool_forward", _same("maxpool_forward", x, y))(
+        _grid(y.size), BLOCK, x, y, idx, N * C, H, W, OH, OW, *geom)
+    return y
+
+
+def maxpool_backward(dy, idx, dx, geom):
+    """dx = dy routed back to each window's argmax (gathered per input element; writes dx)."""
+    N, C, H, W = dx.shape
+    OH, OW = dy.shape[2:]
+    get_kernel("pool", "maxpool_backward", _same("maxpool_backward", dy, dx))(
+        _grid(dx.size), BLOCK, dy, idx, dx, N * C, H, W, OH, OW, *geom)
+    return dx
+
+
+def avgpool_forward(x, y, geom):
+    N, C, H, W = x.shape
+    OH, OW = y.shape[2:]
+    get_kernel("pool", "avgpool_forward", _same("avgpool_forward", x, y))(
+        _grid(y.size), BLOCK, x, y, N * C, H, W, OH, OW, *geom)
+    return y
+
+
+def avgpool_backward(dy, dx, geom):
+    N, C, H, W = dx.shape
+    OH, OW = dy.shape[2:]
+    get_kernel("pool", "avgpool_backward", _same("avgpool_backward", dy, dx))(
+        _grid(dx.size), BLOCK, dy, dx, N * C, H, W, OH, OW, *geom)
+    return dx
+
+
+# -- dropout.cu -------------------------------------------------------------------------------------
+def dropout_forward(x, y, mask, p, seed, offset):
+    """y = x * mask / (1 - p) with mask[i] = hash(seed, offset + i) >= p, drawn on the device."""
+    if mask.dtype != np.uint8 or mask.size != x.size or y.size != x.size:
+        raise ValueError(f"dropout_forward: x {x.shape}, y {y.shape}, mask {mask.dtype} {mask.shape}")
+    scale = 1.0 / (1.0 - p)
+    get_kernel("dropout", "dropout_forward", _same("dropout_forward", x, y))(
+        _grid(x.size), BLOCK, x, y, mask, x.size, p, scale, seed, offset)
+    return y
+
+
+def dropout_backward(dy, mask, dx, p):
+    scale = 1.0 / (1.0 - p)
+    get_kernel("dropout", "dropout_backward", _same("dropout_backward", dy, dx))(
+        _grid(dy.size), BLOCK, dy, mask, dx, dy.size, scale)
+    return dx
+
+
+# -- loss.cu ----------------------------------------------------------------------------------------
+def softmax_xent_forward(logits, labels, dlogits, row_loss):
+    """row_loss[n] = logsumexp(logits[n]) - logits[n, label]; dlogits = (softmax - onehot) / N."""
+    N, C = logits.shape
+    if labels.dtype != np.int32 or labels.shape != (N,):
+        raise ValueError(f"softmax_xent_forward: labels must be int32 ({N},), got {labels.dtype} {labels.shape}")
+    get_kernel("loss", "softmax_xent_forward", _same("softmax_xent_forward", logits, dlogits, row_loss))(
+        _grid(N), BLOCK, logits, labels, dlogits, row_loss, N, C)
+    return row_loss
+
+
+def mse_forward(pred, target, dpred, sq):
+    """sq = (pred - target)^2 and dpred = 2 (pred - target) / n, elementwise."""
+    if not pred.size == target.size == dpred.size == sq.size:
+        raise ValueError(f"mse_forward: sizes {pred.shape}, {target.shape}, {dpred.shape}, {sq.shape} differ")
+    get_kernel("loss", "mse_forward", _same("mse_forward", pred, target, dpred, sq))(
+        _grid(pred.size), BLOCK, pred, target, dpred, sq, pred.size)
+    return sq
+
+
+def sum_scaled(x, out, scale=1.0):
+    """out[0] = scale * sum(x), one block, fixed summation order."""
+    get_kernel("loss", "sum_scaled", _same("sum_scaled", x, out))(1, SUM_THREADS, x, out, x.size, scale)
+    return out
+
+
+# -- optim.cu ---------------------------------------------------------------------------------------
+def sgd_update(p, grad, buf, lr, momentum, dampening, weight_decay, nesterov, first):
+    """PyTorch's SGD step for one parameter, in place (buf: momentum buffer or None)."""
+    if grad.shape != p.shape or (buf is not None and buf.shape != p.shape):
+        raise ValueError(f"sgd_update: param {p.shape}, grad {grad.shape}, buffer {None if buf is None else buf.shape}")
+    if momentum != 0 and buf is None:
+        raise ValueError("sgd_update: momentum needs a buffer")
+    get_kernel("optim", "sgd_update", _same("sgd_update", p, grad, buf))(
+        _grid(p.size), BLOCK, p, grad, buf, p.size, lr, momentum, dampening, weight_decay, int(nesterov), int(first))
+    return p
+
+
+def sumsq(x, out, slot):
+    """out[slot] = sum(x^2), one block, fixed summation order."""
+    if not 0 <= slot < out.size:
+        raise IndexError(f"sumsq: slot {slot} outside out of size {out.size}")
+    get_kernel("optim", "sumsq_block", _same("sumsq", x, out))(1, SUM_THREADS, x, out, x.size, slot)
+    return out
+
+
+def scale_inplace(x, s):
+    get_kernel("optim", "scale_inplace", x.dtype)(_grid(x.size), BLOCK, x, x.size, s)
+    return x
+
+
+# -- lstm.cu ----------------------------------------------------------------------------------------
+def lstm_gates_forward(gates, b_ih, b_hh, c_prev, h, c):
+    """Activates gates (N, 4H) in place and writes c = f c_prev + i g, h = o tanh(c)."""
+    N, H = c.shape
+    if gates.shape != (N, 4 * H) or c_prev.shape != (N, H) or h.shape != (N, H):
+        raise ValueError(f"lstm_gates_forward: gates {gates.shape}, c_prev {c_prev.shape}, h {h.shape}, c {c.shape}")
+    get_kernel("lstm", "lstm_gates_forward", _same("lstm_gates_forward", gates, b_ih, b_hh, c_prev, h, c))(
+        _grid(N * H), BLOCK, gates, b_ih, b_hh, c_prev, h, c, N, H)
+    return h
+
+
+def lstm_gates_backward(gates, c_prev, c, d_out, dh_rec, dc, dgates):
+    """dgates (N, 4H) for one step; dc (N, H) goes in as dL/dc_t and comes out as dL/dc_{t-1}."""
+    N, H = c.shape
+    if gates.shape != (N, 4 * H) or dgates.shape != (N, 4 * H) or dc.shape != (N, H):
+        raise ValueError(f"lstm_gates_backward: gates {gates.shape}, dgates {dgates.shape}, dc {dc.shape}")
+    dtype = _same("lstm_gates_backward", gates, c_prev, c, d_out, dh_rec, dc, dgates)
+    get_kernel("lstm", "lstm_gates_backward", dtype)(
+        _grid(N * H), BLOCK, gates, c_prev, c, d_out, dh_rec, dc, dgates, N, H)
+    return dgates
+
+
+def swap01(x, y):
+    """y (B, A, K...) = x (A, B, K...) with the first two axes swapped."""
+    A, B = x.shape[:2]
+    K = x.size // max(1, A * B)
+    if y.shape != (B, A) + x.shape[2:]:
+        raise ValueError(f"swap01: y {y.shape}, expected {(B, A) + x.shape[2:]}")
+    get_kernel("lstm", "swap01", _same("swap01", x, y))(_grid(x.size), BLOCK, x, y, A, B, K)
+    return y
+
+
+def copy_into(dst, src):
+    """Device-to-device copy of src into dst (same size and dtype)."""
+    if dst.nbytes != src.nbytes or dst.dtype != src.dtype:
+        raise ValueError(f"copy_into: {src.dtype} {src.shape} into {dst.dtype} {dst.shape}")
+    dst.backend.dtod(dst.ptr, src.ptr, src.nbytes, None)
+    return dst

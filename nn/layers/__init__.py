@@ -1,0 +1,1 @@
+"""nn's layers: each a Module with forward(x) and backward(dy)."""

@@ -1,0 +1,71 @@
+"""Elementwise activations (ReLU, Tanh, Sigmoid) and Flatten. The activations keep their output:
+each derivative is written in terms of it (relu: y > 0, tanh: 1 - y^2, sigmoid: y (1 - y))."""
+import gpublas
+
+from .. import kernels as K
+from ..module import Module
+
+
+class _Activation(Module):
+    act = 0
+
+    def __init__(self):
+        super().__init__()
+        self.y = None
+
+    def forward(self, x):
+        # x: any shape; y: same shape
+        x = self._input(x)
+        y = K.act_forward(x, gpublas.empty_like(x), self.act)
+        self.y = y  # cached: the output, which the derivative is written in terms of
+        return y
+
+    def backward(self, dy):
+        # dy: the output's shape -> dx: the same shape
+        y = self._cached("y")
+        dy = self._grad_input(dy, y.shape)
+        # dL/dx = dL/dy * act'(x), with act' expressed through y = act(x)
+        return K.act_backward(y, dy, gpublas.empty_like(dy), self.act)
+
+
+class ReLU(_Activation):
+    act = K.ACT["relu"]
+
+
+class Tanh(_Activation):
+    act = K.ACT["tanh"]
+
+
+class Sigmoid(_Activation):
+    act = K.ACT["sigmoid"]
+
+
+class Flatten(Module):
+    """(N, d1, d2, ...) -> (N, d1*d2*...), a view; backward reshapes dy back."""
+
+    def __init__(self):
+        super().__init__()
+        self.shape = None
+
+    def forward(self, x):
+        # x: (N, ...); y: (N, prod(...))
+        x = self._input(x)
+        if x.ndim < 1:
+            raise ValueError(f"{self.describe()}: expected input (N, ...), got a 0-d array")
+        self.shape = x.shape  # cached: only the input shape, to undo the reshape
+        return x.reshape(x.shape[0], _size(x.shape[1:]))
+
+    def backward(self, dy):
+        # dy: (N, prod(...)) -> dx: (N, ...)
+        shape = self._cached("shape")
+        dy = self._input(dy)
+        if dy.size != _size(shape):
+            raise ValueError(f"{self.describe()}: backward expects dy with {_size(shape)} elements, got {dy.shape}")
+        return dy.reshape(shape)
+
+
+def _size(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n

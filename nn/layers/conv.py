@@ -1,0 +1,109 @@
+"""Conv2d over NCHW data, lowered to one GEMM for the whole minibatch (im2col), with the gather form
+of col2im for the input gradient."""
+import math
+
+import numpy as np
+
+import gpublas
+
+from .. import kernels as K
+from ..module import Module, uniform_param
+
+
+def pair(v, what):
+    """An int or a pair of ints -> a pair of ints."""
+    if isinstance(v, (int, np.integer)):
+        return int(v), int(v)
+    v = tuple(int(a) for a in v)
+    if len(v) != 2:
+        raise ValueError(f"{what} must be an int or a pair, got {v}")
+    return v
+
+
+def out_size(size, k, stride, pad, dilation=1):
+    return (size + 2 * pad - dilation * (k - 1) - 1) // stride + 1
+
+
+class Conv2d(Module):
+    """2-D convolution (cross-correlation, as PyTorch): weight (C_out, C_in, kh, kw), bias (C_out,).
+    `activation` ('relu', 'tanh', 'sigmoid') fuses an activation into the output kernel."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, bias=True,
+                 *, activation=None, dtype=np.float32):
+        super().__init__()
+        self.in_channels, self.out_channels = int(in_channels), int(out_channels)
+        self.kernel_size = pair(kernel_size, "kernel_size")
+        self.stride = pair(stride, "stride")
+        self.padding = pair(padding, "padding")
+        self.dilation = pair(dilation, "dilation")
+        if min(self.kernel_size + self.stride + self.dilation) < 1 or min(self.padding) < 0:
+            raise ValueError(f"Conv2d: kernel_size, stride and dilation must be >= 1 and padding >= 0, got "
+                             f"{self.kernel_size}, {self.stride}, {self.dilation}, {self.padding}")
+        if self.in_channels < 1 or self.out_channels < 1:
+            raise ValueError(f"Conv2d: channel counts must be positive, got {in_channels}, {out_channels}")
+        self.act = K.act_code(activation)
+        self.activation = activation
+        kh, kw = self.kernel_size
+        bound = 1.0 / math.sqrt(in_channels * kh * kw)
+        self.weight = uniform_param((out_channels, in_channels, kh, kw), bound, dtype)
+        self.bias = uniform_param((out_channels,), bound, dtype) if bias else None
+        self.cols = self.y = self.x_shape = None
+
+    def extra_repr(self):
+        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}, "
+             f"padding={self.padding}")
+        if self.dilation != (1, 1):
+            s += f", dilation={self.dilation}"
+        if self.bias is None:
+            s += ", bias=False"
+        return s + (f", activation={self.activation!r}" if self.activation else "")
+
+    def _geometry(self, H, W):
+        (kh, kw), (sh, sw), (ph, pw), (dh, dw) = self.kernel_size, self.stride, self.padding, self.dilation
+        OH, OW = out_size(H, kh, sh, ph, dh), out_size(W, kw, sw, pw, dw)
+        if OH < 1 or OW < 1:
+            raise ValueError(f"{self.describe()}: input {H}x{W} is smaller than the (dilated) kernel")
+        return (kh, kw, sh, sw, ph, pw, dh, dw, OH, OW)
+
+    def forward(self, x):
+        # x: (N, C_in, H, W); weight: (C_out, C_in, kh, kw); y: (N, C_out, OH, OW)
+        x = self._input(x)
+        if x.ndim != 4 or x.shape[1] != self.in_channels:
+            raise ValueError(f"{self.describe()}: expected input (N, {self.in_channels}, H, W), got {x.shape}")
+        N, C, H, W = x.shape
+        geom = self._geometry(H, W)
+        OH, OW = geom[-2:]
+        Kdim = C * geom[0] * geom[1]
+        cols = K.im2col(x, gpublas.empty((Kdim, N * OH * OW), x.dtype), geom)      # (K, N*P)
+        Y = K.gemm(self.weight.data.reshape(self.out_channels, Kdim), cols)        # (C_out, N*P)
+        y = gpublas.empty((N, self.out_channels, OH, OW), x.dtype)
+        K.cnp_to_nchw_bias(Y, self.bias.data if self.bias is not None else None, y, self.act)
+        Y.free()
+        # cached: cols (the lowered input) for dW = dY cols^T, the input shape for col2im, and y
+        # only with a fused activation (its derivative is written in terms of the output)
+        self.cols, self.x_shape, self.geom = cols, x.shape, geom
+        self.y = y if self.act else None
+        return y
+
+    def backward(self, dy):
+        # dy: (N, C_out, OH, OW) -> dx: (N, C_in, H, W); adds dW (C_out, C_in, kh, kw), db (C_out,)
+        cols = self._cached("cols")
+        N, C, H, W = self.x_shape
+        OH, OW = self.geom[-2:]
+        dy = self._grad_input(dy, (N, self.out_channels, OH, OW))
+        if self.act:
+            # y = act(z): dL/dz = dL/dy * act'(z), from the cached y
+            dy = K.act_backward(self.y, dy, gpublas.empty_like(dy), self.act)
+        if self.bias is not None:
+            # dL/db[c] = sum over n, oh, ow of dy[n, c, oh, ow]
+            K.bias_grad_sum(dy, self.bias.grad, self.out_channels, OH * OW)
+        dY = K.nchw_to_cnp(dy, gpublas.empty((self.out_channels, N * OH * OW), dy.dtype))
+        Kdim = cols.shape[0]
+        # Y = W cols  =>  dL/dW = dY cols^T
+        K.gemm(dY, cols, self.weight.grad.reshape(self.out_channels, Kdim), beta=1.0, trans_b=True)
+        # dL/dcols = W^T dY, then each input pixel gathers the taps that read it
+        dcols = K.gemm(self.weight.data.reshape(self.out_channels, Kdim), dY, trans_a=True)
+        dx = K.col2im(dcols, gpublas.empty(self.x_shape, dy.dtype), self.geom)
+        dY.free()
+        dcols.free()
+        return dx

@@ -1,0 +1,64 @@
+"""Dense (Linear): y = x W^T + b, with W (out_features, in_features) as in PyTorch."""
+import math
+
+import numpy as np
+
+import gpublas
+
+from .. import kernels as K
+from ..module import Module, uniform_param
+
+
+class Dense(Module):
+    """Fully connected layer. `activation` ('relu', 'tanh', 'sigmoid') fuses an activation into the
+    bias kernel; the default None is the plain affine map."""
+
+    def __init__(self, in_features, out_features, bias=True, *, activation=None, dtype=np.float32):
+        super().__init__()
+        if in_features < 1 or out_features < 1:
+            raise ValueError(f"Dense: in_features and out_features must be positive, got {in_features}, {out_features}")
+        self.in_features, self.out_features = int(in_features), int(out_features)
+        self.act = K.act_code(activation)
+        self.activation = activation
+        bound = 1.0 / math.sqrt(in_features)
+        self.weight = uniform_param((out_features, in_features), bound, dtype)
+        self.bias = uniform_param((out_features,), bound, dtype) if bias else None
+        self.x = self.y = None
+
+    def extra_repr(self):
+        act = f", activation={self.activation!r}" if self.activation else ""
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}{act}"
+
+    def forward(self, x):
+        # x: (N, in_features); weight: (out_features, in_features); y: (N, out_features)
+        x = self._input(x)
+        if x.ndim != 2 or x.shape[1] != self.in_features:
+            raise ValueError(f"{self.describe()}: expected input (N, {self.in_features}), got {x.shape}")
+        y = K.gemm(x, self.weight.data, trans_b=True)
+        if self.bias is not None:
+            K.bias_act_forward(y, self.bias.data, y, self.out_features, 1, self.act)
+        elif self.act:
+            K.act_forward(y, y, self.act)
+        # cached: x for dW = dy^T x; y (only with a fused activation) for its derivative, which is
+        # written in terms of the output. W itself is the current parameter, not a copy.
+        self.x = x
+        self.y = y if self.act else None
+        return y
+
+    def backward(self, dy):
+        # dy: (N, out_features) -> dx: (N, in_features); adds dW (out, in), db (out,)
+        x = self._cached("x")
+        dy = self._grad_input(dy, (x.shape[0], self.out_features))
+        if self.act:
+            # y = act(z): dL/dz = dL/dy * act'(z), from the cached y
+            dy = K.act_backward(self.y, dy, gpublas.empty_like(dy), self.act)
+        # y = x W^T + b  =>  dL/dW = dy^T x
+        K.gemm(dy, x, self.weight.grad, beta=1.0, trans_a=True)
+        if self.bias is not None:
+            # dL/db = sum over the batch of dy
+            K.bias_grad_sum(dy, self.bias.grad, self.out_features, 1)
+        # dL/dx = dy W
+        return K.gemm(dy, self.weight.data)
+
+
+Linear = Dense

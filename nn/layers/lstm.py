@@ -1,0 +1,147 @@
+"""LSTM (PyTorch's layout and gate order i, f, g, o), with backpropagation through time.
+
+Per layer: ONE GEMM projects the inputs of all T steps at once (x W_ih^T); each step adds h W_hh^T
+into its slice with one GEMM (beta = 1) and runs one fused gate kernel. Backward mirrors it: one
+fused gate-gradient kernel and one GEMM (dgates W_hh) per step, then one GEMM each for dW_ih, dW_hh
+and dx over all steps at once.
+"""
+import math
+
+import numpy as np
+
+import gpublas
+
+from .. import kernels as K
+from ..module import Module, uniform_param
+
+
+class LSTM(Module):
+    """out, (h_n, c_n) = lstm(x, state=None); x (T, N, I), or (N, T, I) with batch_first;
+    state and (h_n, c_n): (num_layers, N, H) each; out (T, N, H) (or (N, T, H))."""
+
+    def __init__(self, input_size, hidden_size, num_layers=1, batch_first=False, bias=True, *, dtype=np.float32):
+        super().__init__()
+        if input_size < 1 or hidden_size < 1 or num_layers < 1:
+            raise ValueError(f"LSTM: sizes must be positive, got {input_size}, {hidden_size}, {num_layers}")
+        self.input_size, self.hidden_size = int(input_size), int(hidden_size)
+        self.num_layers, self.batch_first, self.has_bias = int(num_layers), bool(batch_first), bool(bias)
+        H = self.hidden_size
+        bound = 1.0 / math.sqrt(H)
+        for k in range(num_layers):
+            I = input_size if k == 0 else H
+            setattr(self, f"weight_ih_l{k}", uniform_param((4 * H, I), bound, dtype))
+            setattr(self, f"weight_hh_l{k}", uniform_param((4 * H, H), bound, dtype))
+            if bias:
+                setattr(self, f"bias_ih_l{k}", uniform_param((4 * H,), bound, dtype))
+                setattr(self, f"bias_hh_l{k}", uniform_param((4 * H,), bound, dtype))
+        self.cache = None
+        self.dh0 = self.dc0 = None
+
+    def extra_repr(self):
+        return (f"{self.input_size}, {self.hidden_size}, num_layers={self.num_layers}, "
+                f"batch_first={self.batch_first}")
+
+    def _w(self, kind, k):
+        return getattr(self, f"{kind}_l{k}", None)
+
+    def forward(self, x, state=None):
+        # x: (T, N, I) [or (N, T, I)]; state: (h0, c0) of (L, N, H); out: (T, N, H) [or (N, T, H)]
+        x = self._input(x)
+        if x.ndim != 3 or x.shape[2] != self.input_size:
+            order = "(N, T, I)" if self.batch_first else "(T, N, I)"
+            raise ValueError(f"{self.describe()}: expected input {order} with I = {self.input_size}, got {x.shape}")
+        if self.batch_first:
+            x = K.swap01(x, gpublas.empty((x.shape[1], x.shape[0], x.shape[2]), x.dtype))
+        T, N, _ = x.shape
+        L, H = self.num_layers, self.hidden_size
+        h0, c0 = self._state(state, N, x.dtype)
+        h_n, c_n = gpublas.empty((L, N, H), x.dtype), gpublas.empty((L, N, H), x.dtype)
+        layers = []
+        inp = x.reshape(T * N, x.shape[2])
+        for k in range(L):
+            b_ih, b_hh = self._w("bias_ih", k), self._w("bias_hh", k)
+            w_hh = self._w("weight_hh", k).data
+            # pre-activations of every step at once: (T*N, I) @ (I, 4H)
+            gates = K.gemm(inp, self._w("weight_ih", k).data, trans_b=True).reshape(T, N, 4 * H)
+            hbuf, cbuf = gpublas.empty((T + 1, N, H), x.dtype), gpublas.empty((T + 1, N, H), x.dtype)
+            if h0 is None:
+                hbuf[0].fill(0)
+                cbuf[0].fill(0)
+            else:
+                K.copy_into(hbuf[0], h0[k])
+                K.copy_into(cbuf[0], c0[k])
+            for t in range(T):
+                if t > 0 or h0 is not None:  # h_{-1} = 0 contributes nothing
+                    K.gemm(hbuf[t], w_hh, gates[t], beta=1.0, trans_b=True)
+                K.lstm_gates_forward(gates[t], b_ih.data if b_ih is not None else None,
+                                     b_hh.data if b_hh is not None else None,
+                                     cbuf[t], hbuf[t + 1], cbuf[t + 1])
+            K.copy_into(h_n[k], hbuf[T])
+            K.copy_into(c_n[k], cbuf[T])
+            # cached per layer: the layer's input (for dW_ih), the activated gates and every h and c
+            # including the initial ones (the gate gradients need i, f, g, o, c_{t-1} and c_t; dW_hh
+            # needs h_{t-1}); hbuf[1:] is also the layer's output
+            layers.append((inp, gates, hbuf, cbuf))
+            inp = hbuf[1:].reshape(T * N, H)
+        self.cache = (layers, (T, N), h0 is not None)
+        out = hbuf[1:]
+        if self.batch_first:
+            out = K.swap01(out, gpublas.empty((N, T, H), x.dtype))
+        return out, (h_n, c_n)
+
+    def _state(self, state, N, dtype):
+        if state is None:
+            return None, None
+        shape = (self.num_layers, N, self.hidden_size)
+        h0, c0 = (self._input(s) for s in state)
+        if h0.shape != shape or c0.shape != shape:
+            raise ValueError(f"{self.describe()}: expected state (h0, c0) of shape {shape} each, "
+                             f"got {h0.shape} and {c0.shape}")
+        return h0, c0
+
+    def backward(self, d_out, d_hn=None, d_cn=None):
+        # d_out: like out; d_hn, d_cn: (L, N, H) or None -> dx: like x; adds every weight's gradient.
+        # Also sets self.dh0, self.dc0 (L, N, H): the gradients of the initial state.
+        layers, (T, N), _ = self._cached("cache")
+        L, H = self.num_layers, self.hidden_size
+        d_out = self._grad_input(d_out, (N, T, H) if self.batch_first else (T, N, H))
+        if self.batch_first:
+            d_out = K.swap01(d_out, gpublas.empty((T, N, H), d_out.dtype))
+        for name, d in (("d_hn", d_hn), ("d_cn", d_cn)):
+            if d is not None and tuple(d.shape) != (L, N, H):
+                raise ValueError(f"{self.describe()}: {name} must have shape {(L, N, H)}, got {tuple(d.shape)}")
+        d_hn = self._input(d_hn) if d_hn is not None else None
+        d_cn = self._input(d_cn) if d_cn is not None else None
+        dtype = d_out.dtype
+        self.dh0, self.dc0 = gpublas.empty((L, N, H), dtype), gpublas.empty((L, N, H), dtype)
+        for k in reversed(range(L)):
+            inp, gates, hbuf, cbuf = layers[k]
+            w_ih, w_hh = self._w("weight_ih", k), self._w("weight_hh", k)
+            dgates = gpublas.empty((T, N, 4 * H), dtype)
+            dc, dh_rec = self.dc0[k], self.dh0[k]     # running dL/dc_t and recurrent dL/dh_t buffers
+            if d_cn is not None:
+                K.copy_into(dc, d_cn[k])
+            else:
+                dc.fill(0)
+            has_rec = d_hn is not None
+            if has_rec:
+                K.copy_into(dh_rec, d_hn[k])
+            for t in reversed(range(T)):
+                # dgates[t] from dh_t = d_out[t] + (recurrent part), and dc_t -> dc_{t-1} in place
+                K.lstm_gates_backward(gates[t], cbuf[t], cbuf[t + 1], d_out[t], dh_rec if has_rec else None,
+                                      dc, dgates[t])
+                # a_t = ... + h_{t-1} W_hh^T  =>  dL/dh_{t-1} (recurrent part) = dgates_t W_hh
+                K.gemm(dgates[t], w_hh.data, dh_rec)
+                has_rec = True
+            dg2 = dgates.reshape(T * N, 4 * H)
+            # a = x W_ih^T + h_prev W_hh^T + b  =>  dW_ih = dg^T x, dW_hh = dg^T h_prev, db = sum dg
+            K.gemm(dg2, inp, w_ih.grad, beta=1.0, trans_a=True)
+            K.gemm(dg2, hbuf[0:T].reshape(T * N, H), w_hh.grad, beta=1.0, trans_a=True)
+            for b in (self._w("bias_ih", k), self._w("bias_hh", k)):
+                if b is not None:
+                    K.bias_grad_sum(dg2, b.grad, 4 * H, 1)
+            # dL/dx = dg W_ih: the next layer down's d_out
+            d_out = K.gemm(dg2, w_ih.data).reshape(T, N, inp.shape[1])
+        if self.batch_first:
+            return K.swap01(d_out, gpublas.empty((N, T, self.input_size), dtype))
+        return d_out

@@ -1,0 +1,73 @@
+"""NumPy references for nn's tests: direct-loop convolution and pooling, an LSTM, PyTorch's SGD."""
+import numpy as np
+
+
+def conv2d(x, w, b, stride=(1, 1), padding=(0, 0), dilation=(1, 1)):
+    """The direct formula y[n,o,i,j] = b[o] + sum_{c,p,q} w[o,c,p,q] x[n,c,i*s+p*d-pad, j*s+q*d-pad]."""
+    N, C, H, W = x.shape
+    O, _, kh, kw = w.shape
+    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+    OH = (H + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    OW = (W + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    xp = np.zeros((N, C, H + 2 * ph, W + 2 * pw), x.dtype)
+    xp[:, :, ph:ph + H, pw:pw + W] = x
+    y = np.zeros((N, O, OH, OW), np.float64)
+    for p in range(kh):
+        for q in range(kw):
+            patch = xp[:, :, p * dh:p * dh + sh * (OH - 1) + 1:sh, q * dw:q * dw + sw * (OW - 1) + 1:sw]
+            y += np.einsum("nchw,oc->nohw", patch, w[:, :, p, q])
+    if b is not None:
+        y += b[None, :, None, None]
+    return y
+
+
+def pool2d(x, k, s, pad, mode):
+    N, C, H, W = x.shape
+    (kh, kw), (sh, sw), (ph, pw) = k, s, pad
+    OH, OW = (H + 2 * ph - kh) // sh + 1, (W + 2 * pw - kw) // sw + 1
+    fill = -np.inf if mode == "max" else 0.0
+    xp = np.full((N, C, H + 2 * ph, W + 2 * pw), fill)
+    xp[:, :, ph:ph + H, pw:pw + W] = x
+    y = np.empty((N, C, OH, OW))
+    for i in range(OH):
+        for j in range(OW):
+            win = xp[:, :, i * sh:i * sh + kh, j * sw:j * sw + kw]
+            y[:, :, i, j] = win.max(axis=(2, 3)) if mode == "max" else win.sum(axis=(2, 3)) / (kh * kw)
+    return y
+
+
+def sigmoid(v):
+    return 1 / (1 + np.exp(-v))
+
+
+def lstm(x, weights, h0, c0):
+    """x (T, N, I); weights: per layer (W_ih, W_hh, b_ih, b_hh); h0, c0 (L, N, H). Gates i, f, g, o."""
+    out = x.astype(np.float64)
+    hn, cn = [], []
+    for k, (w_ih, w_hh, b_ih, b_hh) in enumerate(weights):
+        h, c = h0[k].astype(np.float64), c0[k].astype(np.float64)
+        H = h.shape[1]
+        ys = []
+        for t in range(out.shape[0]):
+            a = out[t] @ w_ih.T + h @ w_hh.T + b_ih + b_hh
+            i, f, g, o = sigmoid(a[:, :H]), sigmoid(a[:, H:2 * H]), np.tanh(a[:, 2 * H:3 * H]), sigmoid(a[:, 3 * H:])
+            c = f * c + i * g
+            h = o * np.tanh(c)
+            ys.append(h)
+        out = np.stack(ys)
+        hn.append(h)
+        cn.append(c)
+    return out, np.stack(hn), np.stack(cn)
+
+
+def sgd(p, grads, lr, momentum=0.0, nesterov=False, weight_decay=0.0, dampening=0.0):
+    """PyTorch's SGD applied for each gradient in `grads` in turn; returns the final parameter."""
+    p = p.astype(np.float64).copy()
+    buf = None
+    for g in grads:
+        g = g + weight_decay * p
+        if momentum:
+            buf = g.copy() if buf is None else momentum * buf + (1 - dampening) * g
+            g = g + momentum * buf if nesterov else buf
+        p = p - lr * g
+    return p
