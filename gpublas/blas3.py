@@ -22,7 +22,7 @@ from . import backends
 from .array import DeviceArray, empty, to_device
 from .blas1 import check_operands, dot, scale_output
 from .blas2 import gemv
-from .launch import ceil_div, get_kernel
+from .launch import ceil_div, get_kernel, simulated
 
 KERNELS = ("naive", "tiled", "regblock", "wmma")
 ENV_KERNEL = "GPUBLAS_GEMM_KERNEL"
@@ -30,12 +30,15 @@ MAX_GRID_Z = 65535  # batches per launch
 
 
 # -- choosing a kernel ----------------------------------------------------------------------------
-def choose_kernel(m, n, k):
+def choose_kernel(m, n, k, sim=False):
     """The ladder step the dispatcher uses for an (m x k) @ (k x n) product: 'naive' for tiny products
     (launch cost dominates), 'regblock' once both output dimensions fill a 128-wide block tile,
-    'tiled' in between."""
+    'tiled' in between. On the simulator (sim=True) barriers cost a fiber switch per thread, so
+    'tiled' never wins there: 'naive' (no barriers) for thin products, else 'regblock'."""
     if m * n * k <= 32 ** 3:
         return "naive"
+    if sim:
+        return "naive" if min(m, n) < 32 else "regblock"
     if m >= 128 and n >= 128 and k >= 16:
         return "regblock"
     return "tiled"
@@ -45,7 +48,7 @@ def _kernel_name(kernel, m, n, k):
     kernel = kernel or os.environ.get(ENV_KERNEL) or "auto"
     kernel = kernel.strip().lower()
     if kernel == "auto":
-        return choose_kernel(m, n, k)
+        return choose_kernel(m, n, k, sim=simulated())
     if kernel not in KERNELS:
         raise ValueError(f"gemm: unknown kernel '{kernel}'; choose one of {', '.join(KERNELS)} or 'auto' "
                          f"(argument kernel= or ${ENV_KERNEL})")

@@ -126,6 +126,8 @@ def test_dispatcher_and_forcing(rng, monkeypatch):
     assert blas3.choose_kernel(64, 64, 64) == "tiled"
     assert blas3.choose_kernel(100, 1000, 1000) == "tiled"
     assert blas3.choose_kernel(256, 256, 256) == "regblock"
+    assert blas3.choose_kernel(64, 64, 64, sim=True) == "regblock"
+    assert blas3.choose_kernel(4096, 16, 9, sim=True) == "naive"
     used = []
     for name in LADDER:
         real = blas3._LAUNCHERS[name]
@@ -138,7 +140,7 @@ def test_dispatcher_and_forcing(rng, monkeypatch):
     monkeypatch.setenv(blas3.ENV_KERNEL, "naive")
     got = gpublas.gemm(da, db)
     gpublas.gemm(da, db, kernel="tiled")  # the argument wins over the environment
-    assert used == ["tiled", "regblock", "naive", "tiled"]
+    assert used == [blas3.choose_kernel(40, 40, 40, sim=gpublas.backend() == "sim"), "regblock", "naive", "tiled"]
     assert_close(got, a.astype(np.float64) @ b, np.float32, k=40)
     monkeypatch.setenv(blas3.ENV_KERNEL, "fastest")
     with pytest.raises(ValueError, match="unknown kernel 'fastest'"):
