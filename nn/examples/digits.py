@@ -15,7 +15,7 @@ import numpy as np
 
 import nn
 
-from .training import NonFiniteLoss, describe_device, run
+from .training import describe_device, fit_and_report
 
 
 def load(test_fraction=0.2, seed=0):
@@ -84,18 +84,7 @@ def main(argv=None):
     sched = nn.CosineLR(opt, T_max=args.epochs)
     print(f"digits: {len(data[0])} train / {len(data[2])} test images, {sum(p.data.size for p in net.parameters())} "
           f"parameters", flush=True)
-    try:
-        s = run(net, nn.SoftmaxCrossEntropy(), opt, data, epochs=args.epochs, batch_size=args.batch_size,
-                seed=args.seed, schedule=sched, name="digits", quiet=args.quiet,
-                augment=None if args.no_augment else shifted)
-    except NonFiniteLoss as e:
-        print(f"digits: {e}", file=sys.stderr)
-        return 1
-    if args.save:
-        nn.save(net, args.save)
-    print(f"digits: test accuracy {s['test_accuracy']:.4f} ({len(data[2])} images) after {args.epochs} epochs, "
-          f"final train loss {s['final_loss']:.4f}, {s['seconds']:.1f} s")
-    return 0
+    return fit_and_report("digits", net, opt, data, args, schedule=sched, augment=None if args.no_augment else shifted)
 
 
 if __name__ == "__main__":

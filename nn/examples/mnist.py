@@ -16,7 +16,7 @@ import numpy as np
 import nn
 
 from .idx import read_idx
-from .training import NonFiniteLoss, describe_device, run
+from .training import describe_device, fit_and_report
 
 FILES = {"train_images": "train-images", "train_labels": "train-labels", "test_images": "t10k-images",
          "test_labels": "t10k-labels"}
@@ -73,17 +73,7 @@ def main(argv=None):
     opt = nn.SGD(net.parameters(), lr=args.lr, momentum=0.9, nesterov=True, weight_decay=1e-4)
     sched = nn.StepLR(opt, step_size=max(1, args.epochs // 2), gamma=0.3)
     print(f"mnist: {len(data[0])} train / {len(data[2])} test images", flush=True)
-    try:
-        s = run(net, nn.SoftmaxCrossEntropy(), opt, data, epochs=args.epochs, batch_size=args.batch_size,
-                seed=args.seed, schedule=sched, name="mnist", quiet=args.quiet)
-    except NonFiniteLoss as e:
-        print(f"mnist: {e}", file=sys.stderr)
-        return 1
-    if args.save:
-        nn.save(net, args.save)
-    print(f"mnist: test accuracy {s['test_accuracy']:.4f} ({len(data[2])} images) after {args.epochs} epochs, "
-          f"final train loss {s['final_loss']:.4f}, {s['seconds']:.1f} s")
-    return 0
+    return fit_and_report("mnist", net, opt, data, args, schedule=sched)
 
 
 if __name__ == "__main__":

@@ -80,3 +80,20 @@ def run(model, crit, opt, data, *, epochs, batch_size, seed, schedule=None, name
     acc = accuracy(model, Xte, yte)
     return {"test_accuracy": acc, "train_seconds": train_s, "seconds": time.perf_counter() - start,
             "final_loss": history[-1] if history else float("nan"), "losses": history, "steps": step}
+
+
+def fit_and_report(name, net, opt, data, args, schedule=None, augment=None):
+    """Trains a classifier with run(), saves it when args.save names a file, and prints the summary
+    line; returns the process exit status (1 when the loss turned NaN or infinite)."""
+    import nn  # the examples' own package; imported here so that nn's import does not load examples
+    try:
+        s = run(net, nn.SoftmaxCrossEntropy(), opt, data, epochs=args.epochs, batch_size=args.batch_size,
+                seed=args.seed, schedule=schedule, name=name, quiet=args.quiet, augment=augment)
+    except NonFiniteLoss as e:
+        print(f"{name}: {e}", file=sys.stderr)
+        return 1
+    if args.save:
+        nn.save(net, args.save)
+    print(f"{name}: test accuracy {s['test_accuracy']:.4f} ({len(data[2])} images) after {args.epochs} epochs, "
+          f"final train loss {s['final_loss']:.4f}, {s['seconds']:.1f} s")
+    return 0
