@@ -12,7 +12,6 @@ import warnings
 import numpy as np
 
 from . import backends
-from .errors import FreedArrayError
 from .launch import ceil_div, get_kernel
 from .pinned import PageableMemoryWarning, is_pinned
 from .pool import get_pool

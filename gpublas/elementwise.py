@@ -11,7 +11,6 @@ import builtins
 
 import numpy as np
 
-from . import backends
 from .array import DeviceArray, is_scalar, to_device
 from .launch import ceil_div, get_kernel, simulated
 
@@ -29,19 +28,6 @@ ADD, SUB, MUL, DIV, POW, MAX, MIN = range(7)
 # binary opcode -> (array op scalar, scalar op array) unary opcodes
 SCALAR_FORMS = {ADD: (ADD_S, ADD_S), SUB: (SUB_S, RSUB_S), MUL: (MUL_S, MUL_S), DIV: (DIV_S, RDIV_S),
                 POW: (POW_S, RPOW_S), MAX: (MAX_S, MAX_S), MIN: (MIN_S, MIN_S)}
-
-_kernels = {}
-
-
-def kernel(family, name, dtype):
-    """get_kernel, memoized here per (family, name, dtype) and checked against the active backend,
-    so that a small launch does not rebuild get_kernel's key."""
-    hit = _kernels.get((family, name, dtype))
-    b = backends.current()
-    if hit is None or hit[0] is not b:
-        hit = _kernels[(family, name, dtype)] = (b, get_kernel(family, name, dtype))
-    return hit[1]
-
 
 def grid_for(n):
     """Blocks of BLOCK threads for a grid-stride loop over n elements."""
@@ -145,7 +131,7 @@ def launch_unary(op, x, y, p0=0.0, p1=0.0):
     """y = f(x) for unary opcode `op` (same shape and dtype, checked by the caller)."""
     n = x.size
     if n:
-        kernel("elementwise", "unary_real", x.dtype)(grid_for(n), BLOCK, x, y, op, p0, p1, n)
+        get_kernel("elementwise", "unary_real", x.dtype)(grid_for(n), BLOCK, x, y, op, p0, p1, n)
     return y
 
 
@@ -153,7 +139,7 @@ def launch_binary(op, a, b, out):
     """out = a (op) b, all of one shape."""
     n = out.size
     if n:
-        kernel("elementwise", "binary_real", out.dtype)(grid_for(n), BLOCK, a, b, out, op, n)
+        get_kernel("elementwise", "binary_real", out.dtype)(grid_for(n), BLOCK, a, b, out, op, n)
     return out
 
 
@@ -162,7 +148,7 @@ def launch_binary_bcast(op, a, b, out):
     n = out.size
     if n:
         dims, sa, sb = broadcast_strides(a.shape, b.shape, out.shape)
-        kernel("elementwise", "binary_bcast_real", out.dtype)(grid_for(n), BLOCK, a, b, out, op, n,
+        get_kernel("elementwise", "binary_bcast_real", out.dtype)(grid_for(n), BLOCK, a, b, out, op, n,
                                                               dims[1], dims[2], dims[3], *sa, *sb)
     return out
 
@@ -174,21 +160,21 @@ def launch_where(cond, x, y, out):
     n = out.size
     if n:
         name = "where_real" if cond.dtype == out.dtype else _WHERE[cond.dtype]
-        kernel("elementwise", name, out.dtype)(grid_for(n), BLOCK, cond, x, y, out, n)
+        get_kernel("elementwise", name, out.dtype)(grid_for(n), BLOCK, cond, x, y, out, n)
     return out
 
 
 def launch_axpby(a, x, b, y, out):
     n = out.size
     if n:
-        kernel("elementwise", "axpby_real", out.dtype)(grid_for(n), BLOCK, a, x, b, y, out, n)
+        get_kernel("elementwise", "axpby_real", out.dtype)(grid_for(n), BLOCK, a, x, b, y, out, n)
     return out
 
 
 def launch_transpose(a, out):
     rows, cols = a.shape
     if a.size:
-        kernel("transpose", "transpose_tiled", a.dtype)((ceil_div(cols, 32), ceil_div(rows, 32)), (32, 8),
+        get_kernel("transpose", "transpose_tiled", a.dtype)((ceil_div(cols, 32), ceil_div(rows, 32)), (32, 8),
                                                         a, out, rows, cols)
     return out
 

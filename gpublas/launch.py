@@ -3,7 +3,6 @@
     k = get_kernel("memory", "fill_real", dtype=np.float32)
     k(grid=ceil_div(n, 256), block=256, args...)          # args: DeviceArrays, ints, floats
 """
-import functools
 
 import numpy as np
 
@@ -114,7 +113,9 @@ _kernels = {}
 
 def get_kernel(family, name, dtype=None, **defines):
     """Kernel `name` of cuda_src/<family>.cu, compiled with `real` set to dtype's C type."""
-    key = (id(backends.current()), family, name, dtype, tuple(sorted(defines.items())))
+    key = (id(backends.current()), family, name, dtype)  # the common case, built cheaply: launches hit it
+    if defines:
+        key += tuple(sorted(defines.items()))
     k = _kernels.get(key)
     if k is None:
         k = _kernels[key] = _load_kernel(family, name, dtype, defines)

@@ -13,8 +13,8 @@ import builtins
 import numpy as np
 
 from .array import DeviceArray
-from .elementwise import as_array, check_float, kernel
-from .launch import ceil_div, simulated
+from .elementwise import as_array, check_float
+from .launch import ceil_div, get_kernel, simulated
 
 SUM, MAX, MIN = 0, 1, 2  # RED_* of cuda_src/reduce.cu
 PART = 4096        # elements per block before a row is split into parts (two passes)
@@ -34,7 +34,7 @@ def launch_reduce_rows(op, x, rows, n, val, idx, scale=1.0):
     """Reduces each row of x seen as (rows, n) into val[row] (and/or the index into idx[row]). Long
     rows of few-row arrays are split into parts reduced by separate blocks, then a second pass."""
     parts = builtins.max(1, builtins.min(ceil_div(n, PART), MAX_BLOCKS // rows))
-    k = kernel("reduce", "reduce_rows", x.dtype)
+    k = get_kernel("reduce", "reduce_rows", x.dtype)
     if parts == 1:
         k(rows, _row_block(n), x, None, val, idx, op, n, 1, scale)
         return
@@ -46,16 +46,16 @@ def launch_reduce_rows(op, x, rows, n, val, idx, scale=1.0):
 
 def launch_reduce_cols(op, x, outer, n, inner, val, idx, scale=1.0):
     """Reduces x seen as (outer, n, inner) over its middle axis into (outer, inner)."""
-    k = kernel("reduce", "reduce_cols", x.dtype)
+    k = get_kernel("reduce", "reduce_cols", x.dtype)
     k(outer * ceil_div(inner, 32), (32, 8), x, val, idx, op, n, inner, scale)
 
 
 def launch_softmax_rows(x, y, rows, n):
-    kernel("reduce", "softmax_rows", x.dtype)(rows, _row_block(n), x, y, n)
+    get_kernel("reduce", "softmax_rows", x.dtype)(rows, _row_block(n), x, y, n)
 
 
 def launch_logsumexp_rows(x, out, rows, n):
-    kernel("reduce", "logsumexp_rows", x.dtype)(rows, _row_block(n), x, out, n)
+    get_kernel("reduce", "logsumexp_rows", x.dtype)(rows, _row_block(n), x, out, n)
 
 
 # -- the reductions --------------------------------------------------------------------------------

@@ -9,7 +9,6 @@ context popped, so the interpreter exits without "context stack was not empty".
 """
 import atexit
 import functools
-import re
 import shutil
 import subprocess
 
