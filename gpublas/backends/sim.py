@@ -3,8 +3,9 @@
 Device memory is host memory (aligned, poisoned with NaN bytes when fresh so that reading memory
 nobody wrote shows up), copies are memmoves, streams run in order (every call completes before it
 returns), events read the host clock. Kernels are compiled by the host C++ compiler against
-gpublas_sim.h into a shared library and launched through ctypes; see that header for how threads
-and barriers are simulated.
+gpublas/sim/gpublas_sim.h (which includes the rest of gpublas/sim/*.h) into a shared library and
+launched through ctypes; see those headers and docs/sim-backend.md for how threads and barriers are
+simulated.
 """
 import ctypes
 import functools
@@ -44,6 +45,12 @@ _libc.free.restype = None
 _CTYPES = {"P": ctypes.c_void_p, "f": ctypes.c_float, "d": ctypes.c_double, "i": ctypes.c_int32,
            "I": ctypes.c_uint32, "q": ctypes.c_int64, "Q": ctypes.c_uint64, "?": ctypes.c_bool,
            "b": ctypes.c_int8, "B": ctypes.c_uint8, "h": ctypes.c_int16, "H": ctypes.c_uint16}
+
+
+def headers_digest():
+    """One digest of every simulator header (gpublas_sim.h includes the others): a change to any
+    of them rebuilds every cached module."""
+    return compiler.cache_key(*(f"{p.name}\0{p.read_text()}" for p in sorted(HEADER.parent.glob("*.h"))))
 
 
 @functools.lru_cache(maxsize=None)
@@ -209,7 +216,7 @@ class SimBackend(Backend):
             compiler.run_compiler(cmd, what="the sim backend", output=out, source_name=source_name)
 
         path = compiler.compile_cached(
-            body, key_parts=[HEADER.read_text(), source.headers_digest(), " ".join(flags), version, _cpu_name()],
+            body, key_parts=[headers_digest(), source.headers_digest(), " ".join(flags), version, _cpu_name()],
             suffix=".so", build=build, source_name=source_name)
         lib = ctypes.CDLL(str(path), mode=os.RTLD_LOCAL | os.RTLD_NOW)
         lib.gpublas_sim_error.restype = ctypes.c_char_p
