@@ -24,6 +24,11 @@ class Backend:
     def mem_free(self, ptr):
         raise NotImplementedError
 
+    def host_view(self, ptr, nbytes):
+        """A uint8 ndarray over the device memory at `ptr` when the host can address it directly
+        (the simulator), else None."""
+        return None
+
     def pinned_alloc(self, nbytes):
         """Returns a uint8 ndarray of at least `nbytes` that owns page-locked host memory."""
         raise NotImplementedError

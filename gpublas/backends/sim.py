@@ -167,6 +167,9 @@ class SimBackend(Backend):
         self.allocated -= self._sizes.pop(ptr)
         _libc.free(ptr)
 
+    def host_view(self, ptr, nbytes):
+        return np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(ptr)) if nbytes else np.empty(0, np.uint8)
+
     def pinned_alloc(self, nbytes):
         return np.empty(max(nbytes, 1), np.uint8)  # host memory is all the simulator has
 
