@@ -14,7 +14,6 @@ import numpy as np
 from . import backends
 from .launch import ceil_div, get_kernel
 from .pinned import PageableMemoryWarning, is_pinned
-from .pool import get_pool
 from .stream import current_stream
 
 DTYPES = tuple(np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64, np.uint8))
@@ -50,7 +49,7 @@ class DeviceArray:
         self.nbytes = self.size * self.dtype.itemsize
         if _mem is None:
             self.backend = backends.current()
-            _mem = get_pool(self.backend).malloc(self.nbytes)
+            _mem = self.backend.pool.malloc(self.nbytes)
         else:
             self.backend = _mem.pool.backend if _mem.pool is not None else backends.current()
         self._mem = _mem

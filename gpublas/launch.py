@@ -91,34 +91,25 @@ def _pointer(a, kernel):
     raise TypeError(f"kernel '{kernel}': a pointer argument needs a DeviceArray, got {type(a).__name__}")
 
 
-_modules = {}
-
-
-def forget_modules():
-    _modules.clear()
-    _kernels.clear()
-
-
 def load_source(text, defines=None, source_name="<source>"):
-    """Compiles `text` for the active backend (memoized per process, cached on disk)."""
-    key = (id(backends.current()), text, tuple(sorted((defines or {}).items())), source_name)
-    m = _modules.get(key)
+    """Compiles `text` for the active backend (memoized in the backend object, cached on disk)."""
+    modules = backends.current().modules
+    key = (text, tuple(sorted((defines or {}).items())), source_name)
+    m = modules.get(key)
     if m is None:
-        m = _modules[key] = Module(text, defines, source_name)
+        m = modules[key] = Module(text, defines, source_name)
     return m
-
-
-_kernels = {}
 
 
 def get_kernel(family, name, dtype=None, **defines):
     """Kernel `name` of cuda_src/<family>.cu, compiled with `real` set to dtype's C type."""
-    key = (id(backends.current()), family, name, dtype)  # the common case, built cheaply: launches hit it
+    kernels = backends.current().kernels
+    key = (family, name, dtype)  # the common case, built cheaply: launches hit it
     if defines:
         key += tuple(sorted(defines.items()))
-    k = _kernels.get(key)
+    k = kernels.get(key)
     if k is None:
-        k = _kernels[key] = _load_kernel(family, name, dtype, defines)
+        k = kernels[key] = _load_kernel(family, name, dtype, defines)
     return k
 
 

@@ -97,15 +97,3 @@ class MemoryPool:
     def stats(self):
         return {"bytes_in_use": self.in_use, "bytes_held": self.held, "bytes_cached": self.held - self.in_use,
                 "device_allocations": self.device_allocations, "allocations": self.requests}
-
-
-_pools = {}
-
-
-def get_pool(backend):
-    pool = _pools.get(id(backend))
-    if pool is None:
-        pool = _pools[id(backend)] = MemoryPool(backend)
-        if hasattr(backend, "on_close"):
-            backend.on_close(pool.close)
-    return pool

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import gpublas
+from gpublas.backends.base import Backend
 from gpublas.launch import load_source
 
 DTYPES = [np.float32, np.float64, np.int32]
@@ -246,6 +247,18 @@ def test_backend_selection_and_device_info():
     assert gpublas.backend() in ("sim", "cuda")
     with pytest.raises(ValueError, match="unknown backend"):
         gpublas.use("opencl")
+
+
+def test_backend_object_owns_its_pool_and_kernel_caches():
+    b = gpublas._current_backend()
+    k = gpublas.get_kernel("memory", "fill_real", np.float32)
+    assert any(v is k for v in b.kernels.values()) and b.modules
+    a = gpublas.empty((100,), np.float32)
+    assert a._mem.pool is b.pool and b.pool.stats() == gpublas.memory_stats()
+    assert gpublas.use(b.name) is b  # use() swaps one object; the same name finds it again
+    other = type(b).__new__(type(b))
+    Backend.__init__(other)  # another device's state: nothing shared, nothing to forget from outside
+    assert other.pool is not b.pool and other.pool.backend is other and not other.kernels and not other.modules
 
 
 def test_default_backend_falls_back_to_sim_with_notice():

@@ -1,19 +1,29 @@
 """Choosing the backend: GPUBLAS_BACKEND=cuda|sim, gpublas.use(name), else cuda where PyCUDA
-imports and a device answers, and sim otherwise (with a one-line notice on stderr)."""
+imports and a device answers, and sim otherwise (with a one-line notice on stderr).
+
+The active backend is one object that owns everything per device (memory pool, compiled modules,
+kernels); use() swaps it. One object is made per name, so switching back finds its caches again.
+"""
 import os
 import sys
 
 _active = None
+_made = {}  # name -> the backend object made for it
 
 
 def _make(name):
-    if name == "sim":
-        from .sim import SimBackend
-        return SimBackend()
-    if name == "cuda":
-        from .cuda import CudaBackend
-        return CudaBackend()
-    raise ValueError(f"unknown backend '{name}': use 'cuda' or 'sim'")
+    b = _made.get(name)
+    if b is None:
+        if name == "sim":
+            from .sim import SimBackend
+            b = SimBackend()
+        elif name == "cuda":
+            from .cuda import CudaBackend
+            b = CudaBackend()
+        else:
+            raise ValueError(f"unknown backend '{name}': use 'cuda' or 'sim'")
+        _made[name] = b
+    return b
 
 
 def _default():
@@ -22,8 +32,8 @@ def _default():
         return _make(wanted)
     try:
         return _make("cuda")
-    except Exception as e:  # no PyCUDA, no driver, or no device
-        print(f"gpublas: no CUDA device ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); "
+    except Exception as e:  # no PyCUDA, no driver, no device, no nvcc, or a toolkit the driver cannot load
+        print(f"gpublas: cuda backend unavailable ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}); "
               "using the CPU simulator backend 'sim'", file=sys.stderr)
         return _make("sim")
 
@@ -40,10 +50,7 @@ def use(name):
     """Makes `name` ('cuda' or 'sim') the active backend. Arrays made under another backend keep
     working with their own memory but cannot be mixed with the new one's."""
     global _active
-    if _active is None or _active.name != name:
-        _active = _make(name)
-        from .. import launch
-        launch.forget_modules()
+    _active = _make(name)
     return _active
 
 
@@ -55,3 +62,14 @@ def backend():
 def device_info():
     """{'name', 'compute_capability' ('cpu' on sim), 'multiprocessors', 'total_memory', 'backend'}."""
     return current().device_info()
+
+
+def memory_stats():
+    """The active backend's pool: {'bytes_in_use', 'bytes_held', 'bytes_cached', 'device_allocations',
+    'allocations'}."""
+    return current().pool.stats()
+
+
+def free_cached():
+    """Returns the active backend's cached blocks to the device (arrays in use are untouched)."""
+    current().pool.free_cached()

@@ -2,11 +2,22 @@
 
 Pointers are Python ints; `stream` is a backend stream handle or None (the default stream, and then
 the call is blocking); a module is whatever `compile` returns and `prepare` accepts.
+
+A backend object also owns the per-device state above it, as CuPy's Device owns its pool: its
+memory pool (`pool`) and its kernel caches (`modules`, `kernels`, filled by gpublas.launch).
+Making another backend current (backends.use) swaps this one object, so nothing is forgotten from
+outside and nothing keyed by id() can outlive it.
 """
+from ..pool import MemoryPool
 
 
 class Backend:
     name = "abstract"
+
+    def __init__(self):
+        self.pool = MemoryPool(self)  # this device's caching allocator
+        self.modules = {}  # {(source text, defines, source name): launch.Module} compiled for it
+        self.kernels = {}  # {(family, kernel, dtype, defines...): launch.Kernel}: the launch fast path
 
     # device
     def device_info(self):

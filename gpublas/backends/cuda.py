@@ -50,6 +50,7 @@ class CudaBackend(Backend):
 
         import pycuda.driver as drv
 
+        super().__init__()
         self.drv = drv
         drv.init()
         if drv.Device.count() == 0:
@@ -60,19 +61,13 @@ class CudaBackend(Backend):
         self.arch_override = os.environ.get("GPUBLAS_CUDA_ARCH")
         major, minor = self.device.compute_capability()
         self.cc = major * 10 + minor
-        self._closers = []
         self._live = {}
         atexit.register(self.close)
-
-    def on_close(self, fn):
-        """Runs fn (e.g. a pool's free_all) before the context goes."""
-        self._closers.append(fn)
 
     def close(self):
         if self.context is None:
             return
-        for fn in self._closers:
-            fn()
+        self.pool.close()
         self.context.synchronize()
         for alloc in self._live.values():  # arrays still alive at exit: free while the context is current
             alloc.free()

@@ -133,6 +133,7 @@ class SimBackend(Backend):
     name = "sim"
 
     def __init__(self):
+        super().__init__()
         default = min(8 << 30, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2)
         self.total_memory = int(os.environ.get("GPUBLAS_SIM_MEMORY", default))
         self.order = ORDERS[os.environ.get("GPUBLAS_SIM_ORDER", "forward").lower()]
