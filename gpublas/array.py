@@ -130,6 +130,14 @@ class DeviceArray:
         self.backend.dtod(out.ptr, self.ptr, self.nbytes, _stream_handle(stream))
         return out
 
+    def copy_from(self, src, stream=None):
+        """Copies DeviceArray `src` (same size and dtype) into this array, device to device."""
+        if src.dtype != self.dtype or src.size != self.size:
+            raise ValueError(f"copy_from: {src.dtype} {src.shape} into {self.dtype} {self.shape} "
+                             "(needs the same dtype and size)")
+        self.backend.dtod(self.ptr, src.ptr, self.nbytes, _stream_handle(stream))
+        return self
+
     def free(self):
         """Returns the memory to the pool now; this array and every view of it become unusable."""
         self._mem.free()
