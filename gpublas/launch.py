@@ -101,22 +101,23 @@ def load_source(text, defines=None, source_name="<source>"):
     return m
 
 
-def get_kernel(family, name, dtype=None, **defines):
-    """Kernel `name` of cuda_src/<family>.cu, compiled with `real` set to dtype's C type."""
+def get_kernel(family, name, dtype=None, *, root=None, **defines):
+    """Kernel `name` of <root>/<family>.cu (root: a folder, default cuda_src/), compiled with `real`
+    set to dtype's C type."""
     kernels = backends.current().kernels
-    key = (family, name, dtype)  # the common case, built cheaply: launches hit it
+    key = (family, name, dtype, root)  # the common case, built cheaply: launches hit it
     if defines:
         key += tuple(sorted(defines.items()))
     k = kernels.get(key)
     if k is None:
-        k = kernels[key] = _load_kernel(family, name, dtype, defines)
+        k = kernels[key] = _load_kernel(family, name, dtype, root, defines)
     return k
 
 
-def _load_kernel(family, name, dtype, defines):
+def _load_kernel(family, name, dtype, root, defines):
     if dtype is not None:
         dtype = np.dtype(dtype)
         if dtype not in REAL:
             raise TypeError(f"kernel '{name}': unsupported dtype {dtype}; expected float32, float64 or int32")
         defines["real"] = REAL[dtype]
-    return load_source(source.read(family), defines, str(source.path(family))).get(name)
+    return load_source(source.read(family, root), defines, str(source.path(family, root))).get(name)

@@ -1,4 +1,9 @@
-"""Finding and reading the CUDA C sources: cuda_src/ ships inside the installed package."""
+"""Finding and reading the CUDA C sources: cuda_src/ ships inside the installed package.
+
+A kernel family is `<root>/<family>.cu`; the root is cuda_src/ unless a caller names another folder
+(nn keeps its kernels in nn/cuda/ and passes that folder). Every root's .cu files include headers
+from cuda_src/ only (the compilers get `-I cuda_src/`), so headers_digest() covers all of them.
+"""
 import functools
 import hashlib
 import re
@@ -26,16 +31,22 @@ def src_dir():
     return Path(str(resources.files("cuda_src")))
 
 
-def path(family):
-    p = src_dir() / f"{family}.cu"
+def path(family, root=None):
+    """The file of kernel family `family`: <root>/<family>.cu, root defaulting to cuda_src/."""
+    p = Path(root or src_dir()) / f"{family}.cu"
     if not p.exists():
         raise FileNotFoundError(f"no kernel family '{family}': {p} does not exist")
     return p
 
 
+def families(root=None):
+    """The kernel families under `root` (default cuda_src/), sorted."""
+    return sorted(p.stem for p in Path(root or src_dir()).glob("*.cu"))
+
+
 @functools.lru_cache(maxsize=None)
-def read(family):
-    return path(family).read_text()
+def read(family, root=None):
+    return path(family, root).read_text()
 
 
 @functools.lru_cache(maxsize=None)

@@ -8,7 +8,7 @@ Chainer) and PyTorch's conventions (names, layouts, init, update rules), so weig
     loss = crit(model(x), labels); opt.zero_grad(); model.backward(crit.backward()); opt.step()
 
 Every forward and backward pass runs as device kernels: gpublas's GEMM plus nn's kernels in
-cuda_src/{activation,conv,pool,dropout,loss,optim,lstm}.cu.
+nn/cuda/{activation,conv,pool,dropout,loss,optim,lstm}.cu (found through the same compile path).
 """
 from .checkpoint import load, save
 from .gradcheck import GradcheckError, gradcheck

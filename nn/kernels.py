@@ -1,22 +1,32 @@
-"""Launchers for nn's own kernels (cuda_src/activation, conv, pool, dropout, loss, optim, lstm.cu):
+"""Launchers for nn's own kernels (nn/cuda/activation, conv, pool, dropout, loss, optim, lstm.cu):
 one function per kernel that checks its arguments, computes the grid and launches.
 
 Layers call these and gpublas.gemm; nothing here computes on the host.
 """
+from pathlib import Path
+
 import numpy as np
 
 import gpublas
-from gpublas.launch import ceil_div, get_kernel
+from gpublas import launch
+from gpublas.launch import ceil_div
+
+KERNELS = Path(__file__).resolve().parent / "cuda"   # nn's .cu files, shipped as package data
 
 BLOCK = 256
 GRID_CAP = 4096        # grid-stride loops: enough blocks to fill a GPU, few enough to launch cheaply
-BIAS_THREADS = 128     # must match cuda_src/activation.cu
-SUM_THREADS = 256      # must match cuda_src/loss.cu and optim.cu
+BIAS_THREADS = 128     # must match nn/cuda/activation.cu
+SUM_THREADS = 256      # must match nn/cuda/loss.cu and optim.cu
 ACT = {None: 0, "identity": 0, "relu": 1, "tanh": 2, "sigmoid": 3}
 
 
 def _grid(n):
     return max(1, min(ceil_div(int(n), BLOCK), GRID_CAP))
+
+
+def get_kernel(family, name, dtype):
+    """Kernel `name` of nn/cuda/<family>.cu, through gpublas' one compile path."""
+    return launch.get_kernel(family, name, dtype, root=KERNELS)
 
 
 def _same(what, *arrays):
@@ -254,11 +264,3 @@ def swap01(x, y):
         raise ValueError(f"swap01: y {y.shape}, expected {(B, A) + x.shape[2:]}")
     get_kernel("lstm", "swap01", _same("swap01", x, y))(_grid(x.size), BLOCK, x, y, A, B, K)
     return y
-
-
-def copy_into(dst, src):
-    """Device-to-device copy of src into dst (same size and dtype)."""
-    if dst.nbytes != src.nbytes or dst.dtype != src.dtype:
-        raise ValueError(f"copy_into: {src.dtype} {src.shape} into {dst.dtype} {dst.shape}")
-    dst.backend.dtod(dst.ptr, src.ptr, src.nbytes, None)
-    return dst

@@ -1,4 +1,4 @@
-"""A non-editable install finds cuda_src/ and the simulation header from site-packages."""
+"""A non-editable install finds cuda_src/, nn/cuda/ and the simulation header from site-packages."""
 import importlib.util
 import os
 import subprocess
@@ -26,9 +26,13 @@ def test_non_editable_install_ships_kernel_sources(tmp_path):
         from gpublas import source
         assert str(source.src_dir()).startswith(%r), source.src_dir()
         assert (source.src_dir() / "memory.cu").exists()
+        import nn
+        from nn import kernels
+        assert str(kernels.KERNELS).startswith(%r) and (kernels.KERNELS / "conv.cu").exists()
         a = gpublas.full((5,), 2.0, np.float32)
+        kernels.act_forward(a, a, kernels.act_code("relu"))  # an nn kernel, compiled from site-packages
         print(gpublas.__file__, a.get().sum())
-        """ % str(target))
+        """ % (str(target), str(target)))
     env = dict(os.environ, PYTHONPATH=str(target), GPUBLAS_BACKEND="sim",
                GPUBLAS_CACHE_DIR=str(tmp_path / "cache"))
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)

@@ -8,25 +8,28 @@ import subprocess
 import pytest
 
 from gpublas import source
+from nn.kernels import KERNELS as NN_KERNELS
 
 pytestmark = pytest.mark.nvcc
-FAMILIES = sorted(p.stem for p in source.src_dir().glob("*.cu"))
+# (root, family) for gpublas' kernels in cuda_src/ and nn's in nn/cuda/; ids read "blas1", "nn/conv"
+FAMILIES = [(None, f) for f in source.families()] + [(NN_KERNELS, f) for f in source.families(NN_KERNELS)]
+IDS = [f if root is None else f"nn/{f}" for root, f in FAMILIES]
 _ENTRY = re.compile(r"Function properties for (\w+)\n\s*(\d+) bytes stack frame, (\d+) bytes spill stores")
 _REGS = re.compile(r"Compiling entry function '(\w+)' for '(sm_\d+)'.*?Used (\d+) registers", re.S)
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
 @pytest.mark.parametrize("real", ["float", "double"])
-@pytest.mark.parametrize("family", FAMILIES)
-def test_family_compiles_with_nvcc(family, real, tmp_path):
+@pytest.mark.parametrize("root, family", FAMILIES, ids=IDS)
+def test_family_compiles_with_nvcc(root, family, real, tmp_path):
     cmd = ["nvcc", "-fatbin", "-std=c++17", "-O3", "-Xptxas", "-v",
            "-gencode", "arch=compute_80,code=sm_80", "-gencode", "arch=compute_90,code=sm_90",
-           f"-Dreal={real}", "-I", str(source.src_dir()), str(source.path(family)),
+           f"-Dreal={real}", "-I", str(source.src_dir()), str(source.path(family, root)),
            "-o", str(tmp_path / f"{family}.fatbin")]
     p = subprocess.run(cmd, capture_output=True, text=True)
     log = p.stdout + p.stderr
     assert p.returncode == 0, f"nvcc failed for {family}.cu (real={real}):\n{log}"
-    kernels = set(source.kernel_signatures(source.read(family), {"real": real}))
+    kernels = set(source.kernel_signatures(source.read(family, root), {"real": real}))
     compiled = {m.group(1) for m in _REGS.finditer(log)}
     assert kernels <= compiled, f"kernels missing from the nvcc build: {kernels - compiled}"
     for name, arch, regs in _REGS.findall(log):
@@ -34,3 +37,12 @@ def test_family_compiles_with_nvcc(family, real, tmp_path):
     spills = [(n, int(s)) for n, _, s in _ENTRY.findall(log) if int(s)]
     if spills:
         print(f"{family}.cu real={real}: spill stores {spills}")
+
+
+def test_every_include_resolves_in_cuda_src():
+    """Both compilers get `-I cuda_src/` only, and the compile cache key digests cuda_src/*.cuh: so every
+    quoted #include of every kernel file (cuda_src/ and nn/cuda/) must name a header there."""
+    assert len(FAMILIES) >= 14 and any(root is not None for root, _ in FAMILIES)
+    for root, family in FAMILIES:
+        for name in re.findall(r'#include\s+"([^"]+)"', source.read(family, root)):
+            assert (source.src_dir() / name).is_file(), f"{source.path(family, root)} includes {name!r}"

@@ -67,6 +67,26 @@ def test_views_share_memory():
     assert "DeviceArray" in repr(d) and "float32" in repr(d)
 
 
+def test_copy_from_copies_into_a_view_and_checks_operands():
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    d = gpublas.zeros((3, 4))
+    assert d[1].copy_from(gpublas.to_device(x[2])) is not None
+    np.testing.assert_array_equal(d.get(), np.where(np.arange(3)[:, None] == 1, x[2], 0))
+    gpublas.zeros((0,)).copy_from(gpublas.zeros((0,)))
+    with pytest.raises(ValueError, match="same dtype and size"):
+        d.copy_from(gpublas.zeros((3, 4), np.float64))
+    with pytest.raises(ValueError, match="same dtype and size"):
+        d[0].copy_from(gpublas.zeros((5,)))
+
+
+def test_kernel_roots_other_than_cuda_src():
+    from nn.kernels import KERNELS
+    k = gpublas.get_kernel("activation", "act_forward", np.float32, root=KERNELS)
+    assert k is gpublas.get_kernel("activation", "act_forward", np.float32, root=KERNELS)
+    with pytest.raises(FileNotFoundError, match="no kernel family 'activation'"):
+        gpublas.get_kernel("activation", "act_forward", np.float32)
+
+
 def test_freed_array_raises_for_base_and_views():
     d = gpublas.to_device(np.ones(10, np.float32))
     v = d[2:5]

@@ -68,16 +68,16 @@ class LSTM(Module):
                 hbuf[0].fill(0)
                 cbuf[0].fill(0)
             else:
-                K.copy_into(hbuf[0], h0[k])
-                K.copy_into(cbuf[0], c0[k])
+                hbuf[0].copy_from(h0[k])
+                cbuf[0].copy_from(c0[k])
             for t in range(T):
                 if t > 0 or h0 is not None:  # h_{-1} = 0 contributes nothing
                     K.gemm(hbuf[t], w_hh, gates[t], beta=1.0, trans_b=True)
                 K.lstm_gates_forward(gates[t], b_ih.data if b_ih is not None else None,
                                      b_hh.data if b_hh is not None else None,
                                      cbuf[t], hbuf[t + 1], cbuf[t + 1])
-            K.copy_into(h_n[k], hbuf[T])
-            K.copy_into(c_n[k], cbuf[T])
+            h_n[k].copy_from(hbuf[T])
+            c_n[k].copy_from(cbuf[T])
             # cached per layer: the layer's input (for dW_ih), the activated gates and every h and c
             # including the initial ones (the gate gradients need i, f, g, o, c_{t-1} and c_t; dW_hh
             # needs h_{t-1}); hbuf[1:] is also the layer's output
@@ -120,12 +120,12 @@ class LSTM(Module):
             dgates = gpublas.empty((T, N, 4 * H), dtype)
             dc, dh_rec = self.dc0[k], self.dh0[k]     # running dL/dc_t and recurrent dL/dh_t buffers
             if d_cn is not None:
-                K.copy_into(dc, d_cn[k])
+                dc.copy_from(d_cn[k])
             else:
                 dc.fill(0)
             has_rec = d_hn is not None
             if has_rec:
-                K.copy_into(dh_rec, d_hn[k])
+                dh_rec.copy_from(d_hn[k])
             for t in reversed(range(T)):
                 # dgates[t] from dh_t = d_out[t] + (recurrent part), and dc_t -> dc_{t-1} in place
                 K.lstm_gates_backward(gates[t], cbuf[t], cbuf[t + 1], d_out[t], dh_rec if has_rec else None,
