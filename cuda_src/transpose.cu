@@ -1,7 +1,8 @@
 // transpose.cu: out = a^T for a row-major (rows, cols) array of `real` (-Dreal=float or double).
 //
-// transpose_tiled: block 32x8, one 32x32 tile per block (blockIdx.x over column tiles, blockIdx.y over
-//                  row tiles). Each thread loads 4 elements of the tile (threadIdx.x along a row of
+// transpose_tiled: block 32x8, one 32x32 tile per block and step (blockIdx.x over column tiles,
+//                  blockIdx.y strides over row tiles, so any number of rows fits gridDim.y <= 65,535).
+//                  Each thread loads 4 elements of the tile (threadIdx.x along a row of
 //                  `a`, so reads coalesce), the block meets at a barrier, then each thread stores 4
 //                  (threadIdx.x along a row of `out`, so writes coalesce). The tile row is padded to
 //                  33 elements: a column of the tile falls in 32 different banks (no conflicts).
@@ -13,16 +14,19 @@
 
 extern "C" __global__ void transpose_tiled(const real* __restrict__ a, real* __restrict__ out, int rows, int cols) {
     __shared__ real tile[TILE][TILE + 1];
-    const int col0 = blockIdx.x * TILE, row0 = blockIdx.y * TILE;
-    int c = col0 + threadIdx.x;
-    for (int j = threadIdx.y; j < TILE; j += TILE_ROWS) {
-        const int r = row0 + j;
-        if (r < rows && c < cols) tile[j][threadIdx.x] = a[(long long)r * cols + c];
-    }
-    __syncthreads();
-    c = row0 + threadIdx.x;  // a column of out is a row of a
-    for (int j = threadIdx.y; j < TILE; j += TILE_ROWS) {
-        const int r = col0 + j;  // a row of out is a column of a
-        if (r < cols && c < rows) out[(long long)r * rows + c] = tile[threadIdx.x][j];
+    const int col0 = blockIdx.x * TILE;
+    for (long long row0 = (long long)blockIdx.y * TILE; row0 < rows; row0 += (long long)gridDim.y * TILE) {
+        int c = col0 + threadIdx.x;
+        for (int j = threadIdx.y; j < TILE; j += TILE_ROWS) {
+            const long long r = row0 + j;
+            if (r < rows && c < cols) tile[j][threadIdx.x] = a[r * cols + c];
+        }
+        __syncthreads();
+        const long long rc = row0 + threadIdx.x;  // a column of out is a row of a
+        for (int j = threadIdx.y; j < TILE; j += TILE_ROWS) {
+            const int r = col0 + j;  // a row of out is a column of a
+            if (r < cols && rc < rows) out[(long long)r * rows + rc] = tile[threadIdx.x][j];
+        }
+        __syncthreads();  // the tile is refilled by the next step
     }
 }

@@ -12,7 +12,7 @@ import builtins
 import numpy as np
 
 from .array import DeviceArray, is_scalar, to_device
-from .launch import ceil_div, get_kernel, simulated
+from .launch import MAX_GRID as GPU_MAX_GRID, ceil_div, get_kernel, simulated
 
 BLOCK = 256
 MAX_GRID = 4096  # a grid-stride loop needs no more blocks than keep the device busy
@@ -174,8 +174,8 @@ def launch_axpby(a, x, b, y, out):
 def launch_transpose(a, out):
     rows, cols = a.shape
     if a.size:
-        get_kernel("transpose", "transpose_tiled", a.dtype)((ceil_div(cols, 32), ceil_div(rows, 32)), (32, 8),
-                                                        a, out, rows, cols)
+        grid = (ceil_div(cols, 32), min(ceil_div(rows, 32), GPU_MAX_GRID[1]))  # the kernel strides over row tiles
+        get_kernel("transpose", "transpose_tiled", a.dtype)(grid, (32, 8), a, out, rows, cols)
     return out
 
 

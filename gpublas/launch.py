@@ -10,7 +10,12 @@ from . import backends, source
 from .errors import LaunchError
 from .stream import current_stream
 
+# What a GPU refuses at launch (every compute capability gpublas targets); checked on every backend,
+# so the simulator refuses what a GPU would.
 MAX_THREADS_PER_BLOCK = 1024
+MAX_BLOCK = (1024, 1024, 64)
+MAX_GRID = (2**31 - 1, 65535, 65535)
+SHARED_DEFAULT = 48 * 1024  # static + dynamic shared memory per block without an opt-in
 REAL = {np.dtype(np.float32): "float", np.dtype(np.float64): "double", np.dtype(np.int32): "int"}
 
 
@@ -28,6 +33,8 @@ def _dim3(v):
     if isinstance(v, (int, np.integer)):
         return (int(v), 1, 1)
     v = tuple(int(x) for x in v)
+    if not 1 <= len(v) <= 3:
+        raise LaunchError(f"a grid or block has 1 to 3 dimensions, got {v}")
     return v + (1,) * (3 - len(v))
 
 
@@ -57,25 +64,69 @@ class Kernel:
     def __init__(self, module, name, argcodes):
         self.name = name
         self.argcodes = argcodes
+        self._module = module
         self._launch = module.backend.prepare(module.handle, name, argcodes)
         self._pointer = tuple(c == "P" for c in argcodes)
         self._float = tuple(c in "fd" for c in argcodes)
+        limits = module.backend.kernel_limits(module.handle, name)
+        self.max_threads = min(MAX_THREADS_PER_BLOCK, limits["max_threads"])  # fewer when registers run out
+        self.static_shared = limits["static_shared"]
+        self.max_shared_optin = limits["max_shared_optin"]
+        self.max_dynamic_shared = max(0, SHARED_DEFAULT - self.static_shared)
+
+    def allow_shared(self, nbytes):
+        """Opts this kernel in to `nbytes` of dynamic shared memory per block beyond the default 48 KB
+        (up to the device's opt-in limit, e.g. 227 KB on sm_90); returns the kernel."""
+        if self.static_shared + nbytes > self.max_shared_optin:
+            raise LaunchError(f"kernel '{self.name}': {self.static_shared} B static + {nbytes} B dynamic shared "
+                              f"memory exceeds the device's opt-in limit of {self.max_shared_optin} B per block")
+        if nbytes > self.max_dynamic_shared:
+            self._module.backend.set_max_dynamic_shared(self._module.handle, self.name, nbytes)
+            self.max_dynamic_shared = nbytes
+        return self
 
     def __call__(self, grid, block, *args, shared=0, stream=None):
         grid, block = _dim3(grid), _dim3(block)
         if len(args) != len(self.argcodes):
             raise TypeError(f"kernel '{self.name}' takes {len(self.argcodes)} arguments "
                             f"({self.argcodes}), {len(args)} given")
-        if block[0] * block[1] * block[2] > MAX_THREADS_PER_BLOCK or min(block) < 1:
-            raise LaunchError(f"kernel '{self.name}': block {block} is not 1 to {MAX_THREADS_PER_BLOCK} threads")
-        if min(grid) < 0:
-            raise LaunchError(f"kernel '{self.name}': negative grid {grid}")
+        (gx, gy, gz), (bx, by, bz) = grid, block
+        if (bx * by * bz > self.max_threads or bx > 1024 or by > 1024 or bz > 64 or min(bx, by, bz) < 1
+                or gx > MAX_GRID[0] or gy > 65535 or gz > 65535 or min(gx, gy, gz) < 0
+                or not 0 <= shared <= self.max_dynamic_shared):
+            raise LaunchError(self._refusal(grid, block, shared))
         if min(grid) == 0:
             return
         values = [_pointer(a, self.name) if p else a for a, p in zip(args, self._pointer)]
         if stream is None:
             stream = current_stream()
-        self._launch(grid, block, shared, stream.handle if stream is not None else None, values)
+        if stream is None:
+            self._launch(grid, block, shared, None, values)
+            return
+        for a, p in zip(args, self._pointer):  # the pool must not hand these blocks to another stream yet
+            if p and hasattr(a, "_mem"):
+                a._mem.use_on(stream.handle)
+        self._launch(grid, block, shared, stream.handle, values)
+
+    def _refusal(self, grid, block, shared):
+        """Why a GPU would refuse this launch configuration, naming the kernel and the limit."""
+        what = f"kernel '{self.name}' (grid {grid}, block {block}, {shared} B dynamic shared memory): "
+        threads = block[0] * block[1] * block[2]
+        for axis, b, most in zip("xyz", block, MAX_BLOCK):
+            if not 1 <= b <= most:
+                return what + f"block.{axis} = {b} is outside 1..{most}"
+        if threads > self.max_threads:
+            why = "the most a block can have" if self.max_threads == MAX_THREADS_PER_BLOCK else \
+                "the most this kernel can launch with (its registers per thread limit it)"
+            return what + f"{threads} threads per block exceeds {self.max_threads}, {why}"
+        for axis, g, most in zip("xyz", grid, MAX_GRID):
+            if not 0 <= g <= most:
+                return what + f"grid.{axis} = {g} is outside 0..{most:,} (chunk the launch)"
+        if shared < 0:
+            return what + "negative shared memory size"
+        return what + (f"{self.static_shared} B static + {shared} B dynamic shared memory exceeds "
+                       f"{self.static_shared + self.max_dynamic_shared} B per block (above 48 KB, opt in with "
+                       "Kernel.allow_shared)")
 
 
 def _pointer(a, kernel):

@@ -74,6 +74,10 @@ class Backend:
     def event_synchronize(self, event):
         raise NotImplementedError
 
+    def event_query(self, event):
+        """True once the work recorded before `event` has completed (the pool asks, never waits)."""
+        raise NotImplementedError
+
     def event_elapsed_ms(self, start, end):
         raise NotImplementedError
 
@@ -81,6 +85,16 @@ class Backend:
     def compile(self, source, defines, source_name):
         """Compiles CUDA C source (cached on disk) and returns a loaded module."""
         raise NotImplementedError
+
+    def kernel_limits(self, module, name):
+        """What a launch of kernel `name` may ask for: {'max_threads': threads per block (fewer than
+        1,024 where its registers run out), 'static_shared': bytes of its __shared__ variables,
+        'max_shared_optin': static + dynamic shared bytes per block after an opt-in}. A backend that
+        cannot tell reports a 1,024-thread block, no static shared memory and sm_90's 227 KB."""
+        return {"max_threads": 1024, "static_shared": 0, "max_shared_optin": 227 * 1024}
+
+    def set_max_dynamic_shared(self, module, name, nbytes):
+        """Lets kernel `name` launch with `nbytes` of dynamic shared memory (above the default 48 KB)."""
 
     def prepare(self, module, name, argcodes):
         """Returns launch(grid, block, shared, stream, args) for kernel `name` whose parameters have
