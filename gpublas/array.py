@@ -49,7 +49,7 @@ class DeviceArray:
         self.nbytes = self.size * self.dtype.itemsize
         if _mem is None:
             self.backend = backends.current()
-            _mem = self.backend.pool.malloc(self.nbytes)
+            _mem = self.backend.pool.malloc(self.nbytes, _stream_handle(None))
         else:
             self.backend = _mem.pool.backend if _mem.pool is not None else backends.current()
         self._mem = _mem

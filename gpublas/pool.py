@@ -1,10 +1,17 @@
 """The caching device-memory pool (the default allocator), as CuPy's: freed blocks are kept by
 size and handed out again, so a training loop allocates from the device only in its first step.
 
+Stream-aware, as CuPy's and PyTorch's caching allocators are: a block belongs to the stream that
+was current when it was allocated, and a freed block is handed out again at once only to an
+allocation on that same stream (work on one stream runs in order, so the next user runs after the
+last one). A block that a launch used on another stream as well (`Allocation.use_on`, called by
+launch.Kernel) gets an event recorded on each of its streams when it is freed, and is reused only
+once every one of those events has completed; until then it waits in `_pending`.
+
 Sizes are rounded up to 512 bytes. When the device is full the pool releases its cached blocks and
 tries once more before raising OutOfMemoryError with the bytes asked for and the bytes in use.
 """
-import collections
+import threading
 
 from .errors import FreedArrayError, OutOfMemoryError
 
@@ -12,12 +19,15 @@ ROUND = 512
 
 
 class Allocation:
-    """A block of device memory. `free()` hands it back to the pool; afterwards `ptr` raises."""
+    """A block of device memory. `free()` hands it back to the pool; afterwards `ptr` raises.
+    `stream` is the backend stream handle it was allocated on (None: the default stream); `others`
+    the other streams launches used it on (None when there were none)."""
 
-    __slots__ = ("_ptr", "nbytes", "pool", "freed")
+    __slots__ = ("_ptr", "nbytes", "pool", "freed", "stream", "others")
 
-    def __init__(self, ptr, nbytes, pool):
+    def __init__(self, ptr, nbytes, pool, stream=None):
         self._ptr, self.nbytes, self.pool, self.freed = ptr, nbytes, pool, False
+        self.stream, self.others = stream, None
 
     @property
     def ptr(self):
@@ -26,11 +36,19 @@ class Allocation:
                                   "can no longer be used")
         return self._ptr
 
+    def use_on(self, stream):
+        """Notes that work on `stream` (a backend handle) uses this block."""
+        if stream is not self.stream:
+            if self.others is None:
+                self.others = [stream]
+            elif stream not in self.others:
+                self.others.append(stream)
+
     def free(self):
         if not self.freed:
             self.freed = True
             if self.pool is not None:
-                self.pool._release(self._ptr, self.nbytes)
+                self.pool._release(self)
 
     def __del__(self):
         try:
@@ -43,24 +61,36 @@ class MemoryPool:
     def __init__(self, backend):
         self.backend = backend
         self.closed = False
-        self._cached = collections.defaultdict(list)  # rounded size -> [ptr]
+        self._lock = threading.RLock()  # re-entrant: a garbage collection inside malloc may free a block
+        self._cached = {}   # (rounded size, stream handle) -> [ptr]: reusable at once on that stream
+        self._pending = []  # [(rounded size, ptr, [events])]: reusable on any stream once all completed
         self.in_use = 0      # bytes handed out and not yet freed
-        self.held = 0        # bytes held from the device (in use + cached)
+        self.held = 0        # bytes held from the device (in use + cached + pending)
         self.device_allocations = 0
         self.requests = 0
 
-    def malloc(self, nbytes):
+    def malloc(self, nbytes, stream=None):
+        """A block of at least `nbytes` for work on `stream` (a backend handle; None: default)."""
         self.requests += 1
         if nbytes == 0:
-            return Allocation(0, 0, None)
+            return Allocation(0, 0, None, stream)
         size = -(-nbytes // ROUND) * ROUND
-        free_list = self._cached.get(size)
-        if free_list:
-            ptr = free_list.pop()
-        else:
-            ptr = self._device_alloc(size)
-        self.in_use += size
-        return Allocation(ptr, size, self)
+        with self._lock:
+            free_list = self._cached.get((size, stream))
+            ptr = free_list.pop() if free_list else self._completed(size)
+            if ptr is None:
+                ptr = self._device_alloc(size)
+            self.in_use += size
+        return Allocation(ptr, size, self, stream)
+
+    def _completed(self, size):
+        """A pending block of `size` whose streams have all finished with it, or None."""
+        query = self.backend.event_query
+        for i, (s, ptr, events) in enumerate(self._pending):
+            if s == size and all(query(e) for e in events):
+                del self._pending[i]
+                return ptr
+        return None
 
     def _device_alloc(self, size):
         for attempt in range(2):
@@ -76,19 +106,36 @@ class MemoryPool:
             self.device_allocations += 1
             return ptr
 
-    def _release(self, ptr, size):
-        if self.closed:
-            return
-        self.in_use -= size
-        self._cached[size].append(ptr)
+    def _release(self, alloc):
+        with self._lock:
+            if self.closed:
+                return
+            self.in_use -= alloc.nbytes
+            if alloc.others is None:
+                self._cached.setdefault((alloc.nbytes, alloc.stream), []).append(alloc._ptr)
+                return
+            events = []
+            for stream in [alloc.stream, *alloc.others]:
+                event = self.backend.event_create()
+                self.backend.event_record(event, stream)
+                events.append(event)
+            self._pending.append((alloc.nbytes, alloc._ptr, events))
 
     def free_cached(self):
-        """Returns every cached (unused) block to the device."""
-        for size, ptrs in self._cached.items():
-            for ptr in ptrs:
+        """Returns every cached (unused) block to the device, waiting for the streams still using
+        a pending one."""
+        with self._lock:
+            for (size, _), ptrs in self._cached.items():
+                for ptr in ptrs:
+                    self.backend.mem_free(ptr)
+                    self.held -= size
+            self._cached.clear()
+            for size, ptr, events in self._pending:
+                for event in events:
+                    self.backend.event_synchronize(event)
                 self.backend.mem_free(ptr)
                 self.held -= size
-        self._cached.clear()
+            self._pending.clear()
 
     def close(self):
         self.free_cached()
