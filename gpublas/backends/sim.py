@@ -12,7 +12,9 @@ import functools
 import os
 import platform
 import re
+import itertools
 import shutil
+import struct
 import subprocess
 import time
 from pathlib import Path
@@ -25,6 +27,7 @@ from .base import Backend
 
 HEADER = Path(__file__).resolve().parent.parent / "sim" / "gpublas_sim.h"
 ORDERS = {"forward": 0, "reverse": 1, "random": 2}
+RECORD = "@6I2IQ"  # scheduler.h's LaunchHeader: grid xyz, block xyz, flags, seed, dynamic shared bytes
 _EXTERN_SHARED = re.compile(
     r"extern\s+__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s*)?(?P<type>[\w\s]+?)\s+"
     r"(?:__align__\s*\(\s*\d+\s*\)\s*)?(?P<name>\w+)\s*\[\s*\]\s*;")
@@ -42,9 +45,8 @@ _libc.aligned_alloc.argtypes = [ctypes.c_size_t, ctypes.c_size_t]
 _libc.free.argtypes = [ctypes.c_void_p]
 _libc.free.restype = None
 
-_CTYPES = {"P": ctypes.c_void_p, "f": ctypes.c_float, "d": ctypes.c_double, "i": ctypes.c_int32,
-           "I": ctypes.c_uint32, "q": ctypes.c_int64, "Q": ctypes.c_uint64, "?": ctypes.c_bool,
-           "b": ctypes.c_int8, "B": ctypes.c_uint8, "h": ctypes.c_int16, "H": ctypes.c_uint16}
+_C_TYPES = {"P": "pointer", "f": "float", "d": "double", "i": "int32", "I": "uint32", "q": "int64", "Q": "uint64",
+            "?": "bool", "b": "int8", "B": "uint8", "h": "int16", "H": "uint16"}  # struct codes of parameters
 
 
 def headers_digest():
@@ -137,7 +139,7 @@ class SimBackend(Backend):
         default = min(8 << 30, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2)
         self.total_memory = int(os.environ.get("GPUBLAS_SIM_MEMORY", default))
         self.order = ORDERS[os.environ.get("GPUBLAS_SIM_ORDER", "forward").lower()]
-        self.seed = int(os.environ.get("GPUBLAS_SIM_SEED", "0"))
+        self._seeds = itertools.count(int(os.environ.get("GPUBLAS_SIM_SEED", "0")) + 1)  # one per launch
         self.allocated = 0
         self._sizes = {}
 
@@ -232,32 +234,42 @@ class SimBackend(Backend):
     def prepare(self, module, name, argcodes):
         try:
             entry = getattr(module.lib, f"gpublas_launch_{name}")
-            sizes_of = getattr(module.lib, f"gpublas_argsizes_{name}")
+            layout = getattr(module.lib, f"gpublas_arglayout_{name}")
         except AttributeError:
             raise LaunchError(f"no kernel '{name}' in {module.name}") from None
-        sizes = (ctypes.c_int * 64)()
-        n = sizes_of(sizes)
-        parsed = [ctypes.sizeof(_CTYPES[c]) for c in argcodes]
-        if list(sizes[:n]) != parsed:
-            raise LaunchError(f"kernel '{name}': parameter sizes {list(sizes[:n])} from the compiler do "
-                              f"not match {parsed} parsed from its signature '{argcodes}'")
+        record = struct.Struct(RECORD + argcodes)
+        sizes, offsets = (ctypes.c_int * 64)(), (ctypes.c_int * 64)()
+        n = layout(sizes, offsets)
+        parsed = [struct.calcsize("@" + c) for c in argcodes]
+        packed = [struct.calcsize(RECORD + argcodes[:i + 1]) - s for i, s in enumerate(parsed)]
+        if list(sizes[:n]) != parsed or list(offsets[:n]) != packed:
+            raise LaunchError(f"kernel '{name}': parameter sizes {list(sizes[:n])} at offsets {list(offsets[:n])} "
+                              f"from the compiler do not match {parsed} at {packed} parsed from its signature "
+                              f"'{argcodes}'")
         entry.restype = ctypes.c_int
-        entry.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_int, ctypes.c_uint]
-        # Argument packing prepared once: one ctypes scalar per parameter and an array of their
-        # addresses; a launch only assigns values.
-        slots = [_CTYPES[c]() for c in argcodes]
-        argv = (ctypes.c_void_p * max(1, len(slots)))(*[ctypes.addressof(s) for s in slots])
-        dims = (ctypes.c_uint * 6)()
-        fibers = name in module.fibers
-        lib = module.lib
-        backend = self
+        entry.argtypes = [ctypes.c_char_p]
+        pack, fibers, lib, backend = record.pack, int(name in module.fibers), module.lib, self
 
         def launch(grid, block, shared, stream, args):
-            for slot, value in zip(slots, args):
-                slot.value = value
-            dims[:] = (*grid, *block)
-            backend.seed += 1
-            if entry(dims, shared, argv, int(fibers) | (backend.order << 1), backend.seed & 0xFFFFFFFF):
+            # One record per call (grid, block, flags, seed, shared bytes, then the arguments): the
+            # C side reads only this, so concurrent launches of one kernel cannot see each other's.
+            try:
+                rec = pack(*grid, *block, fibers | backend.order << 1, next(backend._seeds) & 0xFFFFFFFF,
+                           shared, *args)
+            except struct.error:
+                raise _bad_argument(name, argcodes, args) from None
+            if entry(rec):
                 raise LaunchError(lib.gpublas_sim_error().decode())
 
         return launch
+
+
+def _bad_argument(kernel, argcodes, args):
+    """The TypeError for the first argument that does not fit its C type."""
+    for i, (code, value) in enumerate(zip(argcodes, args)):
+        try:
+            struct.pack("@" + code, value)
+        except struct.error as e:
+            return TypeError(f"kernel '{kernel}': argument {i} ({_C_TYPES.get(code, code)}) cannot take "
+                             f"{value!r}: {e}")
+    return TypeError(f"kernel '{kernel}': grid, block or shared memory size out of range")

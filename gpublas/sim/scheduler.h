@@ -1,7 +1,9 @@
 // scheduler.h: a CUDA grid on the CPU: the block loop, fibers for a block's threads, barriers.
 //
-// Emulates: a launch (gpublas_launch_<kernel>, emitted per kernel by GPUBLAS_SIM_ENTRY) runs every
-// block of the grid; blocks are spread over the CPU's cores with OpenMP. The threads of one block
+// Emulates: a launch (gpublas_launch_<kernel>(record), emitted per kernel by GPUBLAS_SIM_ENTRY) runs
+// every block of the grid; blocks are spread over the CPU's cores with OpenMP. Grid, block and
+// arguments come from a record Python packs per call, and errors are kept per launch, so host
+// threads may launch at the same time (the launch runs without the GIL). The threads of one block
 // run on one OS thread as cooperative fibers: a fiber runs until it reaches a barrier
 // (__syncthreads, or a warp-level intrinsic for the threads of its warp) and then yields; the
 // scheduler releases a barrier when every live thread of its block (or warp) has arrived, exactly
@@ -18,6 +20,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <csetjmp>
 #include <cstdint>
@@ -100,8 +103,7 @@ struct Worker {
     Fiber* cur = nullptr;
     unsigned pos = 0;       // position of `cur` in this pass's order
     int order = FORWARD;
-    void (*thunk)(void**) = nullptr;
-    void** args = nullptr;
+    struct Launch* launch = nullptr;  // the launch whose block this worker runs
     bool fast = false;      // fast path: no fibers
     unsigned nthreads = 0;  // threads of the current block
     std::vector<WarpSlot> slots;     // [warp][parity][lane]
@@ -110,19 +112,32 @@ struct Worker {
     uint64_t rng = 0;
 };
 
-struct LaunchError {
+// What Python packs for one call (struct.pack, native alignment: backends/sim.py's RECORD): this
+// header, then each kernel parameter at its C alignment. Every call has its own record, so launches
+// from several host threads never share arguments.
+struct LaunchHeader {
+    unsigned dims[6];  // grid x, y, z, block x, y, z
+    unsigned flags;    // bit 0: fibers needed; bits 1-2: thread order
+    unsigned seed;     // of the random thread order
+    uint64_t shmem;    // dynamic shared memory bytes
+};
+
+// One launch in progress: on the launching thread's stack, seen by every worker running its blocks.
+struct Launch {
+    const char* name;
+    void (*thunk)(const char*);  // runs the kernel for one thread with the packed arguments
+    const char* args;            // the packed record
     std::mutex lock;
     std::string message;
     std::atomic<bool> failed{false};
-    void set(const std::string& m) {
+    void fail(const std::string& m) {  // the first error wins
         std::lock_guard<std::mutex> g(lock);
-        if (!failed.load()) { message = m; failed.store(true); }
+        if (!failed.load()) { message = "kernel '" + std::string(name) + "': " + m; failed.store(true); }
     }
 };
 
-static LaunchError g_error;
-static const char* g_kernel_name = "";
 static thread_local Worker* tls_worker = nullptr;
+static thread_local std::string tls_error;  // the calling thread's last launch error
 
 static inline size_t stack_bytes() {
     const char* s = std::getenv("GPUBLAS_SIM_STACK_KB");
@@ -154,7 +169,7 @@ static inline void park(Worker* w, FiberState why) {
 
 static void fiber_entry() {
     Worker* w = tls_worker;
-    w->thunk(w->args);
+    w->launch->thunk(w->launch->args);
     park(w, DONE);  // never resumed: the next block starts every fiber afresh
     __builtin_unreachable();
 }
@@ -247,7 +262,7 @@ static bool run_block_fibers(Worker* w, unsigned n) {
         else
             std::snprintf(msg, sizeof msg, "threads of %s deadlock: %u wait at __syncthreads() while others of "
                           "their warp wait at a warp-level intrinsic", block_name().c_str(), at_sync);
-        g_error.set(std::string("kernel '") + g_kernel_name + "': " + msg);
+        w->launch->fail(msg);
         return false;  // the parked fibers are abandoned; the next block starts them afresh
     }
 }
@@ -258,42 +273,46 @@ static void run_block_fast(Worker* w, unsigned n) {
     for (unsigned k = 0; k < n; ++k) {
         unsigned i = fiber_at(w, k);
         threadIdx = uint3{i % bx, (i / bx) % by, i / (bx * by)};
-        w->thunk(w->args);
+        w->launch->thunk(w->launch->args);
     }
 }
 
-// dims: grid x, y, z, block x, y, z. flags: bit 0 = fibers needed, bits 1-2 = thread order.
-static int launch(const char* name, void (*thunk)(void**), const unsigned* dims, size_t shmem, void** args,
-                  int flags, unsigned seed) {
-    const unsigned gx = dims[0], gy = dims[1], gz = dims[2];
-    const unsigned nthreads = dims[3] * dims[4] * dims[5];
+static int launch(const char* name, void (*thunk)(const char*), const char* record) {
+    LaunchHeader h;
+    std::memcpy(&h, record, sizeof h);
+    const unsigned gx = h.dims[0], gy = h.dims[1], gz = h.dims[2];
+    const unsigned nthreads = h.dims[3] * h.dims[4] * h.dims[5];
     const long nblocks = long(gx) * gy * gz;
     if (nblocks == 0 || nthreads == 0) return 0;
-    const bool fibers = flags & 1;
-    const int order = (flags >> 1) & 3;
-    g_error.failed.store(false);
-    g_kernel_name = name;
+    const bool fibers = h.flags & 1;
+    const int order = (h.flags >> 1) & 3;
+    const size_t shmem = h.shmem;
+    Launch L;
+    L.name = name;
+    L.thunk = thunk;
+    L.args = record;
     const long total = nblocks * nthreads;
     const int chunk = int(std::max(1L, nblocks / 64));
 #pragma omp parallel for schedule(dynamic, chunk) if (nblocks > 1 && total >= 4096)
     for (long b = 0; b < nblocks; ++b) {
-        if (g_error.failed.load(std::memory_order_relaxed)) continue;
+        if (L.failed.load(std::memory_order_relaxed)) continue;
         Worker* w = worker(fibers ? nthreads : 0);
-        if (!w) { g_error.set(std::string("kernel '") + name + "': cannot map fiber stacks"); continue; }
-        w->thunk = thunk;
-        w->args = args;
+        if (!w) { L.fail("cannot map fiber stacks"); continue; }
+        w->launch = &L;
         w->fast = !fibers;
         w->nthreads = nthreads;
         w->order = order;
-        w->rng = (uint64_t(seed) << 32) ^ uint64_t(b) * 0x2545F4914F6CDD1Dull;
+        w->rng = (uint64_t(h.seed) << 32) ^ uint64_t(b) * 0x2545F4914F6CDD1Dull;
         if (w->dyn_smem.size() < shmem + 16) w->dyn_smem.assign(shmem + 16, 0);
-        blockDim = dim3(dims[3], dims[4], dims[5]);
+        blockDim = dim3(h.dims[3], h.dims[4], h.dims[5]);
         gridDim = dim3(gx, gy, gz);
         blockIdx = uint3{unsigned(b % gx), unsigned((b / gx) % gy), unsigned(b / (long(gx) * gy))};
         if (fibers) run_block_fibers(w, nthreads);
         else run_block_fast(w, nthreads);
     }
-    return g_error.failed.load() ? -1 : 0;
+    if (!L.failed.load()) return 0;
+    tls_error = L.message;
+    return -1;
 }
 
 static inline void* dynamic_shared() {
@@ -303,38 +322,58 @@ static inline void* dynamic_shared() {
 }
 
 static inline void misuse(const char* what) {
-    g_error.set(std::string("kernel '") + g_kernel_name + "' calls " + what +
-                " but was launched on the simulator's fast path (no fibers); please report this");
+    tls_worker->launch->fail(std::string("calls ") + what +
+                             " but was launched on the simulator's fast path (no fibers); please report this");
 }
 
-// Unpacks void* args[] into the kernel's parameters (the kernel is inlined into its thunk).
+// Where each parameter of a kernel taking A... sits in the packed record (and, last, its size):
+// C's layout rules, which Python's struct module follows in native mode ('@').
+template <class... A>
+static constexpr std::array<size_t, sizeof...(A) + 1> arg_offsets() {
+    const size_t sizes[] = {sizeof(A)..., 0}, aligns[] = {alignof(A)..., 1};
+    std::array<size_t, sizeof...(A) + 1> off{};
+    size_t at = sizeof(LaunchHeader);
+    for (size_t i = 0; i < sizeof...(A); ++i) {
+        at = (at + aligns[i] - 1) / aligns[i] * aligns[i];
+        off[i] = at;
+        at += sizes[i];
+    }
+    off[sizeof...(A)] = at;
+    return off;
+}
+template <class T>
+static inline T load_arg(const char* p) { T v; std::memcpy(&v, p, sizeof(T)); return v; }
+
+// Calls the kernel with its parameters read from the record (the kernel is inlined into its thunk).
 template <class... A, std::size_t... I>
-static inline void invoke_packed(void (*f)(A...), void** a, std::index_sequence<I...>) {
-    f(*static_cast<std::remove_cv_t<A>*>(a[I])...);
+static inline void invoke_packed(void (*f)(A...), const char* rec, std::index_sequence<I...>) {
+    constexpr auto off = arg_offsets<A...>();
+    f(load_arg<std::remove_cv_t<A>>(rec + off[I])...);
 }
 template <class... A>
-static inline void invoke(void (*f)(A...), void** a) { invoke_packed(f, a, std::index_sequence_for<A...>{}); }
+static inline void invoke(void (*f)(A...), const char* rec) { invoke_packed(f, rec, std::index_sequence_for<A...>{}); }
+// sizes[i] and offsets[i] of each parameter, for Python to check against the signature it parsed.
 template <class... A>
-static inline int arg_sizes(void (*)(A...), int* out) {
-    int sizes[] = {int(sizeof(A))..., 0};
-    for (size_t i = 0; i < sizeof...(A); ++i) out[i] = sizes[i];
+static inline int arg_layout(void (*)(A...), int* sizes, int* offsets) {
+    constexpr auto off = arg_offsets<A...>();
+    const int sz[] = {int(sizeof(A))..., 0};
+    for (size_t i = 0; i < sizeof...(A); ++i) { sizes[i] = sz[i]; offsets[i] = int(off[i]); }
     return int(sizeof...(A));
 }
 
 }  // namespace gpublas_sim
 
 #define GPUBLAS_SIM_ENTRY(K)                                                                        \
-    static void gpublas_thunk_##K(void** a) { gpublas_sim::invoke(&K, a); }                        \
-    extern "C" __attribute__((visibility("default"))) int gpublas_launch_##K(                      \
-        const unsigned* dims, size_t shmem, void** args, int flags, unsigned seed) {               \
-        return gpublas_sim::launch(#K, &gpublas_thunk_##K, dims, shmem, args, flags, seed);        \
+    static void gpublas_thunk_##K(const char* rec) { gpublas_sim::invoke(&K, rec); }               \
+    extern "C" __attribute__((visibility("default"))) int gpublas_launch_##K(const char* record) { \
+        return gpublas_sim::launch(#K, &gpublas_thunk_##K, record);                                 \
     }                                                                                               \
-    extern "C" __attribute__((visibility("default"))) int gpublas_argsizes_##K(int* out) {        \
-        return gpublas_sim::arg_sizes(&K, out);                                                     \
+    extern "C" __attribute__((visibility("default"))) int gpublas_arglayout_##K(int* sizes, int* offsets) { \
+        return gpublas_sim::arg_layout(&K, sizes, offsets);                                         \
     }
 
 extern "C" __attribute__((visibility("default"))) const char* gpublas_sim_error() {
-    return gpublas_sim::g_error.message.c_str();
+    return gpublas_sim::tls_error.c_str();  // the calling thread's last failed launch
 }
 
 // ---------------------------------------------------------------------------------------------
