@@ -3,26 +3,39 @@
 The cache key covers the source, every header in cuda_src/ and the simulation header, the defines,
 the backend's compiler command and its version (as PyCUDA's compiler.py does). A failed compile
 raises CompileError with the compiler's log and the first file:line it names.
+
+Cache integrity: each module is written under a temporary name inside the cache directory itself
+and os.replace'd into place (one filesystem by construction, so bind mounts and other devices never
+matter), beside a `.sha256` record of its size and checksum written first. A module whose record
+does not match (truncated, empty, garbage) is rebuilt with one warning line instead of being loaded
+(a truncated shared library would crash the process); one with no record (an older gpublas wrote it)
+is rebuilt quietly. A cache directory that cannot be written is left alone: modules are built into a
+private temporary directory for this process instead, said once on stderr.
 """
+import atexit
 import hashlib
 import os
 import re
+import shutil
 import subprocess
+import sys
 import tempfile
+import threading
+import uuid
 from pathlib import Path
 
 from .errors import CompileError
 
 _ERROR_LINE = re.compile(r"^(?P<file>[^\s:][^:\n]*?)[:(](?P<line>\d+)(?::\d+:|\)[:]?)\s*(?:fatal )?error",
                          re.MULTILINE)
+_private = None  # the private directory used when the cache cannot be written (made once)
+_private_lock = threading.Lock()
 
 
 def cache_dir():
     """Where compiled modules are kept: $GPUBLAS_CACHE_DIR, else ~/.cache/gpublas."""
-    root = os.environ.get("GPUBLAS_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "gpublas")
-    Path(root).mkdir(parents=True, exist_ok=True)
-    return Path(root)
+    return Path(os.environ.get("GPUBLAS_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "gpublas"))
 
 
 def cache_key(*parts):
@@ -46,21 +59,85 @@ def run_compiler(cmd, *, what, output, source_name):
     return proc.stdout + proc.stderr
 
 
+def _record(path):
+    return path.with_name(path.name + ".sha256")
+
+
+def _fingerprint(data):
+    return f"{len(data)} {hashlib.sha256(data).hexdigest()}\n"
+
+
+def check_cached(path):
+    """None when the cached module at `path` matches its size and checksum record; else why not
+    ('missing', 'unrecorded', or what is wrong with it)."""
+    try:
+        data = path.read_bytes()
+    except OSError:  # absent, or the cache directory is not one
+        return "missing"
+    try:
+        recorded = _record(path).read_text()
+    except OSError:
+        return "unrecorded"
+    if recorded == _fingerprint(data):
+        return None
+    size = recorded.split()[0] if recorded.split() else "?"
+    return f"{len(data)} bytes where {size} were written" if str(len(data)) != size else "corrupted (checksum differs)"
+
+
 def compile_cached(source, *, key_parts, suffix, build, source_name):
     """Returns the path of the cached binary for `source`, building it with
-    `build(src_path, out_path)` on a miss. Writes go to a temporary name first, then an atomic
-    rename, so concurrent processes never load a half-written file."""
-    key = cache_key(source, *key_parts)
-    out = cache_dir() / f"{Path(source_name).stem}-{key}{suffix}"
-    if out.exists():
-        return out
-    with tempfile.TemporaryDirectory(prefix="gpublas-") as tmp:
-        src = Path(tmp) / (Path(source_name).stem + ".cu")
+    `build(src_path, out_path)` on a miss or when the cached one fails its check."""
+    name = f"{Path(source_name).stem}-{cache_key(source, *key_parts)}{suffix}"
+    for root in (cache_dir(), _private):
+        if root is None:
+            continue
+        out = root / name
+        problem = check_cached(out)
+        if problem is None:
+            return out
+        if problem not in ("missing", "unrecorded"):
+            print(f"gpublas: cached module {out} is {problem}; rebuilding it", file=sys.stderr)
+    try:
+        return _build_into(cache_dir(), name, source, build)
+    except _Unwritable as e:
+        return _build_into(_private_dir(e), name, source, build)
+
+
+class _Unwritable(OSError):
+    pass
+
+
+def _build_into(root, name, source, build):
+    """Builds `name` in directory `root`: source and output under unique temporary names there,
+    the record, then an atomic os.replace, so concurrent processes never load a half-written file."""
+    tag = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    stem, suffix = name[:-len(Path(name).suffix)], Path(name).suffix
+    src, part = root / f"{stem}.{tag}.cu", root / f"{stem}.{tag}.part{suffix}"
+    out = root / name
+    try:
+        root.mkdir(parents=True, exist_ok=True)
         src.write_text(source)
-        tmp_out = Path(tmp) / ("module" + suffix)
-        build(src, tmp_out)
-        part = out.with_name(out.name + f".{os.getpid()}.part")
-        os.replace(tmp_out, part) if os.stat(tmp).st_dev == os.stat(out.parent).st_dev else \
-            part.write_bytes(tmp_out.read_bytes())
+    except OSError as e:
+        raise _Unwritable(f"{root}: {e.strerror or e}") from e
+    try:
+        build(src, part)
+        record = root / f"{stem}.{tag}.sha256"
+        record.write_text(_fingerprint(part.read_bytes()))
+        os.replace(record, _record(out))
         os.replace(part, out)
+    finally:
+        for p in (src, part, root / f"{stem}.{tag}.sha256"):
+            p.unlink(missing_ok=True)
     return out
+
+
+def _private_dir(reason):
+    """This process's private module directory, made (and announced) once."""
+    global _private
+    with _private_lock:
+        if _private is None:
+            _private = Path(tempfile.mkdtemp(prefix="gpublas-modules-"))
+            atexit.register(shutil.rmtree, _private, True)
+            print(f"gpublas: the kernel cache cannot be written ({reason}); compiling into {_private} for this "
+                  "process (set GPUBLAS_CACHE_DIR to a writable directory to keep modules)", file=sys.stderr)
+    return _private
