@@ -25,13 +25,24 @@ def detect():
     peer, why = None, []
     for cls in order:
         try:
-            peer = cls()
+            peer = probe(cls())
             break
-        except Exception as e:  # not installed, or no usable device for it
+        except Exception as e:  # not installed, no usable device, or no working cuBLAS
             why.append(f"{cls.library}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
     if peer is None and why:
         print("no CuPy/PyTorch to compare with (" + "; ".join(why) + ")")
     _cached["peer"] = peer
+    return peer
+
+
+def probe(peer):
+    """Returns `peer` once a tiny product through it is right: a library that imports but has no
+    working cuBLAS (a CuPy wheel without its CUDA libraries) fails here, not in the compute suite."""
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    got = peer.get(peer.gemm(peer.array(a), peer.array(a.T)))
+    peer.synchronize()
+    if not np.allclose(got, a @ a.T):
+        raise RuntimeError(f"{peer.library}'s 3x4 @ 4x3 product is wrong: {got.tolist()}")
     return peer
 
 

@@ -172,3 +172,25 @@ def _load_kernel(family, name, dtype, root, defines):
             raise TypeError(f"kernel '{name}': unsupported dtype {dtype}; expected float32, float64 or int32")
         defines["real"] = REAL[dtype]
     return load_source(source.read(family, root), defines, str(source.path(family, root))).get(name)
+
+
+def prebuild(roots=(None,), dtypes=(np.float32, np.float64), families=None, workers=4):
+    """Compiles every kernel family under each root (None: cuda_src/) for each dtype, as get_kernel
+    would, `workers` at a time (compilers run as subprocesses, so threads overlap them). Returns
+    [(family, dtype name, None or the first line of its error)]. A fresh GPU machine otherwise
+    spends minutes in nvcc during its first tests."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    jobs = [(root, family, np.dtype(d)) for root in roots for family in (families or source.families(root))
+            for d in dtypes]
+
+    def build(job):
+        root, family, dtype = job
+        try:
+            load_source(source.read(family, root), {"real": REAL[dtype]}, str(source.path(family, root)))
+            return family, dtype.name, None
+        except Exception as e:  # reported, not raised: one bad family must not hide the others
+            return family, dtype.name, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+
+    with ThreadPoolExecutor(max(1, workers)) as pool:
+        return list(pool.map(build, jobs))

@@ -162,3 +162,35 @@ def test_train_without_nn_reports_skipped(tmp_path, monkeypatch, capsys):
     doc = json.loads((tmp_path / "t.json").read_text())
     assert doc["results"] == [] and doc["skipped"][0]["what"] == "train"
     assert "skipped: nn not available" in capsys.readouterr().out
+
+
+class _NumpyPeer:
+    """A stand-in peer computing with NumPy; `broken` mimics a CuPy whose cuBLAS fails to load."""
+    library = "stand-in"
+
+    def __init__(self, result=None, error=None):
+        self.result, self.error = result, error
+
+    def array(self, host):
+        return np.asarray(host)
+
+    def get(self, x):
+        return np.asarray(x)
+
+    def synchronize(self):
+        pass
+
+    def gemm(self, a, b, out=None):
+        if self.error:
+            raise self.error
+        return a @ b if self.result is None else self.result
+
+
+def test_peer_probe_runs_a_tiny_product():
+    from benchmarks.peers import probe
+    good = _NumpyPeer()
+    assert probe(good) is good
+    with pytest.raises(OSError, match="libcublas"):
+        probe(_NumpyPeer(error=OSError("libcublas.so.12: cannot open shared object file")))
+    with pytest.raises(RuntimeError, match="product is wrong"):
+        probe(_NumpyPeer(result=np.zeros((3, 3), np.float32)))

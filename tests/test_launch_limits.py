@@ -71,3 +71,15 @@ def test_transpose_strides_over_more_row_tiles_than_grid_y_holds():
     rows = 32 * 65535 + 33  # 65,537 row tiles: the blocks of grid.y = 65,535 take two steps each at the start
     x = (np.arange(rows * 2, dtype=np.float32) % 1021).reshape(rows, 2)
     np.testing.assert_array_equal(gpublas.transpose(gpublas.to_device(x)).get(), x.T)
+
+
+def test_prebuild_compiles_families_as_get_kernel_finds_them():
+    from gpublas.launch import prebuild
+    b = gpublas._current_backend()
+    results = prebuild(families=["memory", "transpose"], dtypes=[np.float32], workers=2)
+    assert sorted(results) == [("memory", "float32", None), ("transpose", "float32", None)]
+    before = dict(b.modules)
+    gpublas.get_kernel("transpose", "transpose_tiled", np.float32)
+    assert b.modules == before  # the kernel came from the pre-built module: nothing compiled
+    (bad,) = prebuild(families=["no_such_family"], dtypes=[np.float32])
+    assert bad[0] == "no_such_family" and "FileNotFoundError" in bad[2]
