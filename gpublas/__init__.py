@@ -6,7 +6,7 @@
 """
 from .array import DeviceArray, asarray, empty, empty_like, full, to_device, zeros, zeros_like
 from .backends import backend, current as _current_backend, device_info, free_cached, memory_stats, use
-from .errors import CompileError, FreedArrayError, GpublasError, LaunchError, OutOfMemoryError
+from .errors import CompileError, FreedArrayError, GpublasError, IllegalAddressError, LaunchError, OutOfMemoryError
 from .launch import ceil_div, get_kernel, load_source
 from .pinned import PageableMemoryWarning, is_pinned, pinned_empty
 from .stream import Event, Stream, current_stream, synchronize

@@ -34,3 +34,10 @@ class FreedArrayError(GpublasError):
 
 class LaunchError(GpublasError):
     """A kernel launch failed (bad configuration, or an error reported by the device/simulator)."""
+
+
+class IllegalAddressError(LaunchError):
+    """A kernel accessed memory outside any live allocation (CUDA's "an illegal memory access was
+    encountered"). On the simulator the message names the kernel, block and thread, the address,
+    and where it lies relative to the nearest allocation (GPUBLAS_SIM_MEMCHECK=1 catches every
+    access past an allocation's end)."""

@@ -1,11 +1,15 @@
-"""Test setup: the sim backend unless GPUBLAS_BACKEND says otherwise; one OpenMP thread per pytest
-worker under xdist (the workers already use the cores); `sim_orders` runs a test under two thread
-orders; `cuda`-marked tests skip cleanly where the cuda backend cannot start."""
+"""Test setup: the sim backend unless GPUBLAS_BACKEND says otherwise, with its memcheck on; one
+OpenMP thread per pytest worker under xdist (the workers already use the cores); `sim_orders` runs
+a test under two thread orders; `cuda`-marked tests skip cleanly where the cuda backend cannot start."""
 import os
 
 if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("GPUBLAS_BACKEND", "sim")
+# The simulator's memcheck (guard pages around every allocation): a kernel that reads or writes
+# past an array fails its test with IllegalAddressError naming kernel, block and thread, instead
+# of corrupting memory or killing the worker. It costs no measurable time (BLAS + nn tests).
+os.environ.setdefault("GPUBLAS_SIM_MEMCHECK", "1")
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402

@@ -1,7 +1,11 @@
 """The simulator itself (gpublas/sim/*.h, backends/sim.py): its compile cache key and headers, the
-per-call argument record."""
+per-call argument record, memcheck, Ctrl-C during a launch."""
 import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -19,7 +23,7 @@ def test_cache_key_digests_every_sim_header(tmp_path, monkeypatch):
     monkeypatch.setattr(sim, "HEADER", copy / "gpublas_sim.h")
     before = sim.headers_digest()
     names = sorted(p.name for p in copy.glob("*.h"))
-    assert {"gpublas_sim.h", "dialect.h", "scheduler.h", "intrinsics.h", "wmma.h"} <= set(names)
+    assert {"gpublas_sim.h", "dialect.h", "guard.h", "scheduler.h", "intrinsics.h", "wmma.h"} <= set(names)
     for name in names:  # a change to any header, not only the force-included one, changes the key
         p = copy / name
         text = p.read_text()
@@ -61,3 +65,104 @@ def test_argument_out_of_range_is_a_type_error_naming_it():
         k(1, 32, 1, out, 1 << 32, 0, 0, 0.0, 0)
     with pytest.raises(TypeError, match=r"argument 5 \(float\) cannot take 'x'"):
         k(1, 32, 1, out, 0, 0, 0, "x", 0)
+
+
+OOB_SRC = r"""
+// oob_flat: one thread per element, bounds-checked against n only (the caller lies about n).
+extern "C" __global__ void oob_flat(float* x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = 1.0f;
+}
+// oob_tiled: the same through shared memory and a barrier, so its threads run as fibers.
+extern "C" __global__ void oob_tiled(const float* x, float* y, int n) {
+    __shared__ float tile[64];
+    int i = blockIdx.x * 64 + threadIdx.x;
+    tile[threadIdx.x] = i < n ? x[i] : 0.0f;
+    __syncthreads();
+    if (i < n) y[i] = tile[63 - threadIdx.x];
+}
+"""
+
+
+@pytest.fixture
+def memcheck(monkeypatch):
+    """GPUBLAS_SIM_MEMCHECK=1 for this test's allocations (fresh ones: cached blocks are dropped)."""
+    backend = gpublas.backends.current()
+    backend.pool.free_cached()
+    monkeypatch.setattr(backend, "memcheck", True)
+    yield backend
+    backend.pool.free_cached()
+
+
+def test_memcheck_names_kernel_block_and_thread(memcheck):
+    k = load_source(OOB_SRC, None, "oob.cu").get("oob_flat")
+    x = gpublas.zeros(4)  # one pool block of 512 bytes: 128 floats
+    with pytest.raises(gpublas.IllegalAddressError, match=r"kernel 'oob_flat': illegal write to address 0x[0-9a-f]+ "
+                       r"by block \(0, 0, 0\), thread \(128, 0, 0\): outside any live allocation: right after "
+                       r"the end of the 512-byte allocation"):
+        k(1 << 16 >> 8, 256, x, 1 << 16)
+    y = gpublas.zeros(200)  # the process goes on, and so do launches
+    k(1, 256, y, 200)
+    np.testing.assert_array_equal(y.get(), np.ones(200, np.float32))
+
+
+def test_memcheck_catches_a_fiber_thread_reading_past_the_end(memcheck, sim_order):
+    k = load_source(OOB_SRC, None, "oob.cu").get("oob_tiled")
+    x, y = gpublas.zeros(128), gpublas.zeros(1000)
+    with pytest.raises(gpublas.IllegalAddressError, match=r"kernel 'oob_tiled': illegal read of .* by block "
+                       r"\(2, 0, 0\), thread \(\d+, 0, 0\): outside any live allocation"):
+        k(4, 64, x, y, 256)
+    k(2, 64, x, y, 128)
+    np.testing.assert_array_equal(y.get()[:128], np.zeros(128, np.float32))
+
+
+def test_memcheck_catches_use_after_free(memcheck):
+    k = load_source(OOB_SRC, None, "oob.cu").get("oob_flat")
+    x = gpublas.zeros(4096)
+    ptr = x.ptr
+    del x
+    memcheck.pool.free_cached()  # the block goes back to the "device": its pages are unmapped
+    with pytest.raises(gpublas.IllegalAddressError, match="illegal write"):
+        k(1, 32, ptr, 32)
+
+
+INTERRUPT_CHILD = r"""
+import signal, sys, time
+import gpublas
+n = 1536
+if sys.argv[1] == "custom":  # a handler that does not raise: the launch itself must fail
+    signal.signal(signal.SIGINT, lambda *a: print("handler", flush=True))
+a, b = gpublas.full((n, n), 1.0), gpublas.full((n, n), 1.0)
+gpublas.gemm(gpublas.full((3, 3), 1.0), gpublas.full((3, 3), 1.0), kernel="naive")  # compile first
+print("start", flush=True)
+t = time.perf_counter()
+try:
+    gpublas.gemm(a, b, kernel="naive")
+    print("finished", flush=True)
+except (KeyboardInterrupt, gpublas.LaunchError) as e:
+    print("stopped", type(e).__name__, flush=True)
+c = gpublas.gemm(gpublas.full((5, 7), 1.0), gpublas.full((7, 3), 1.0), kernel="naive").get()
+print("after", float(c.sum()), flush=True)
+"""
+
+
+@pytest.mark.parametrize("handler, expect", [("default", "KeyboardInterrupt"), ("custom", "LaunchError")])
+def test_ctrl_c_stops_a_long_launch(handler, expect):
+    # 1536^3 naive GEMM runs for tens of seconds on the simulator; SIGINT must stop it within a
+    # block's time and leave the process able to launch again.
+    p = subprocess.Popen([sys.executable, "-c", INTERRUPT_CHILD, handler], stdout=subprocess.PIPE, text=True,
+                         env=dict(os.environ, OMP_NUM_THREADS="1"))
+    try:
+        assert p.stdout.readline().strip() == "start"
+        time.sleep(0.5)
+        sent = time.perf_counter()
+        p.send_signal(signal.SIGINT)
+        lines = [p.stdout.readline().strip()]
+        latency = time.perf_counter() - sent
+        lines += p.stdout.read().split("\n")
+    finally:
+        p.kill()
+        p.wait()
+    assert f"stopped {expect}" in lines, lines
+    assert "after 105.0" in lines, lines
+    assert latency < 1.0, f"{latency * 1e3:.0f} ms from SIGINT to the launch stopping"  # ~25 ms measured

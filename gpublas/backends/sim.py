@@ -13,16 +13,18 @@ import os
 import platform
 import re
 import itertools
+import mmap
 import shutil
 import struct
 import subprocess
+import threading
 import time
 from pathlib import Path
 
 import numpy as np
 
 from .. import compiler, source
-from ..errors import CompileError, LaunchError
+from ..errors import CompileError, IllegalAddressError, LaunchError
 from .base import Backend
 
 HEADER = Path(__file__).resolve().parent.parent / "sim" / "gpublas_sim.h"
@@ -44,6 +46,14 @@ _libc.aligned_alloc.restype = ctypes.c_void_p
 _libc.aligned_alloc.argtypes = [ctypes.c_size_t, ctypes.c_size_t]
 _libc.free.argtypes = [ctypes.c_void_p]
 _libc.free.restype = None
+_libc.mmap.restype = ctypes.c_void_p
+_libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+_libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+_libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+_PAGE = mmap.PAGESIZE
+_MAP_NORESERVE = getattr(mmap, "MAP_NORESERVE", 0x4000)
+_ATTACH = threading.Lock()
+_runtime = None  # guard.h's Runtime, shared by every module of the process (signals are process-wide)
 
 _C_TYPES = {"P": "pointer", "f": "float", "d": "double", "i": "int32", "I": "uint32", "q": "int64", "Q": "uint64",
             "?": "bool", "b": "int8", "B": "uint8", "h": "int16", "H": "uint16"}  # struct codes of parameters
@@ -140,8 +150,10 @@ class SimBackend(Backend):
         self.total_memory = int(os.environ.get("GPUBLAS_SIM_MEMORY", default))
         self.order = ORDERS[os.environ.get("GPUBLAS_SIM_ORDER", "forward").lower()]
         self._seeds = itertools.count(int(os.environ.get("GPUBLAS_SIM_SEED", "0")) + 1)  # one per launch
+        self.memcheck = os.environ.get("GPUBLAS_SIM_MEMCHECK", "0") not in ("", "0")
         self.allocated = 0
-        self._sizes = {}
+        self._blocks = {}  # ptr -> (bytes, mapping base or None, mapping length)
+        self._lock = threading.Lock()
 
     def device_info(self):
         return {"name": f"gpublas CPU simulator on {_cpu_name()}", "compute_capability": "cpu",
@@ -156,19 +168,60 @@ class SimBackend(Backend):
 
     # memory: host memory standing in for the device's
     def mem_alloc(self, nbytes):
-        if self.allocated + nbytes > self.total_memory:
-            raise MemoryError(nbytes)
-        ptr = _libc.aligned_alloc(256, (nbytes + 255) // 256 * 256)
+        with self._lock:
+            if self.allocated + nbytes > self.total_memory:
+                raise MemoryError(nbytes)
+            self.allocated += nbytes
+        ptr, base, length = self._guarded(nbytes) if self.memcheck else \
+            (_libc.aligned_alloc(256, (nbytes + 255) // 256 * 256), None, 0)
         if not ptr:
+            with self._lock:
+                self.allocated -= nbytes
             raise MemoryError(nbytes)
         ctypes.memset(ptr, 0xFF, nbytes)  # NaN in every float type: uninitialized reads show
-        self.allocated += nbytes
-        self._sizes[ptr] = nbytes
+        self._blocks[ptr] = (nbytes, base, length)
         return ptr
 
+    @staticmethod
+    def _guarded(nbytes):
+        """Memcheck's allocation: the block ends where a PROT_NONE page begins (and one more page
+        sits before its first page), so the first access past its end faults. 16-byte aligned."""
+        span = -(-max(nbytes, 1) // _PAGE) * _PAGE
+        length = span + 2 * _PAGE
+        base = _libc.mmap(None, length, 0, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _MAP_NORESERVE, -1, 0)
+        if base in (None, ctypes.c_void_p(-1).value):
+            return None, None, 0
+        if _libc.mprotect(base + _PAGE, span, mmap.PROT_READ | mmap.PROT_WRITE) != 0:
+            _libc.munmap(base, length)
+            return None, None, 0
+        return base + _PAGE + span - (-(-nbytes // 16) * 16), base, length
+
     def mem_free(self, ptr):
-        self.allocated -= self._sizes.pop(ptr)
-        _libc.free(ptr)
+        nbytes, base, length = self._blocks.pop(ptr)
+        if base is None:
+            _libc.free(ptr)
+        else:
+            _libc.munmap(base, length)  # a later access through a stale pointer faults too
+        with self._lock:
+            self.allocated -= nbytes
+
+    def describe_address(self, addr):
+        """Where `addr` lies relative to the live allocations, for a memcheck message."""
+        if addr < 65536:
+            return f"a null pointer (plus {addr} bytes): outside any allocation"
+        blocks = sorted((p, n) for p, (n, _, _) in list(self._blocks.items()))
+        for p, n in blocks:
+            if p <= addr < p + n:
+                return f"inside the {n}-byte allocation at {p:#x} (offset {addr - p})"
+        after = [(addr - (p + n), p, n) for p, n in blocks if p + n <= addr]
+        before = [(p - addr, p, n) for p, n in blocks if addr < p]
+        near = min(after + before, default=None)
+        if near is None:
+            return "outside any live allocation (there are none)"
+        gap, p, n = near
+        where = ("right after the end of" if gap == 0 else f"{gap} bytes after the end of") if p + n <= addr \
+            else f"{gap} bytes before the start of"
+        return f"outside any live allocation: {where} the {n}-byte allocation at {p:#x}"
 
     def host_view(self, ptr, nbytes):
         return np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(ptr)) if nbytes else np.empty(0, np.uint8)
@@ -229,6 +282,12 @@ class SimBackend(Backend):
             suffix=".so", build=build, source_name=source_name)
         lib = ctypes.CDLL(str(path), mode=os.RTLD_LOCAL | os.RTLD_NOW)
         lib.gpublas_sim_error.restype = ctypes.c_char_p
+        lib.gpublas_sim_fault.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
+        lib.gpublas_sim_attach.restype = ctypes.c_void_p
+        lib.gpublas_sim_attach.argtypes = [ctypes.c_void_p]
+        global _runtime
+        with _ATTACH:
+            _runtime = lib.gpublas_sim_attach(_runtime)
         return SimModule(lib, kernels_needing_fibers(text), source_name)
 
     def prepare(self, module, name, argcodes):
@@ -258,10 +317,22 @@ class SimBackend(Backend):
                            shared, *args)
             except struct.error:
                 raise _bad_argument(name, argcodes, args) from None
-            if entry(rec):
-                raise LaunchError(lib.gpublas_sim_error().decode())
+            status = entry(rec)
+            if status:
+                raise _launch_failure(backend, lib, name, status)
 
         return launch
+
+
+def _launch_failure(backend, lib, kernel, status):
+    """The exception for a launch that returned `status` (scheduler.h's launch)."""
+    if status == -2:  # Python's SIGINT handler has a KeyboardInterrupt pending: it fires first
+        return LaunchError(f"kernel '{kernel}': launch interrupted (SIGINT); blocks not yet started were skipped")
+    message, addr = lib.gpublas_sim_error().decode(), ctypes.c_void_p()
+    if not lib.gpublas_sim_fault(ctypes.byref(addr)):
+        return LaunchError(message)
+    hint = "" if backend.memcheck else " (GPUBLAS_SIM_MEMCHECK=1 puts guard pages around every allocation)"
+    return IllegalAddressError(f"{message}: {backend.describe_address(addr.value or 0)}{hint}")
 
 
 def _bad_argument(kernel, argcodes, args):

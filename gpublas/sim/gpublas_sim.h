@@ -5,6 +5,7 @@
 // (GPUBLAS_SIM_ENTRY, scheduler.h) that runs the whole grid. The emulation is split by concern,
 // each file opening with what it emulates and its limits:
 //   dialect.h     qualifiers, vector types, built-in variables
+//   guard.h       fault catching (memcheck) and Ctrl-C between blocks, for the host's sake
 //   scheduler.h   the block loop, fibers, __syncthreads and the warp barrier, launch errors
 //   intrinsics.h  warp shuffles and votes, atomics, math and bit intrinsics
 //   wmma.h        nvcuda::wmma (tensor cores), warp-collective

@@ -11,7 +11,8 @@
 // fast path: a plain loop over the block's threads, no fibers. Thread order within a pass is
 // forward, reverse or random (GPUBLAS_SIM_ORDER), so a race shows up as a changed result.
 // Divergent __syncthreads (some threads exited) and warp/block barrier deadlocks become a launch
-// error naming the kernel and block.
+// error naming the kernel and block; so does a memory fault in a block (guard.h), and a SIGINT
+// stops the launch between blocks. Each fiber stack has a guard page below it.
 // Limits: fibers switch with a dozen instructions of assembly on x86-64 (no signal-mask system call
 // as with swapcontext, see docs/sim-backend.md) and fall back to ucontext elsewhere; each fiber has
 // a fixed stack (GPUBLAS_SIM_STACK_KB, default 64 KiB), so deep recursion or large local arrays
@@ -36,6 +37,7 @@
 #include <vector>
 
 #include "dialect.h"
+#include "guard.h"
 
 namespace gpublas_sim {
 
@@ -130,6 +132,10 @@ struct Launch {
     std::mutex lock;
     std::string message;
     std::atomic<bool> failed{false};
+    unsigned interrupts = 0;  // Runtime::interrupts when the launch began: a change stops it
+    std::atomic<bool> interrupted{false};
+    std::atomic<bool> faulted{false};
+    void* fault_addr = nullptr;
     void fail(const std::string& m) {  // the first error wins
         std::lock_guard<std::mutex> g(lock);
         if (!failed.load()) { message = "kernel '" + std::string(name) + "': " + m; failed.store(true); }
@@ -138,6 +144,8 @@ struct Launch {
 
 static thread_local Worker* tls_worker = nullptr;
 static thread_local std::string tls_error;  // the calling thread's last launch error
+static thread_local bool tls_faulted = false;         // whether a memory fault stopped it
+static thread_local void* tls_fault_addr = nullptr;  // and where
 
 static inline size_t stack_bytes() {
     const char* s = std::getenv("GPUBLAS_SIM_STACK_KB");
@@ -184,6 +192,8 @@ static Worker* worker(unsigned nthreads) {
         w->stacks = static_cast<char*>(mmap(nullptr, w->stack_size * nthreads, PROT_READ | PROT_WRITE,
                                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
         if (w->stacks == MAP_FAILED) { w->stacks = nullptr; w->nfibers = 0; return nullptr; }
+        for (unsigned i = 0; i < nthreads; ++i)  // a guard page under each stack: overflow faults
+            mprotect(w->stacks + w->stack_size * i, 4096, PROT_NONE);
         w->fibers = new Fiber[nthreads];
         w->nfibers = nthreads;
     }
@@ -277,6 +287,40 @@ static void run_block_fast(Worker* w, unsigned n) {
     }
 }
 
+// The message for a fault caught in the block this worker ran.
+static void report_fault(Worker* w, const FaultCtx* fc) {
+    Launch* L = w->launch;
+    const char* what = fc->write == 1 ? "write to" : fc->write == 0 ? "read of" : "access to";
+    char msg[320];
+    std::snprintf(msg, sizeof msg, "illegal %s address %#zx by %s, thread (%u, %u, %u)%s", what,
+                  size_t(reinterpret_cast<uintptr_t>(fc->addr)),
+                  block_name().c_str(), threadIdx.x, threadIdx.y, threadIdx.z,
+                  w->stacks && static_cast<char*>(fc->addr) >= w->stacks &&
+                          static_cast<char*>(fc->addr) < w->stacks + w->stack_size * w->nfibers
+                      ? ": the thread's stack overflowed (GPUBLAS_SIM_STACK_KB raises it)" : "");
+    {
+        std::lock_guard<std::mutex> g(L->lock);
+        if (!L->faulted.load()) { L->fault_addr = fc->addr; L->faulted.store(true); }
+    }
+    L->fail(msg);
+}
+
+// Runs one block with this thread's fault context armed. A fault anywhere in it (on a fiber's
+// stack or this one) longjmps back here; the block's parked fibers are abandoned (the next block
+// starts them afresh).
+static __attribute__((noinline)) void run_block(Worker* w, unsigned n, bool fibers, FaultCtx* fc) {
+    if (setjmp(fc->back)) {
+        report_fault(w, fc);
+        return;
+    }
+    fc->active = 1;
+    if (fibers) run_block_fibers(w, n);
+    else run_block_fast(w, n);
+    fc->active = 0;
+}
+
+// Returns 0, or -1 with tls_error set (and tls_faulted when a memory fault stopped it), or -2
+// when a SIGINT arrived: the blocks not yet started were skipped.
 static int launch(const char* name, void (*thunk)(const char*), const char* record) {
     LaunchHeader h;
     std::memcpy(&h, record, sizeof h);
@@ -287,15 +331,18 @@ static int launch(const char* name, void (*thunk)(const char*), const char* reco
     const bool fibers = h.flags & 1;
     const int order = (h.flags >> 1) & 3;
     const size_t shmem = h.shmem;
+    ensure_handlers();
     Launch L;
     L.name = name;
     L.thunk = thunk;
     L.args = record;
+    L.interrupts = g_rt->interrupts.load();
     const long total = nblocks * nthreads;
     const int chunk = int(std::max(1L, nblocks / 64));
 #pragma omp parallel for schedule(dynamic, chunk) if (nblocks > 1 && total >= 4096)
     for (long b = 0; b < nblocks; ++b) {
-        if (L.failed.load(std::memory_order_relaxed)) continue;
+        if (L.failed.load(std::memory_order_relaxed) || L.interrupted.load(std::memory_order_relaxed)) continue;
+        if (g_rt->interrupts.load(std::memory_order_relaxed) != L.interrupts) { L.interrupted.store(true); continue; }
         Worker* w = worker(fibers ? nthreads : 0);
         if (!w) { L.fail("cannot map fiber stacks"); continue; }
         w->launch = &L;
@@ -307,12 +354,15 @@ static int launch(const char* name, void (*thunk)(const char*), const char* reco
         blockDim = dim3(h.dims[3], h.dims[4], h.dims[5]);
         gridDim = dim3(gx, gy, gz);
         blockIdx = uint3{unsigned(b % gx), unsigned((b / gx) % gy), unsigned(b / (long(gx) * gy))};
-        if (fibers) run_block_fibers(w, nthreads);
-        else run_block_fast(w, nthreads);
+        run_block(w, nthreads, fibers, fault_ctx());
     }
-    if (!L.failed.load()) return 0;
-    tls_error = L.message;
-    return -1;
+    if (L.failed.load()) {
+        tls_error = L.message;
+        tls_faulted = L.faulted.load();
+        tls_fault_addr = L.fault_addr;
+        return -1;
+    }
+    return L.interrupted.load() ? -2 : 0;
 }
 
 static inline void* dynamic_shared() {
@@ -374,6 +424,10 @@ static inline int arg_layout(void (*)(A...), int* sizes, int* offsets) {
 
 extern "C" __attribute__((visibility("default"))) const char* gpublas_sim_error() {
     return gpublas_sim::tls_error.c_str();  // the calling thread's last failed launch
+}
+extern "C" __attribute__((visibility("default"))) int gpublas_sim_fault(void** addr) {
+    *addr = gpublas_sim::tls_fault_addr;  // whether a memory fault stopped it, and where
+    return gpublas_sim::tls_faulted;
 }
 
 // ---------------------------------------------------------------------------------------------
