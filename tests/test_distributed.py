@@ -117,3 +117,18 @@ def test_import_without_mpi4py_names_the_extra():
     out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=str(ROOT)),
                          capture_output=True, text=True, timeout=60).stdout
     assert "gpublas[mpi]" in out and "mpi4py" in out
+
+
+def test_device_ordinal_follows_gpublas_device_then_the_local_rank(monkeypatch):
+    from gpublas.backends.cuda import LOCAL_RANK_VARS, device_ordinal
+    for v in ("GPUBLAS_DEVICE",) + LOCAL_RANK_VARS:
+        monkeypatch.delenv(v, raising=False)
+    assert device_ordinal(4) == 0
+    monkeypatch.setenv("OMPI_COMM_WORLD_LOCAL_RANK", "5")
+    assert device_ordinal(4) == 1            # 5 ranks on a node of 4 GPUs: wraps around
+    monkeypatch.setenv("GPUBLAS_DEVICE", "2")
+    assert device_ordinal(4) == 2
+    for bad in ("4", "-1", "gpu1"):
+        monkeypatch.setenv("GPUBLAS_DEVICE", bad)
+        with pytest.raises(ValueError, match="GPUBLAS_DEVICE"):
+            device_ordinal(4)

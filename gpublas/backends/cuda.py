@@ -15,6 +15,9 @@ Faults: a kernel fault surfaces at the next call that waits on the device. The e
 last kernel launched; GPUBLAS_LAUNCH_BLOCKING=1 (like CUDA_LAUNCH_BLOCKING) synchronizes after every
 launch, so the error names the kernel that failed, with its grid and block. close() reports a fault
 in one line and still pops the context, so the interpreter exits cleanly.
+
+Device: GPUBLAS_DEVICE (an ordinal) when set, else, under an MPI launcher, the node-local rank
+(one rank per GPU), else device 0.
 """
 import atexit
 import functools
@@ -155,7 +158,7 @@ def _named_faults(method):
 class CudaBackend(Backend):
     name = "cuda"
 
-    def __init__(self, device=0):
+    def __init__(self, device=None):
         try:
             import pycuda.driver as drv
         except ImportError as e:
@@ -166,7 +169,7 @@ class CudaBackend(Backend):
         drv.init()
         if drv.Device.count() == 0:
             raise CudaUnavailable("no CUDA device")
-        self.device = drv.Device(device)
+        self.device = drv.Device(device_ordinal(drv.Device.count()) if device is None else device)
         self.arch_override = os.environ.get("GPUBLAS_CUDA_ARCH")
         major, minor = self.device.compute_capability()
         self.cc = major * 10 + minor
@@ -351,6 +354,21 @@ class CudaBackend(Backend):
                 raise LaunchError(fault_message(e, backend.last_launch, True)) from e
 
         return launch
+
+
+LOCAL_RANK_VARS = ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "MV2_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID")
+
+
+def device_ordinal(count):
+    """GPUBLAS_DEVICE if set (checked against the `count` devices); else the node-local rank that an
+    MPI launcher exports, modulo count (one rank per GPU); else 0."""
+    wanted = os.environ.get("GPUBLAS_DEVICE", "").strip()
+    if wanted:
+        if not wanted.isdigit() or int(wanted) >= count:
+            raise ValueError(f"GPUBLAS_DEVICE={wanted!r}: expected a device ordinal below {count}")
+        return int(wanted)
+    local = next((os.environ[v] for v in LOCAL_RANK_VARS if os.environ.get(v, "").isdigit()), "0")
+    return int(local) % count
 
 
 def _host_view(address, nbytes):
