@@ -12,8 +12,9 @@ Suites, in the order `python -m benchmarks` runs them:
   overlap   chunked copy/compute/copy pipeline over 1-8 streams vs the sequential version
   launch    Python-side cost of one small kernel launch
   train     time per training step of nn's digits CNN and an LSTM vs a NumPy step
+  scaling   the digits CNN data-parallel on 1 and N MPI ranks (run under mpiexec -n N)
 """
-SUITES = ("transfer", "compute", "roofline", "offload", "overlap", "launch", "train")
+SUITES = ("transfer", "compute", "roofline", "offload", "overlap", "launch", "train", "scaling")
 
 
 def main(argv=None):

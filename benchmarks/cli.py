@@ -6,6 +6,8 @@ DIR/<suite>-<device>-<date>.json and .png for every suite run.
 """
 import argparse
 import importlib
+import os
+import sys
 import time
 import traceback
 from pathlib import Path
@@ -82,8 +84,19 @@ def run_suite(name, ctx, args, many):
     return doc
 
 
+def mpi_rank():
+    """This process's rank when an MPI launcher started it (from its environment), else 0."""
+    for var in ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"):
+        if os.environ.get(var, "").isdigit():
+            return int(os.environ[var])
+    return 0
+
+
 def main(argv=None):
     args = parser().parse_args(argv)
+    if mpi_rank() > 0:  # under mpiexec (the scaling suite) rank 0 prints and writes the files
+        sys.stdout = open(os.devnull, "w")
+        args.json = args.plot = args.out = None
     unknown = [s for s in args.suites if s not in SUITES]
     if unknown:
         parser().error(f"unknown suite(s) {', '.join(unknown)}; choose from {', '.join(SUITES)}")

@@ -27,6 +27,11 @@ def _missing(suite):
             from nn.examples import digits  # noqa: F401
         except ImportError:
             gone.append("nn")
+    if suite == "scaling":
+        try:
+            import mpi4py  # noqa: F401
+        except ImportError:
+            gone.append("mpi4py (the 'mpi' extra)")
     return ", ".join(gone) or None
 
 

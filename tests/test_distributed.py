@@ -1,5 +1,6 @@
 """nn.distributed: real MPI jobs launched with the venv's mpiexec (the 'mpi' extra), each rank running
 tests/mpi_worker.py on the sim backend; the reference is one process training on the whole batch."""
+import json
 import os
 import subprocess
 import sys
@@ -132,3 +133,40 @@ def test_device_ordinal_follows_gpublas_device_then_the_local_rank(monkeypatch):
         monkeypatch.setenv("GPUBLAS_DEVICE", bad)
         with pytest.raises(ValueError, match="GPUBLAS_DEVICE"):
             device_ordinal(4)
+
+
+@needs_mpi
+def test_digits_example_distributed_prints_one_summary(tmp_path):
+    job = mpiexec(2, "-m", "nn.examples.digits", "--distributed", "--epochs", "1", "--quiet",
+                  "--save", str(tmp_path / "w.npz"), timeout=300)
+    assert job.returncode == 0, job.stdout + job.stderr
+    lines = job.stdout.strip().splitlines()
+    assert sum(line.startswith("backend: ") for line in lines) == 1
+    summary = [line for line in lines if line.startswith("digits: test accuracy")]
+    assert len(summary) == 1 and summary[0].endswith("on 2 ranks")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["w.npz"]
+
+
+@needs_mpi
+def test_lstm_example_distributed_and_batch_that_does_not_split(tmp_path):
+    args = ["-m", "nn.examples.lstm", "--distributed", "--steps", "3", "--seq-len", "6", "--hidden", "8", "--quiet"]
+    job = mpiexec(2, *args, "--batch-size", "4", timeout=300)
+    assert job.returncode == 0, job.stdout + job.stderr
+    assert job.stdout.count("sample:") == 1 and job.stdout.strip().endswith("on 2 ranks")
+    job = mpiexec(2, *args, "--batch-size", "5", timeout=300)
+    assert job.returncode != 0 and "--batch-size 5 must be a multiple of the 2 ranks" in job.stderr
+
+
+@needs_mpi
+def test_scaling_suite_on_two_ranks(tmp_path):
+    out = tmp_path / "s.json"
+    job = mpiexec(2, "-m", "benchmarks", "scaling", "--quick", "--no-progress", "--sizes", "8",
+                  "--json", str(out), timeout=300)
+    assert job.returncode == 0, job.stdout + job.stderr
+    assert job.stdout.count("== scaling") == 1            # rank 0 alone prints
+    doc = json.loads(out.read_text())
+    assert doc["checks_passed"] and len(doc["checks"]) > 8   # gradients vs 1 rank, bit-identical parameters
+    one, two = doc["results"]
+    assert (one["ranks"], two["ranks"], two["per_rank"]) == (1, 2, 4)
+    assert two["samples_per_s"] > 0 and 0 <= two["comm_pct"] <= 100
+    assert two["speedup"] == pytest.approx(two["samples_per_s"] / one["samples_per_s"])

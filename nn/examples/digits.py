@@ -15,7 +15,7 @@ import numpy as np
 
 import nn
 
-from .training import describe_device, fit_and_report
+from .training import add_distributed_flag, describe_device, fit_and_report, setup_distributed
 
 
 def load(test_fraction=0.2, seed=0):
@@ -74,7 +74,9 @@ def main(argv=None):
     p.add_argument("--no-augment", action="store_true", help="train without the one-pixel random shifts")
     p.add_argument("--save", help="write the trained weights to this .npz")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_distributed_flag(p)
     args = p.parse_args(argv)
+    dist = setup_distributed(args)
 
     print(describe_device(), flush=True)
     nn.manual_seed(args.seed)
@@ -84,7 +86,8 @@ def main(argv=None):
     sched = nn.CosineLR(opt, T_max=args.epochs)
     print(f"digits: {len(data[0])} train / {len(data[2])} test images, {sum(p.data.size for p in net.parameters())} "
           f"parameters", flush=True)
-    return fit_and_report("digits", net, opt, data, args, schedule=sched, augment=None if args.no_augment else shifted)
+    return fit_and_report("digits", net, opt, data, args, schedule=sched, augment=None if args.no_augment else shifted,
+                          dist=dist)
 
 
 if __name__ == "__main__":

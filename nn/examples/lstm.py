@@ -17,7 +17,7 @@ import numpy as np
 
 import nn
 
-from .training import describe_device
+from .training import add_distributed_flag, describe_device, setup_distributed
 
 
 def zen():
@@ -76,20 +76,24 @@ def main(argv=None):
     p.add_argument("--clip", type=float, default=5.0, help="max global gradient norm")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_distributed_flag(p)
     args = p.parse_args(argv)
+    dist = setup_distributed(args)
+    ranks = 1 if dist is None else dist.world_size()
     from tqdm import tqdm
 
     print(describe_device(), flush=True)
     nn.manual_seed(args.seed)
-    rng = np.random.default_rng(args.seed)
+    rng = np.random.default_rng(args.seed if dist is None else [args.seed, dist.rank()])  # each rank its windows
     text = zen()
     itos = sorted(set(text))
     stoi = {c: i for i, c in enumerate(itos)}
     data = np.array([stoi[c] for c in text], np.int32)
-    V, T, N = len(itos), args.seq_len, args.batch_size
+    V, T, N = len(itos), args.seq_len, args.batch_size // ranks
     print(f"lstm: {len(text)} characters of the Zen of Python, vocabulary {V}, chance loss ln V = {math.log(V):.3f}",
           flush=True)
     model = CharModel(V, args.hidden)
+    model = model if dist is None else dist.DataParallel(model)
     crit = nn.SoftmaxCrossEntropy()
     opt = nn.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     sched = nn.CosineLR(opt, T_max=args.steps)
@@ -103,6 +107,8 @@ def main(argv=None):
             loss = crit(logits, data[idx + 1].reshape(-1))
             if not math.isfinite(loss):
                 print(f"lstm: loss became {loss} at step {step}; stopping (try a smaller --lr)", file=sys.stderr)
+                if ranks > 1:
+                    dist.abort(1)
                 return 1
             opt.zero_grad()
             model.backward(crit.backward())
@@ -116,9 +122,12 @@ def main(argv=None):
             if step % 50 == 0 or step == args.steps:
                 bar.write(f"step {step:4d}  loss {smooth:.3f}")
     seconds = time.perf_counter() - start
-    text_out = sample(model, stoi, itos, "Beautiful is ", 160, 0.5, rng)
-    print("sample:\n" + text_out)
-    print(f"lstm: loss {first:.3f} -> {smooth:.3f} (chance {math.log(V):.3f}) in {args.steps} steps, {seconds:.1f} s")
+    if dist is not None:  # each rank smoothed the loss of its own windows
+        first, smooth = dist.all_sum(first) / ranks, dist.all_sum(smooth) / ranks
+    if dist is None or dist.is_main():
+        print("sample:\n" + sample(model, stoi, itos, "Beautiful is ", 160, 0.5, rng))
+    print(f"lstm: loss {first:.3f} -> {smooth:.3f} (chance {math.log(V):.3f}) in {args.steps} steps, {seconds:.1f} s"
+          + ("" if dist is None else f" on {ranks} ranks"))
     return 0
 
 

@@ -16,7 +16,7 @@ import numpy as np
 import nn
 
 from .idx import read_idx
-from .training import describe_device, fit_and_report
+from .training import add_distributed_flag, describe_device, fit_and_report, setup_distributed
 
 FILES = {"train_images": "train-images", "train_labels": "train-labels", "test_images": "t10k-images",
          "test_labels": "t10k-labels"}
@@ -64,7 +64,9 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--save", help="write the trained weights to this .npz")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_distributed_flag(p)
     args = p.parse_args(argv)
+    dist = setup_distributed(args)
 
     print(describe_device(), flush=True)
     nn.manual_seed(args.seed)
@@ -73,7 +75,7 @@ def main(argv=None):
     opt = nn.SGD(net.parameters(), lr=args.lr, momentum=0.9, nesterov=True, weight_decay=1e-4)
     sched = nn.StepLR(opt, step_size=max(1, args.epochs // 2), gamma=0.3)
     print(f"mnist: {len(data[0])} train / {len(data[2])} test images", flush=True)
-    return fit_and_report("mnist", net, opt, data, args, schedule=sched)
+    return fit_and_report("mnist", net, opt, data, args, schedule=sched, dist=dist)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 """The training loop the image examples share: minibatch SGD with a tqdm bar, evaluation in eval
 mode, a stop with a message naming the step when the loss turns NaN, and the header line naming the
-backend and device."""
+backend and device. With --distributed (under mpiexec) each rank trains on its shard of every epoch
+in batches of batch_size / ranks, so the global batch and the learning rate stay those of one process."""
 import math
+import os
 import sys
 import time
 
@@ -17,6 +19,27 @@ class NonFiniteLoss(RuntimeError):
 def describe_device():
     info = gpublas.device_info()
     return f"backend: {gpublas.backend()} | device: {info.get('name', '?')}"
+
+
+def add_distributed_flag(parser):
+    parser.add_argument("--distributed", action="store_true",
+                        help="data-parallel training over the MPI ranks (run under mpiexec -n N); "
+                             "--batch-size and --lr stay global")
+
+
+def setup_distributed(args):
+    """nn.distributed when args.distributed, else None. Ranks other than 0 print nothing to stdout
+    and show no progress bar, so the job's output is that of one process."""
+    if not args.distributed:
+        return None
+    import nn.distributed as dist
+    if args.batch_size % dist.world_size():
+        raise SystemExit(f"--batch-size {args.batch_size} must be a multiple of the {dist.world_size()} ranks "
+                         "(each rank takes an equal part of every global batch)")
+    if not dist.is_main():
+        args.quiet = True
+        sys.stdout = open(os.devnull, "w")
+    return dist
 
 
 def batches(n, batch_size, rng=None):
@@ -45,55 +68,71 @@ def train_epoch(model, crit, opt, X, y, batch_size, rng, bar=None, step=0):
     return total / max(count, 1), step
 
 
-def accuracy(model, X, y, batch_size=256):
-    """Fraction of correct argmax predictions, the model in eval mode."""
+def accuracy(model, X, y, batch_size=256, dist=None):
+    """Fraction of correct argmax predictions, the model in eval mode (each rank counts its part)."""
     model.eval()
-    correct = 0
-    for idx in batches(len(X), batch_size):
-        logits = model(X[idx]).get()
-        correct += int((logits.argmax(axis=1) == y[idx]).sum())
+    correct, mine = 0, np.arange(len(X))
+    if dist is not None:
+        mine = np.array_split(mine, dist.world_size())[dist.rank()]
+    for idx in batches(len(mine), batch_size):
+        logits = model(X[mine[idx]]).get()
+        correct += int((logits.argmax(axis=1) == y[mine[idx]]).sum())
     model.train()
+    correct = dist.all_sum(correct) if dist is not None else correct
     return correct / max(len(X), 1)
 
 
 def run(model, crit, opt, data, *, epochs, batch_size, seed, schedule=None, name="train", quiet=False,
-        augment=None):
+        augment=None, dist=None):
     """Trains for `epochs`, printing one line per epoch; returns a summary dict. `augment(X, rng)`, if
-    given, makes each epoch's copy of the training images (host-side data loading)."""
+    given, makes each epoch's copy of the training images (host-side data loading). With `dist`
+    (nn.distributed) each rank takes its shard of every epoch and batch_size / ranks of every batch."""
     from tqdm import tqdm
 
     Xtr, ytr, Xte, yte = data
-    rng = np.random.default_rng(seed)
-    steps_per_epoch = math.ceil(len(Xtr) / batch_size)
+    ranks = 1 if dist is None else dist.world_size()
+    rng = np.random.default_rng(seed if dist is None else [seed, dist.rank()])
+    batch_size //= ranks
+    steps_per_epoch = math.ceil(math.ceil(len(Xtr) / ranks) / batch_size)
     start = time.perf_counter()
     step = 0
     history = []
     with tqdm(total=epochs * steps_per_epoch, desc=name, unit="step", file=sys.stderr, disable=quiet) as bar:
         for epoch in range(1, epochs + 1):
-            X = augment(Xtr, rng) if augment is not None else Xtr
-            loss, step = train_epoch(model, crit, opt, X, ytr, batch_size, rng, bar, step)
+            X, y, order = Xtr, ytr, rng
+            if dist is not None:  # the shard is shuffled already
+                mine = dist.shard(len(Xtr), epoch, seed)
+                X, y, order = Xtr[mine], ytr[mine], None
+            X = augment(X, rng) if augment is not None else X
+            loss, step = train_epoch(model, crit, opt, X, y, batch_size, order, bar, step)
+            loss = loss if dist is None else dist.all_sum(loss) / ranks
             history.append(loss)
             if schedule is not None:
                 schedule.step()
             bar.write(f"epoch {epoch:3d}  loss {loss:.4f}  lr {opt.lr:.4g}")
     train_s = time.perf_counter() - start
-    acc = accuracy(model, Xte, yte)
+    acc = accuracy(model, Xte, yte, dist=dist)
     return {"test_accuracy": acc, "train_seconds": train_s, "seconds": time.perf_counter() - start,
             "final_loss": history[-1] if history else float("nan"), "losses": history, "steps": step}
 
 
-def fit_and_report(name, net, opt, data, args, schedule=None, augment=None):
-    """Trains a classifier with run(), saves it when args.save names a file, and prints the summary
-    line; returns the process exit status (1 when the loss turned NaN or infinite)."""
+def fit_and_report(name, net, opt, data, args, schedule=None, augment=None, dist=None):
+    """Trains a classifier with run() (data-parallel over the ranks with `dist`), saves it when
+    args.save names a file, and prints the summary line; returns the process exit status (1 when the
+    loss turned NaN or infinite: under MPI that ends every rank)."""
     import nn  # the examples' own package; imported here so that nn's import does not load examples
+    net = net if dist is None else dist.DataParallel(net)
     try:
         s = run(net, nn.SoftmaxCrossEntropy(), opt, data, epochs=args.epochs, batch_size=args.batch_size,
-                seed=args.seed, schedule=schedule, name=name, quiet=args.quiet, augment=augment)
+                seed=args.seed, schedule=schedule, name=name, quiet=args.quiet, augment=augment, dist=dist)
     except NonFiniteLoss as e:
         print(f"{name}: {e}", file=sys.stderr)
+        if dist is not None and dist.world_size() > 1:
+            dist.abort(1)  # the other ranks wait in the gradient reduction: end them too
         return 1
     if args.save:
-        nn.save(net, args.save)
+        (nn if dist is None else dist).save(net, args.save)
+    ranks = "" if dist is None else f" on {dist.world_size()} ranks"
     print(f"{name}: test accuracy {s['test_accuracy']:.4f} ({len(data[2])} images) after {args.epochs} epochs, "
-          f"final train loss {s['final_loss']:.4f}, {s['seconds']:.1f} s")
+          f"final train loss {s['final_loss']:.4f}, {s['seconds']:.1f} s{ranks}")
     return 0
