@@ -39,24 +39,25 @@ def step(net, crit, opt, x, y):
 
 def timed_steps(ctx, net, x, y, comm, stats=None):
     """Median ms per step over ctx.repeats samples of `k` steps; each sample is the slowest rank's
-    time. Returns (ms, MPI ms per step averaged over ranks)."""
+    time. Returns (ms, MPI ms, CPU ms), the last two per step and averaged over ranks."""
     import nn
     crit, opt = nn.SoftmaxCrossEntropy(), nn.SGD(net.parameters(), lr=LR, momentum=MOMENTUM)
     k = 3 if ctx.quick else 10
     for _ in range(ctx.warmup):
         step(net, crit, opt, x, y)
-    samples, comm_ms = [], []
+    samples, comm_ms, cpu_ms = [], [], []
     for _ in range(ctx.repeats):
         comm.Barrier()
         before = stats["comm_s"] if stats else 0.0
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for _ in range(k):
             step(net, crit, opt, x, y)
         gpublas.synchronize()
-        t = (time.perf_counter() - t0) * 1e3 / k
+        t, c = (time.perf_counter() - t0) * 1e3 / k, (time.process_time() - c0) * 1e3 / k
         samples.append(comm.allreduce(t, op=_mpi().MAX))
         comm_ms.append(comm.allreduce(((stats["comm_s"] if stats else 0.0) - before) * 1e3 / k) / comm.Get_size())
-    return statistics.median(samples), statistics.median(comm_ms)
+        cpu_ms.append(comm.allreduce(c) / comm.Get_size())
+    return statistics.median(samples), statistics.median(comm_ms), statistics.median(cpu_ms)
 
 
 def _mpi():
@@ -128,28 +129,32 @@ def run(ctx):
         if not check_gradients(report, dist, model, B):
             continue
         x, y = batch(B)
-        one, _ = alone_on_rank0(lambda: timed_steps(ctx, model(), x, y, solo), comm) \
+        one, _, cpu1 = alone_on_rank0(lambda: timed_steps(ctx, model(), x, y, solo), comm) \
             if N > 1 else timed_steps(ctx, model(), x, y, comm)
         base = report.add(batch=B, ranks=1, per_rank=B, step_ms=one, samples_per_s=B / one * 1e3,
-                          comm_ms=0.0, comm_pct=0.0, speedup=1.0, efficiency=1.0)
+                          comm_ms=0.0, comm_pct=0.0, speedup=1.0, efficiency=1.0, cpu_ms=cpu1, cpu_speedup=1.0)
         if N == 1:
             continue
         net = dist.DataParallel(model())
         mine = np.array_split(np.arange(B), N)[dist.rank()]
-        ms, comm_ms = timed_steps(ctx, net, x[mine], y[mine], comm, net.stats)
+        ms, comm_ms, cpu = timed_steps(ctx, net, x[mine], y[mine], comm, net.stats)
         prints = comm.allgather(fingerprint(net))
         report.check_equal(f"batch {B}: parameters bit-identical on {N} ranks", np.array(prints),
                            np.array(prints[:1] * N))
         sps = B / ms * 1e3
         report.add(batch=B, ranks=N, per_rank=B // N, step_ms=ms, samples_per_s=sps, comm_ms=comm_ms,
                    comm_pct=100 * comm_ms / ms, speedup=sps / base["samples_per_s"],
-                   efficiency=sps / base["samples_per_s"] / N)
+                   efficiency=sps / base["samples_per_s"] / N, cpu_ms=cpu, cpu_speedup=cpu1 / cpu)
     report.columns = [("batch", "global batch", "d"), ("ranks", "ranks", "d"), ("per_rank", "per rank", "d"),
                       ("step_ms", "step ms", ".2f"), ("samples_per_s", "samples/s", ".0f"),
                       ("comm_ms", "MPI ms", ".2f"), ("comm_pct", "% in MPI", ".1f"),
-                      ("speedup", "speedup", ".2f"), ("efficiency", "efficiency", ".2f")]
+                      ("speedup", "speedup", ".2f"), ("efficiency", "efficiency", ".2f"),
+                      ("cpu_ms", "CPU ms/rank", ".2f"), ("cpu_speedup", "CPU speedup", ".2f")]
     report.note(f"{N} rank(s), OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}; MPI time includes "
                 "waiting for the slowest rank; a step's time is the slowest rank's")
+    report.note("CPU ms/rank: CPU time a rank uses per step (MPI waits included); CPU speedup = 1 rank's / N ranks' "
+                "per rank: the speedup if every rank had an idle core of its own (on a busy host the wall figures "
+                "fall short of it)")
     if N == 1:
         report.skip("N ranks", "one rank: run under mpiexec, e.g. OMP_NUM_THREADS=1 mpiexec -n 2 python -m "
                                 "benchmarks scaling")

@@ -163,30 +163,25 @@ class Wire:
 
 
 class Bucket:
-    """A flat device buffer for several parameters of one dtype: [(parameter, offset in elements)]."""
+    """A flat device buffer for several parameters of one dtype, each with its slice (a view)."""
 
     def __init__(self, params, dtype):
         self.dtype = np.dtype(dtype)
-        self.slots, size = [], 0
+        self.buf = gpublas.empty((sum(p.data.size for p in params),), self.dtype)
+        self.slots, offset = [], 0
         for p in params:
-            self.slots.append((p, size))
-            size += p.data.size
-        self.buf = gpublas.empty((size,), self.dtype)
+            self.slots.append((p, self.buf[offset:offset + p.data.size]))
+            offset += p.data.size
         self.wire = Wire(self.buf)
 
-    def _copy(self, field, into_bucket):
-        for p, offset in self.slots:
-            a = getattr(p, field)
-            b = self.buf.ptr + offset * self.dtype.itemsize
-            dst, src = (b, a.ptr) if into_bucket else (a.ptr, b)
-            self.buf.backend.dtod(dst, src, a.nbytes)
-
     def pack(self, field):
-        """Copies each parameter's `field` ('data' or 'grad') into the bucket."""
-        self._copy(field, True)
+        """Copies each parameter's `field` ('data' or 'grad') into its slice (device to device)."""
+        for p, view in self.slots:
+            view.copy_from(getattr(p, field))
 
     def unpack(self, field):
-        self._copy(field, False)
+        for p, view in self.slots:
+            getattr(p, field).copy_from(view)
 
 
 def make_buckets(params, cap_bytes=BUCKET_BYTES):
