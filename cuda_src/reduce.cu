@@ -11,16 +11,17 @@
 // reduce_cols:    block 32x8: threadIdx.x walks inner (coalesced), threadIdx.y splits the reduced axis
 //                 n with stride 8; the 8 partials per column meet in shared memory, combined in the
 //                 fixed order y = 0..7. Block b covers 32 inner positions of outer index b / tiles.
+//                 val = result + beta * val (beta == 0: val is only written).
 // softmax_rows:   block 32..256 threads, one block per row: max, sum of exp(x - max) (two block
 //                 reduces), then y = exp(x - max) / sum; stable for large logits.
-// logsumexp_rows: as softmax_rows, writing max + log(sum of exp(x - max)) per row.
+// logsumexp_rows: as softmax_rows, writing max + log(sum of exp(x - max)) per row (a max that is not
+//                 finite shifts by 0, as SciPy: all -inf gives -inf).
 #include "common.cuh"
 
 #define RED_SUM 0
 #define RED_MAX 1
 #define RED_MIN 2
 #define NO_INDEX 0x7fffffff
-#define FULL_MASK 0xffffffffu
 
 __device__ __forceinline__ float red_exp(float x) { return expf(x); }
 __device__ __forceinline__ double red_exp(double x) { return exp(x); }
@@ -36,62 +37,16 @@ __device__ __forceinline__ bool red_better(real bv, int bi, real av, int ai, boo
     return is_max ? bv > av : bv < av;
 }
 
-struct SumOp {
-    __device__ __forceinline__ real operator()(real a, real b) const { return a + b; }
+// red_better as the functor common.cuh's block_reduce_pair takes
+struct RedBetter {
+    bool is_max;
+    __device__ __forceinline__ bool operator()(real bv, int bi, real av, int ai) const {
+        return red_better(bv, bi, av, ai, is_max);
+    }
 };
-struct MaxOp {
-    __device__ __forceinline__ real operator()(real a, real b) const { return (a != a || a > b) ? a : b; }
-};
-
-template <class Op>
-__device__ __forceinline__ real warp_reduce(real v, Op op) {
-    for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_down_sync(FULL_MASK, v, o));
-    return v;
-}
-
-// Every thread of the block gets op over all threads' v. s: 33 reals of shared memory. The block's
-// thread count must be a multiple of 32 (every lane of every warp takes part in the shuffles).
-template <class Op>
-__device__ real block_allreduce(real v, Op op, real identity, real* s) {
-    const int tid = threadIdx.x + threadIdx.y * blockDim.x;
-    const int lane = tid & 31, warp = tid >> 5, nwarps = (blockDim.x * blockDim.y) >> 5;
-    v = warp_reduce(v, op);
-    if (lane == 0) s[warp] = v;
-    __syncthreads();
-    if (warp == 0) {
-        v = warp_reduce(lane < nwarps ? s[lane] : identity, op);
-        if (lane == 0) s[32] = v;
-    }
-    __syncthreads();
-    return s[32];  // the next call writes s[32] only after its first barrier, once everyone has read it
-}
-
-// (value, index) version for max/min/argmax/argmin; the result is valid in thread 0.
-__device__ void block_reduce_pair(real& v, int& i, bool is_max, real* sv, int* si) {
-    const int tid = threadIdx.x + threadIdx.y * blockDim.x;
-    const int lane = tid & 31, warp = tid >> 5, nwarps = (blockDim.x * blockDim.y) >> 5;
-    for (int o = 16; o > 0; o >>= 1) {
-        const real ov = __shfl_down_sync(FULL_MASK, v, o);
-        const int oi = __shfl_down_sync(FULL_MASK, i, o);
-        if (red_better(ov, oi, v, i, is_max)) { v = ov; i = oi; }
-    }
-    if (lane == 0) { sv[warp] = v; si[warp] = i; }
-    __syncthreads();
-    if (warp == 0) {
-        v = lane < nwarps ? sv[lane] : sv[0];
-        i = lane < nwarps ? si[lane] : si[0];
-        for (int o = 16; o > 0; o >>= 1) {
-            const real ov = __shfl_down_sync(FULL_MASK, v, o);
-            const int oi = __shfl_down_sync(FULL_MASK, i, o);
-            if (red_better(ov, oi, v, i, is_max)) { v = ov; i = oi; }
-        }
-    }
-}
 
 extern "C" __global__ void reduce_rows(const real* x, const int* xidx, real* val, int* idx, int op, long long n,
                                        int parts, real scale) {
-    __shared__ real sv[33];
-    __shared__ int si[32];
     const long long row = blockIdx.x / parts, part = blockIdx.x % parts;
     const long long chunk = (n + parts - 1) / parts, start = part * chunk;
     const long long stop = start + chunk < n ? start + chunk : n;
@@ -99,7 +54,7 @@ extern "C" __global__ void reduce_rows(const real* x, const int* xidx, real* val
     if (op == RED_SUM) {
         real acc = (real)0;
         for (long long k = start + threadIdx.x; k < stop; k += blockDim.x) acc += xr[k];
-        acc = block_allreduce(acc, SumOp(), (real)0, sv);
+        acc = block_reduce(acc, SumOp<real>(), (real)0);
         if (threadIdx.x == 0) val[blockIdx.x] = acc * scale;
         return;
     }
@@ -110,7 +65,7 @@ extern "C" __global__ void reduce_rows(const real* x, const int* xidx, real* val
         const int ki = xidx ? xidx[row * n + k] : (int)k;
         if (red_better(xr[k], ki, v, i, is_max)) { v = xr[k]; i = ki; }
     }
-    block_reduce_pair(v, i, is_max, sv, si);
+    block_reduce_pair(v, i, RedBetter{is_max});
     if (threadIdx.x == 0) {
         if (val) val[blockIdx.x] = v;
         if (idx) idx[blockIdx.x] = i;
@@ -118,7 +73,7 @@ extern "C" __global__ void reduce_rows(const real* x, const int* xidx, real* val
 }
 
 extern "C" __global__ void reduce_cols(const real* x, real* val, int* idx, int op, long long n, long long inner,
-                                       real scale) {
+                                       real scale, real beta) {
     __shared__ real sv[8][33];
     __shared__ int si[8][33];
     const long long tiles = (inner + 31) / 32;
@@ -143,33 +98,42 @@ extern "C" __global__ void reduce_cols(const real* x, real* val, int* idx, int o
             if (op == RED_SUM) v += sv[r][tx];
             else if (red_better(sv[r][tx], si[r][tx], v, i, is_max)) { v = sv[r][tx]; i = si[r][tx]; }
         }
-        if (val) val[o * inner + j] = op == RED_SUM ? v * scale : v;
+        if (val) {
+            const real r = op == RED_SUM ? v * scale : v;
+            real* out = val + o * inner + j;
+            *out = beta == (real)0 ? r : beta * *out + r;  // beta == 0 never reads val
+        }
         if (idx) idx[o * inner + j] = i;
     }
 }
 
+// The row's max (NaN wins), handed to every thread of the block.
+__device__ real row_max(const real* xr, long long n) {
+    real m = -(real)INFINITY;
+    for (long long k = threadIdx.x; k < n; k += blockDim.x) m = MaxOp<real>()(m, xr[k]);
+    return block_allreduce(m, MaxOp<real>(), -(real)INFINITY);
+}
+
+// sum over the row of exp(x - shift), handed to every thread of the block.
+__device__ real row_sumexp(const real* xr, long long n, real shift) {
+    real sum = (real)0;
+    for (long long k = threadIdx.x; k < n; k += blockDim.x) sum += red_exp(xr[k] - shift);
+    return block_allreduce(sum, SumOp<real>(), (real)0);
+}
+
 extern "C" __global__ void softmax_rows(const real* x, real* y, long long n) {
-    __shared__ real s[33];
     const real* xr = x + blockIdx.x * n;
     real* yr = y + blockIdx.x * n;
-    real m = -(real)INFINITY;
-    for (long long k = threadIdx.x; k < n; k += blockDim.x) m = MaxOp()(m, xr[k]);
-    m = block_allreduce(m, MaxOp(), -(real)INFINITY, s);
-    real sum = (real)0;
-    for (long long k = threadIdx.x; k < n; k += blockDim.x) sum += red_exp(xr[k] - m);
-    sum = block_allreduce(sum, SumOp(), (real)0, s);
-    const real inv = (real)1 / sum;
+    const real m = row_max(xr, n);
+    const real inv = (real)1 / row_sumexp(xr, n, m);
     for (long long k = threadIdx.x; k < n; k += blockDim.x) yr[k] = red_exp(xr[k] - m) * inv;
 }
 
+// A row whose max is not finite shifts by 0 (as SciPy): all -inf gives -inf, a +inf gives +inf.
 extern "C" __global__ void logsumexp_rows(const real* x, real* out, long long n) {
-    __shared__ real s[33];
     const real* xr = x + blockIdx.x * n;
-    real m = -(real)INFINITY;
-    for (long long k = threadIdx.x; k < n; k += blockDim.x) m = MaxOp()(m, xr[k]);
-    m = block_allreduce(m, MaxOp(), -(real)INFINITY, s);
-    real sum = (real)0;
-    for (long long k = threadIdx.x; k < n; k += blockDim.x) sum += red_exp(xr[k] - m);
-    sum = block_allreduce(sum, SumOp(), (real)0, s);
+    real m = row_max(xr, n);
+    if (m - m != (real)0) m = (real)0;  // +-inf or NaN (a NaN then comes out of the sum)
+    const real sum = row_sumexp(xr, n, m);
     if (threadIdx.x == 0) out[blockIdx.x] = m + red_log(sum);
 }

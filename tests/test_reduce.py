@@ -154,6 +154,20 @@ def test_softmax_logsumexp(dtype, rng):
         gpublas.softmax(gpublas.zeros((3, 4), dtype), axis=0)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_logsumexp_of_infinite_rows_matches_scipy(dtype):
+    from scipy.special import logsumexp as scipy_lse
+    inf = np.inf
+    x = np.array([[-inf, -inf, -inf], [-inf, 1.0, -inf], [inf, 0.0, 2.0], [np.nan, 0.0, 1.0], [-inf, inf, 0.0]],
+                 dtype)
+    want = scipy_lse(x.astype(np.float64), axis=-1)  # -inf, 1, inf, nan, inf
+    got = gpublas.logsumexp(dev(x)).get()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    ok = ~np.isnan(want)
+    np.testing.assert_allclose(got[ok], want[ok].astype(dtype), rtol=1e-6)
+    assert got[0] == -inf and got[2] == inf
+
+
 # -- determinism ----------------------------------------------------------------------------------
 def _all_results(x, m):
     d, dm = dev(x), dev(m)
