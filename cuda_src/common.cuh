@@ -1,9 +1,154 @@
-// common.cuh: small device helpers shared by the kernel families.
+// common.cuh: the device header every kernel family shares (cuda_src/*.cu, nn/cuda/*.cu and the
+// kernels gpublas.ReductionKernel generates include it). Each idea here is written once:
+//
+//   ceil_div(a, b)                   a / b rounded up, host and device
+//   GRID_STRIDE_LOOP(I, i, n)        for i in [0, n) in a grid-stride loop of index type I: long long,
+//                                    or unsigned where small_index(n) holds (n < 2^31, so i + stride
+//                                    cannot wrap) and the loop body's index math runs in 32 bits
+//   SumOp / MaxOp / MinOp<T>         combiners; MaxOp and MinOp propagate NaN (a NaN anywhere wins)
+//   warp_reduce(v, op)               shuffle-down tree inside a warp: lane 0 ends with op over the warp
+//   block_reduce(v, op, identity)    op over every thread of the block (1-, 2- or 3-D), valid in thread
+//                                    0: warps reduce with shuffles, one value per warp goes through
+//                                    shared memory and one barrier, warp 0 reduces those. Call it once
+//                                    per kernel, or put a __syncthreads() between two calls.
+//   block_allreduce(v, op, identity) the same result handed to every thread (two barriers); may be
+//                                    called back to back
+//   block_reduce_pair(v, i, better)  (value, index) version for argmax / argmin: `better(bv, bi, av, ai)`
+//                                    says whether candidate (bv, bi) beats (av, ai); valid in thread 0
+//   FastDivmod, div_mod(n, d, rem)   n / d and n % d for 0 <= n, d < 2^31 with one __umulhi and a
+//                                    shift (CUTLASS's FastDivmod): the multiplier is computed on the
+//                                    host (gpublas.launch.fast_divisor packs it with d into one
+//                                    unsigned long long kernel argument), the shift from d on the
+//                                    device (__clz); div_mod falls back to a division for 64-bit n
+//
+// Every reduction combines values in an order fixed by the launch shape alone, never by the order
+// threads run in: results are bit-identical run to run (and under the simulator's thread orders).
 #pragma once
 
-// Grid size for a grid-stride loop over n elements with `block` threads per block, capped so that a
-// huge n does not ask for more blocks than keep the device busy.
-#define GRID_STRIDE_CAP 65535
+#define FULL_MASK 0xffffffffu
 
-__device__ __forceinline__ float sigmoidf_(float x) { return 1.0f / (1.0f + expf(-x)); }
-__device__ __forceinline__ double sigmoidf_(double x) { return 1.0 / (1.0 + exp(-x)); }
+__host__ __device__ __forceinline__ long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
+
+// True when every index below n fits a 32-bit int (the fast path of the index helpers).
+__host__ __device__ __forceinline__ bool small_index(long long n) { return n < 0x7fffffffLL; }
+
+#define GRID_STRIDE_LOOP(I, i, n) \
+    for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < (I)(n); i += (I)gridDim.x * blockDim.x)
+
+// ---------------------------------------------------------------------------------------------------
+// Reductions
+// ---------------------------------------------------------------------------------------------------
+template <class T>
+struct SumOp {
+    __device__ __forceinline__ T operator()(T a, T b) const { return a + b; }
+};
+template <class T>
+struct MaxOp {
+    __device__ __forceinline__ T operator()(T a, T b) const { return (a != a || a > b) ? a : b; }
+};
+template <class T>
+struct MinOp {
+    __device__ __forceinline__ T operator()(T a, T b) const { return (a != a || a < b) ? a : b; }
+};
+
+__device__ __forceinline__ int block_thread_id() {
+    return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+}
+__device__ __forceinline__ int block_warps() { return (blockDim.x * blockDim.y * blockDim.z + 31) / 32; }
+
+template <class T, class Op>
+__device__ __forceinline__ T warp_reduce(T v, Op op) {
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) v = op(v, __shfl_down_sync(FULL_MASK, v, offset));
+    return v;
+}
+
+template <class T, class Op>
+__device__ T block_reduce(T v, Op op, T identity) {
+    __shared__ T warp_part[32];
+    const int tid = block_thread_id(), lane = tid & 31, warp = tid >> 5;
+    v = warp_reduce(v, op);
+    if (lane == 0) warp_part[warp] = v;
+    __syncthreads();
+    v = lane < block_warps() ? warp_part[lane] : identity;
+    if (warp == 0) v = warp_reduce(v, op);
+    return v;
+}
+
+template <class T, class Op>
+__device__ T block_allreduce(T v, Op op, T identity) {
+    __shared__ T s[33];
+    const int tid = block_thread_id(), lane = tid & 31, warp = tid >> 5;
+    v = warp_reduce(v, op);
+    if (lane == 0) s[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        v = warp_reduce(lane < block_warps() ? s[lane] : identity, op);
+        if (lane == 0) s[32] = v;
+    }
+    __syncthreads();
+    return s[32];  // the next call writes s[32] only after its first barrier, once everyone has read it
+}
+
+template <class T, class I, class Better>
+__device__ __forceinline__ void warp_reduce_pair(T& v, I& i, Better better) {
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        const T ov = __shfl_down_sync(FULL_MASK, v, offset);
+        const I oi = __shfl_down_sync(FULL_MASK, i, offset);
+        if (better(ov, oi, v, i)) { v = ov; i = oi; }
+    }
+}
+
+template <class T, class I, class Better>
+__device__ void block_reduce_pair(T& v, I& i, Better better) {
+    __shared__ T part_v[32];
+    __shared__ I part_i[32];
+    const int tid = block_thread_id(), lane = tid & 31, warp = tid >> 5;
+    warp_reduce_pair(v, i, better);
+    if (lane == 0) { part_v[warp] = v; part_i[warp] = i; }
+    __syncthreads();
+    if (warp == 0) {
+        const int from = lane < block_warps() ? lane : 0;  // lanes past the last warp repeat warp 0's pair
+        v = part_v[from];
+        i = part_i[from];
+        warp_reduce_pair(v, i, better);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Index math
+// ---------------------------------------------------------------------------------------------------
+// ceil(log2(d)) for 1 <= d < 2^31
+__host__ __device__ __forceinline__ int ceil_log2(unsigned d) {
+#ifdef __CUDA_ARCH__
+    int a = 31 - __clz(d);
+#else
+    int a = 31 - __builtin_clz(d);
+#endif
+    return a + ((d & (d - 1)) != 0);
+}
+
+struct FastDivmod {
+    int d;
+    unsigned mul, shift;
+    // packed = d | multiplier << 32, as gpublas.launch.fast_divisor(d) builds it (d = 1: multiplier 0)
+    __host__ __device__ __forceinline__ explicit FastDivmod(unsigned long long packed)
+        : d((int)(packed & 0x7fffffffULL)), mul((unsigned)(packed >> 32)),
+          shift(d > 1 ? (unsigned)ceil_log2((unsigned)d) - 1u : 0u) {}
+    // n / d for 0 <= n < 2^31
+    __device__ __forceinline__ unsigned div(unsigned n) const { return d == 1 ? n : __umulhi(n, mul) >> shift; }
+};
+
+// q = n / d and rem = n % d: with a 32-bit index (the small_index path) by the multiplier, with a
+// 64-bit one by a plain division. A kernel body templated on its index type is written once.
+__device__ __forceinline__ unsigned div_mod(unsigned n, const FastDivmod& d, unsigned& rem) {
+    const unsigned q = d.div(n);
+    rem = n - q * (unsigned)d.d;
+    return q;
+}
+__device__ __forceinline__ long long div_mod(long long n, const FastDivmod& d, long long& rem) {
+    const long long q = n / d.d;
+    rem = n - q * d.d;
+    return q;
+}

@@ -2,7 +2,7 @@
 //
 // gemv_n_warp:      y = alpha * A @ x + beta * y (y has M elements). Block 256 threads = 8 warps, one warp
 //                   per row: the 32 lanes walk the row with stride 32 (coalesced), then a shuffle
-//                   reduction (__shfl_xor_sync) gives every lane the row's sum; lane 0 writes y[row].
+//                   reduction (common.cuh's warp_reduce) gives lane 0 the row's sum; lane 0 writes y[row].
 // gemv_t_partial:   first pass of y = alpha * A^T @ x + beta * y (y has N elements). Block 32x8: threadIdx.x
 //                   runs along the columns (coalesced rows of A), threadIdx.y over the rows of this block's
 //                   row chunk (blockIdx.y; rows_per_chunk rows) with stride 8. The 8 partial sums of a
@@ -23,8 +23,7 @@ extern "C" __global__ void gemv_n_warp(int M, int N, real alpha, const real* __r
     const real* __restrict__ a = A + (long long)row * lda;
     real s = 0;
     for (int j = lane; j < N; j += 32) s += a[j] * x[j];
-#pragma unroll
-    for (int offset = 16; offset > 0; offset /= 2) s += __shfl_xor_sync(0xffffffffu, s, offset);
+    s = warp_reduce(s, SumOp<real>());
     if (lane == 0) y[row] = beta == (real)0 ? alpha * s : alpha * s + beta * y[row];
 }
 

@@ -5,13 +5,13 @@
 #include "common.cuh"
 
 extern "C" __global__ void fill_real(real* __restrict__ x, real value, long long n) {
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+    GRID_STRIDE_LOOP(long long, i, n)
         x[i] = value;
 }
 
 template <class T>
 __device__ __forceinline__ void cast_loop(const T* __restrict__ x, real* __restrict__ y, long long n) {
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+    GRID_STRIDE_LOOP(long long, i, n)
         y[i] = (real)x[i];
 }
 

@@ -7,6 +7,9 @@
 //                  (threadIdx.x along a row of `out`, so writes coalesce). The tile row is padded to
 //                  33 elements: a column of the tile falls in 32 different banks (no conflicts).
 //                  Edge tiles are bounds-checked, so no size needs to be a multiple of 32.
+// swap01:          grid-stride loop, one thread per output element: y[b, a, k] = x[a, b, k] for x (A, B, K)
+//                  (nn: NCHW <-> (C, N, HW) around Conv2d's GEMMs, batch-first <-> time-major for LSTM).
+//                  A and K come as FastDivmod divisors; below 2^31 elements the index math is 32-bit.
 #include "common.cuh"
 
 #define TILE 32
@@ -29,4 +32,22 @@ extern "C" __global__ void transpose_tiled(const real* __restrict__ a, real* __r
         }
         __syncthreads();  // the tile is refilled by the next step
     }
+}
+
+template <class I>
+__device__ __forceinline__ void swap01_loop(const real* __restrict__ x, real* __restrict__ y, I total,
+                                            const FastDivmod& A, I B, const FastDivmod& K) {
+    GRID_STRIDE_LOOP(I, e, total) {
+        I k, a;
+        const I b = div_mod(div_mod(e, K, k), A, a);
+        y[e] = x[((I)a * B + b) * (I)K.d + k];
+    }
+}
+
+extern "C" __global__ void swap01(const real* __restrict__ x, real* __restrict__ y, unsigned long long A_,
+                                  long long B, unsigned long long K_) {
+    const FastDivmod A(A_), K(K_);
+    const long long total = (long long)A.d * B * K.d;
+    if (small_index(total)) swap01_loop<unsigned>(x, y, (unsigned)total, A, (unsigned)B, K);
+    else swap01_loop<long long>(x, y, total, A, B, K);
 }

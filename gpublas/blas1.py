@@ -94,13 +94,14 @@ def _nparts(n):
     return max(1, min(ceil_div(n, BLOCK), SIM_PARTIALS if simulated() else MAX_PARTIALS))
 
 
-def _sum_of(partial_kernel, dtype, n, *arrays, stream=None):
-    """Runs `<partial_kernel>` over n elements then sum_final; returns the sum as a Python float."""
+def _sum_of(partial_kernel, dtype, n, *arrays, stream=None, out=None):
+    """Runs `<partial_kernel>` over n elements then sum_final; returns the sum as a Python float, or
+    with `out` (one element on the device) writes it there and returns out without waiting."""
     nparts = _nparts(n)
-    partial, out = empty(nparts, dtype), empty(1, dtype)
+    partial, result = empty(nparts, dtype), (empty(1, dtype) if out is None else out)
     get_kernel("blas1", partial_kernel, dtype)(nparts, BLOCK, n, *arrays, partial, stream=stream)
-    get_kernel("blas1", "sum_final", dtype)(1, BLOCK, nparts, partial, out, stream=stream)
-    return float(_read(out, stream))
+    get_kernel("blas1", "sum_final", dtype)(1, BLOCK, nparts, partial, result, stream=stream)
+    return result if out is not None else float(_read(result, stream))
 
 
 def _read(out, stream):
@@ -110,12 +111,15 @@ def _read(out, stream):
     return out.get()[0]
 
 
-def dot(x, y, stream=None):
-    """sum(x * y) as a Python float (0.0 for empty vectors)."""
+def dot(x, y, stream=None, out=None):
+    """sum(x * y) as a Python float (0.0 for empty vectors); with `out` (a one-element DeviceArray of
+    x's dtype) the result stays on the device, written into out, and out is returned."""
     dtype = _check_pair("dot", x, y)
+    if out is not None and (not isinstance(out, DeviceArray) or out.size != 1 or out.dtype != dtype):
+        raise ValueError(f"dot: out must be a one-element {dtype} DeviceArray, got {out!r}")
     if x.size == 0:
-        return 0.0
-    return _sum_of("dot_partial", dtype, x.size, x, y, stream=stream)
+        return 0.0 if out is None else out.fill(0, stream)
+    return _sum_of("dot_partial", dtype, x.size, x, y, stream=stream, out=out)
 
 
 def asum(x, stream=None):

@@ -41,42 +41,30 @@ extern "C" __global__ void {name}({arguments}, long long gpublas_start, long lon
 }}
 """
 
-# Stage 1: each block folds a grid-stride slice of map(i) and reduces it (shuffles, then the warps'
-# results through shared memory) into one partial; stage 2: one block reduces the partials. The
-# order of every combination depends on n and the grid only, so results are deterministic.
+# Stage 1: each block folds a grid-stride slice of map(i) and reduces it (common.cuh's block_reduce:
+# shuffles, then the warps' results through shared memory) into one partial; stage 2: one block
+# reduces the partials. The order of every combination depends on n and the grid only, so results
+# are deterministic.
 _REDUCTION = """#include "common.cuh"
 {preamble}
 
-__device__ __forceinline__ {T} {name}_reduce({T} a, {T} b) {{ return ({reduce_expr}); }}
-
-// Block of 256 threads; the result is valid in thread 0. s: 32 elements of shared memory.
-__device__ {T} {name}_block({T} v, {T}* s) {{
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    for (int o = 16; o > 0; o >>= 1) v = {name}_reduce(v, __shfl_down_sync(0xffffffffu, v, o));
-    if (lane == 0) s[warp] = v;
-    __syncthreads();
-    if (warp == 0) {{
-        v = lane < (int)(blockDim.x >> 5) ? s[lane] : ({T})({neutral});
-        for (int o = 16; o > 0; o >>= 1) v = {name}_reduce(v, __shfl_down_sync(0xffffffffu, v, o));
-    }}
-    return v;
-}}
+struct {name}_op {{
+    __device__ __forceinline__ {T} operator()({T} a, {T} b) const {{ return ({reduce_expr}); }}
+}};
 
 extern "C" __global__ void {name}_stage1({arguments}, {T}* gpublas_partial, long long n) {{
-    __shared__ {T} gpublas_s[32];
     {T} gpublas_acc = ({T})({neutral});
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
-        gpublas_acc = {name}_reduce(gpublas_acc, ({T})({map_expr}));
-    gpublas_acc = {name}_block(gpublas_acc, gpublas_s);
+    GRID_STRIDE_LOOP(long long, i, n)
+        gpublas_acc = {name}_op()(gpublas_acc, ({T})({map_expr}));
+    gpublas_acc = block_reduce(gpublas_acc, {name}_op(), ({T})({neutral}));
     if (threadIdx.x == 0) gpublas_partial[blockIdx.x] = gpublas_acc;
 }}
 
 extern "C" __global__ void {name}_stage2(const {T}* gpublas_in, {T}* gpublas_partial, long long n) {{
-    __shared__ {T} gpublas_s[32];
     {T} gpublas_acc = ({T})({neutral});
     for (long long i = threadIdx.x; i < n; i += blockDim.x)
-        gpublas_acc = {name}_reduce(gpublas_acc, gpublas_in[i]);
-    gpublas_acc = {name}_block(gpublas_acc, gpublas_s);
+        gpublas_acc = {name}_op()(gpublas_acc, gpublas_in[i]);
+    gpublas_acc = block_reduce(gpublas_acc, {name}_op(), ({T})({neutral}));
     if (threadIdx.x == 0) gpublas_partial[0] = gpublas_acc;
 }}
 """

@@ -23,6 +23,19 @@ def ceil_div(a, b):
     return -(-a // b)
 
 
+def fast_divisor(d):
+    """Divisor d (0 <= d < 2^31) packed with its multiplier for common.cuh's FastDivmod:
+    d | m << 32 with m = ceil(2^(31 + ceil(log2 d)) / d), passed as one unsigned long long argument
+    (0 and 1 carry no multiplier). CUTLASS's find_divisor."""
+    d = int(d)
+    if not 0 <= d < 1 << 31:
+        raise ValueError(f"fast_divisor: {d} is outside [0, 2^31)")
+    if d <= 1:
+        return d
+    p = 31 + (d - 1).bit_length()  # 31 + ceil(log2 d)
+    return d | (((1 << p) + d - 1) // d) << 32
+
+
 def simulated():
     """True on the sim backend, where a thread (and each barrier it reaches) costs far more than an
     element: launchers there pick fewer threads per block or fewer blocks; the kernels are the same."""

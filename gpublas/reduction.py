@@ -44,10 +44,11 @@ def launch_reduce_rows(op, x, rows, n, val, idx, scale=1.0):
     k(rows, _row_block(parts), pval, pidx, val, idx, op, parts, 1, scale)
 
 
-def launch_reduce_cols(op, x, outer, n, inner, val, idx, scale=1.0):
-    """Reduces x seen as (outer, n, inner) over its middle axis into (outer, inner)."""
+def launch_reduce_cols(op, x, outer, n, inner, val, idx, scale=1.0, beta=0.0):
+    """Reduces x seen as (outer, n, inner) over its middle axis into val (outer, inner) = result +
+    beta * val (beta == 0 never reads val); coalesced: a warp reads 32 consecutive inner positions."""
     k = get_kernel("reduce", "reduce_cols", x.dtype)
-    k(outer * ceil_div(inner, 32), (32, 8), x, val, idx, op, n, inner, scale)
+    k(outer * ceil_div(inner, 32), (32, 8), x, val, idx, op, n, inner, scale, beta)
 
 
 def launch_softmax_rows(x, y, rows, n):

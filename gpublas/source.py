@@ -58,6 +58,25 @@ def headers_digest():
     return h.hexdigest()
 
 
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"(?P<name>[^"]+)"', re.M)
+
+
+def with_includes(text, _seen=None):
+    """`text` with each `#include "x"` of a cuda_src/ header replaced by the header's text (once per
+    header, as #pragma once does): what a kernel really contains, for readers of the source such as
+    the simulator's barrier analysis. Compilers still get the #include and `-I cuda_src/`."""
+    seen = set() if _seen is None else _seen
+
+    def inline(m):
+        p = src_dir() / m.group("name")
+        if not p.is_file() or p.name in seen:
+            return "" if p.name in seen else m.group(0)
+        seen.add(p.name)
+        return with_includes(p.read_text(), seen)
+
+    return _INCLUDE.sub(inline, text)
+
+
 def strip_comments(source):
     return _COMMENTS.sub(lambda m: "\n" * m.group(0).count("\n"), source)
 

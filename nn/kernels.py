@@ -8,15 +8,13 @@ from pathlib import Path
 import numpy as np
 
 import gpublas
-from gpublas import launch
+from gpublas import launch, reduction
 from gpublas.launch import ceil_div
 
 KERNELS = Path(__file__).resolve().parent / "cuda"   # nn's .cu files, shipped as package data
 
 BLOCK = 256
 GRID_CAP = 4096        # grid-stride loops: enough blocks to fill a GPU, few enough to launch cheaply
-BIAS_THREADS = 128     # must match nn/cuda/activation.cu
-SUM_THREADS = 256      # must match nn/cuda/loss.cu and optim.cu
 ACT = {None: 0, "identity": 0, "relu": 1, "tanh": 2, "sigmoid": 3}
 
 
@@ -77,12 +75,20 @@ def bias_act_forward(x, b, y, channels, inner, act):
 
 
 def bias_grad_sum(dy, db, channels, inner):
-    """db[c] += sum of dy over (outer, inner) for dy viewed as (outer, channels, inner)."""
+    """db[c] += sum of dy over (outer, inner) for dy viewed as (outer, channels, inner): gpublas'
+    deterministic reductions, coalesced (a column reduction over outer; first a row reduction over
+    inner when inner > 1)."""
     if db.size != channels or dy.size % (channels * inner):
         raise ValueError(f"bias_grad_sum: db {db.shape} does not fit dy {dy.shape} as (*, {channels}, {inner})")
+    dtype = _same("bias_grad_sum", dy, db)
     outer = dy.size // (channels * inner)
-    get_kernel("activation", "bias_grad_sum", _same("bias_grad_sum", dy, db))(
-        channels, BIAS_THREADS, dy, db, outer, channels, inner)
+    if outer == 0:
+        return db
+    if inner > 1:
+        rows = gpublas.empty((outer * channels,), dtype)
+        reduction.launch_reduce_rows(reduction.SUM, dy, outer * channels, inner, rows, None)
+        dy = rows
+    reduction.launch_reduce_cols(reduction.SUM, dy, 1, outer, channels, db, None, beta=1.0)
     return db
 
 
@@ -116,16 +122,6 @@ def cnp_to_nchw_bias(Y, b, y, act):
     get_kernel("conv", "cnp_to_nchw_bias", _same("cnp_to_nchw_bias", Y, b, y))(
         _grid(y.size), BLOCK, Y, b, y, N, C, P, act)
     return y
-
-
-def nchw_to_cnp(dy, dY):
-    """dY (C, N*P) = dy (N, C, P...) permuted."""
-    N, C = dy.shape[:2]
-    P = dy.size // max(1, N * C)
-    if dY.size != dy.size or dY.shape[0] != C:
-        raise ValueError(f"nchw_to_cnp: dY {dY.shape} does not fit dy {dy.shape}")
-    get_kernel("conv", "nchw_to_cnp", _same("nchw_to_cnp", dy, dY))(_grid(dy.size), BLOCK, dy, dY, N, C, P)
-    return dY
 
 
 # -- pool.cu ----------------------------------------------------------------------------------------
@@ -204,8 +200,11 @@ def mse_forward(pred, target, dpred, sq):
 
 
 def sum_scaled(x, out, scale=1.0):
-    """out[0] = scale * sum(x), one block, fixed summation order."""
-    get_kernel("loss", "sum_scaled", _same("sum_scaled", x, out))(1, SUM_THREADS, x, out, x.size, scale)
+    """out[0] = scale * sum(x): gpublas' grid-wide two-pass reduction (fixed summation order)."""
+    _same("sum_scaled", x, out)
+    if x.size == 0:
+        return out.fill(0)
+    reduction.launch_reduce_rows(reduction.SUM, x, 1, x.size, out, None, scale)
     return out
 
 
@@ -222,10 +221,10 @@ def sgd_update(p, grad, buf, lr, momentum, dampening, weight_decay, nesterov, fi
 
 
 def sumsq(x, out, slot):
-    """out[slot] = sum(x^2), one block, fixed summation order."""
+    """out[slot] = sum(x^2): gpublas.dot(x, x) kept on the device (two passes, fixed order)."""
     if not 0 <= slot < out.size:
         raise IndexError(f"sumsq: slot {slot} outside out of size {out.size}")
-    get_kernel("optim", "sumsq_block", _same("sumsq", x, out))(1, SUM_THREADS, x, out, x.size, slot)
+    gpublas.dot(x, x, out=out[slot])
     return out
 
 
@@ -257,10 +256,11 @@ def lstm_gates_backward(gates, c_prev, c, d_out, dh_rec, dc, dgates):
 
 
 def swap01(x, y):
-    """y (B, A, K...) = x (A, B, K...) with the first two axes swapped."""
+    """y (B, A, K...) = x (A, B, K...) with the first two axes swapped (gpublas' transpose.cu kernel)."""
     A, B = x.shape[:2]
     K = x.size // max(1, A * B)
     if y.shape != (B, A) + x.shape[2:]:
         raise ValueError(f"swap01: y {y.shape}, expected {(B, A) + x.shape[2:]}")
-    get_kernel("lstm", "swap01", _same("swap01", x, y))(_grid(x.size), BLOCK, x, y, A, B, K)
+    launch.get_kernel("transpose", "swap01", _same("swap01", x, y))(
+        _grid(x.size), BLOCK, x, y, launch.fast_divisor(A), B, launch.fast_divisor(K))
     return y

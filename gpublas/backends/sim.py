@@ -288,7 +288,7 @@ class SimBackend(Backend):
         global _runtime
         with _ATTACH:
             _runtime = lib.gpublas_sim_attach(_runtime)
-        return SimModule(lib, kernels_needing_fibers(text), source_name)
+        return SimModule(lib, kernels_needing_fibers(source.with_includes(text)), source_name)
 
     def prepare(self, module, name, argcodes):
         try:

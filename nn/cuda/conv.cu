@@ -11,7 +11,7 @@
 //                   result does not depend on thread order). Writes (not adds) dx.
 // cnp_to_nchw_bias: grid-stride loop, one thread per y element (n, c, p): y[n,c,p] = Y[c,n,p] + b[c],
 //                   then the activation `act` (0 none, 1 relu, 2 tanh, 3 sigmoid); b may be null.
-// nchw_to_cnp:      grid-stride loop, one thread per output element (c, n, p): dY[c,n,p] = dy[n,c,p].
+// Its inverse without bias (dY (C, N*P) from dy (N, C, P)) is gpublas' swap01 (cuda_src/transpose.cu).
 #include "common.cuh"
 
 __device__ __forceinline__ real conv_act(real v, int act) {
@@ -26,7 +26,7 @@ extern "C" __global__ void im2col_nchw(const real* __restrict__ x, real* __restr
                                        int OH, int OW) {
     const long long P = (long long)OH * OW, NP = N * P;
     const long long total = (long long)C * kh * kw * NP;
-    for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < total; e += (long long)gridDim.x * blockDim.x) {
+    GRID_STRIDE_LOOP(long long, e, total) {
         long long k = e / NP, col = e - k * NP;
         int n = (int)(col / P), p = (int)(col - (long long)n * P);
         int oh = p / OW, ow = p - oh * OW;
@@ -41,7 +41,7 @@ extern "C" __global__ void col2im_nchw(const real* __restrict__ dcols, real* __r
                                        int OH, int OW) {
     const long long P = (long long)OH * OW, NP = N * P;
     const long long total = (long long)N * C * H * W;
-    for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < total; e += (long long)gridDim.x * blockDim.x) {
+    GRID_STRIDE_LOOP(long long, e, total) {
         int w = (int)(e % W), h = (int)((e / W) % H), c = (int)((e / ((long long)W * H)) % C);
         int n = (int)(e / ((long long)W * H * C));
         real s = 0;
@@ -66,20 +66,11 @@ extern "C" __global__ void col2im_nchw(const real* __restrict__ dcols, real* __r
 extern "C" __global__ void cnp_to_nchw_bias(const real* __restrict__ Y, const real* __restrict__ b, real* __restrict__ y,
                                             int N, int C, long long P, int act) {
     const long long total = (long long)N * C * P;
-    for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < total; e += (long long)gridDim.x * blockDim.x) {
+    GRID_STRIDE_LOOP(long long, e, total) {
         long long p = e % P;
         int c = (int)((e / P) % C), n = (int)(e / (P * C));
         real v = Y[((long long)c * N + n) * P + p];
         if (b) v += b[c];
         y[e] = conv_act(v, act);
-    }
-}
-
-extern "C" __global__ void nchw_to_cnp(const real* __restrict__ dy, real* __restrict__ dY, int N, int C, long long P) {
-    const long long total = (long long)N * C * P;
-    for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < total; e += (long long)gridDim.x * blockDim.x) {
-        long long p = e % P;
-        int n = (int)((e / P) % N), c = (int)(e / (P * N));
-        dY[e] = dy[((long long)n * C + c) * P + p];
     }
 }

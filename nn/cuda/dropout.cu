@@ -18,7 +18,7 @@ __device__ __forceinline__ unsigned long long dropout_hash(unsigned long long se
 
 extern "C" __global__ void dropout_forward(const real* __restrict__ x, real* __restrict__ y, unsigned char* __restrict__ mask,
                                            long long n, float p, real scale, long long seed, long long offset) {
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    GRID_STRIDE_LOOP(long long, i, n) {
         unsigned long long r = dropout_hash((unsigned long long)seed, (unsigned long long)(offset + i));
         float u = (float)(r >> 40) * (1.0f / 16777216.0f);
         unsigned char keep = u >= p;
@@ -29,6 +29,6 @@ extern "C" __global__ void dropout_forward(const real* __restrict__ x, real* __r
 
 extern "C" __global__ void dropout_backward(const real* __restrict__ dy, const unsigned char* __restrict__ mask,
                                             real* __restrict__ dx, long long n, real scale) {
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+    GRID_STRIDE_LOOP(long long, i, n)
         dx[i] = mask[i] ? dy[i] * scale : (real)0;
 }

@@ -9,8 +9,7 @@
 // lstm_gates_backward: grid-stride loop, one thread per (n, j): dh = d_out + dh_rec (the two routes into
 //                      h_t); dc = dc_next + dh o (1 - tanh(c)^2); writes the pre-activation gradients
 //                      dgates (N, 4H) and replaces dc[n, j] with dc_prev = dc f (same element, same thread).
-// swap01:              grid-stride loop, one thread per element: y[b, a, k] = x[a, b, k] for x (A, B, K)
-//                      (batch_first <-> time-major).
+// batch_first <-> time-major is gpublas' swap01 (cuda_src/transpose.cu).
 #include "common.cuh"
 
 __device__ __forceinline__ real lstm_sigmoid(real v) { return (real)1 / ((real)1 + exp(-v)); }
@@ -19,7 +18,7 @@ extern "C" __global__ void lstm_gates_forward(real* __restrict__ gates, const re
                                               const real* __restrict__ b_hh, const real* __restrict__ c_prev,
                                               real* __restrict__ h, real* __restrict__ c, int N, int H) {
     const long long total = (long long)N * H;
-    for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < total; e += (long long)gridDim.x * blockDim.x) {
+    GRID_STRIDE_LOOP(long long, e, total) {
         const int n = (int)(e / H), j = (int)(e - (long long)n * H);
         real* a = gates + (long long)n * 4 * H;
         real ai = a[j], af = a[H + j], ag = a[2 * H + j], ao = a[3 * H + j];
@@ -38,7 +37,7 @@ extern "C" __global__ void lstm_gates_backward(const real* __restrict__ gates, c
                                                const real* __restrict__ dh_rec, real* __restrict__ dc,
                                                real* __restrict__ dgates, int N, int H) {
     const long long total = (long long)N * H;
-    for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < total; e += (long long)gridDim.x * blockDim.x) {
+    GRID_STRIDE_LOOP(long long, e, total) {
         const int n = (int)(e / H), j = (int)(e - (long long)n * H);
         const real* a = gates + (long long)n * 4 * H;
         real* da = dgates + (long long)n * 4 * H;
@@ -57,14 +56,5 @@ extern "C" __global__ void lstm_gates_backward(const real* __restrict__ gates, c
         da[2 * H + j] = d_g * ((real)1 - g * g);
         da[3 * H + j] = d_o * o * ((real)1 - o);
         dc[e] = dcell * f;
-    }
-}
-
-extern "C" __global__ void swap01(const real* __restrict__ x, real* __restrict__ y, int A, int B, long long K) {
-    const long long total = (long long)A * B * K;
-    for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < total; e += (long long)gridDim.x * blockDim.x) {
-        long long k = e % K;
-        int a = (int)((e / K) % A), b = (int)(e / (K * A));
-        y[e] = x[((long long)a * B + b) * K + k];
     }
 }

@@ -17,7 +17,7 @@ extern "C" __global__ void maxpool_forward(const real* __restrict__ x, real* __r
                                            long long planes, int H, int W, int OH, int OW, int kh, int kw,
                                            int sh, int sw, int ph, int pw) {
     const long long total = planes * OH * OW;
-    for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < total; e += (long long)gridDim.x * blockDim.x) {
+    GRID_STRIDE_LOOP(long long, e, total) {
         int ow = (int)(e % OW), oh = (int)((e / OW) % OH);
         long long plane = e / ((long long)OW * OH);
         const real* xp = x + plane * H * W;
@@ -42,7 +42,7 @@ extern "C" __global__ void maxpool_backward(const real* __restrict__ dy, const i
                                             long long planes, int H, int W, int OH, int OW, int kh, int kw,
                                             int sh, int sw, int ph, int pw) {
     const long long total = planes * H * W;
-    for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < total; e += (long long)gridDim.x * blockDim.x) {
+    GRID_STRIDE_LOOP(long long, e, total) {
         int w = (int)(e % W), h = (int)((e / W) % H);
         long long plane = e / ((long long)W * H);
         const long long base = plane * OH * OW;
@@ -64,7 +64,7 @@ extern "C" __global__ void avgpool_forward(const real* __restrict__ x, real* __r
                                            int W, int OH, int OW, int kh, int kw, int sh, int sw, int ph, int pw) {
     const long long total = planes * OH * OW;
     const real inv = (real)1 / (real)(kh * kw);
-    for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < total; e += (long long)gridDim.x * blockDim.x) {
+    GRID_STRIDE_LOOP(long long, e, total) {
         int ow = (int)(e % OW), oh = (int)((e / OW) % OH);
         const real* xp = x + (e / ((long long)OW * OH)) * H * W;
         real s = 0;
@@ -84,7 +84,7 @@ extern "C" __global__ void avgpool_backward(const real* __restrict__ dy, real* _
                                             int W, int OH, int OW, int kh, int kw, int sh, int sw, int ph, int pw) {
     const long long total = planes * H * W;
     const real inv = (real)1 / (real)(kh * kw);
-    for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < total; e += (long long)gridDim.x * blockDim.x) {
+    GRID_STRIDE_LOOP(long long, e, total) {
         int w = (int)(e % W), h = (int)((e / W) % H);
         const long long base = (e / ((long long)W * H)) * OH * OW;
         int oh_lo = h + ph - kh + 1; oh_lo = oh_lo <= 0 ? 0 : (oh_lo + sh - 1) / sh;

@@ -97,7 +97,9 @@ class Conv2d(Module):
         if self.bias is not None:
             # dL/db[c] = sum over n, oh, ow of dy[n, c, oh, ow]
             K.bias_grad_sum(dy, self.bias.grad, self.out_channels, OH * OW)
-        dY = K.nchw_to_cnp(dy, gpublas.empty((self.out_channels, N * OH * OW), dy.dtype))
+        # dY (C_out, N*OH*OW) = dy (N, C_out, OH*OW) with its first two axes swapped
+        dY = K.swap01(dy.reshape(N, self.out_channels, OH * OW),
+                      gpublas.empty((self.out_channels, N, OH * OW), dy.dtype)).reshape(self.out_channels, N * OH * OW)
         Kdim = cols.shape[0]
         # Y = W cols  =>  dL/dW = dY cols^T
         K.gemm(dY, cols, self.weight.grad.reshape(self.out_channels, Kdim), beta=1.0, trans_b=True)

@@ -1,0 +1,45 @@
+"""cuda_src/common.cuh's index helpers on the device: FastDivmod (host-computed multiplier, __umulhi
+and a shift on the device) and div_mod's 32- and 64-bit paths agree with integer division."""
+import numpy as np
+import pytest
+
+import gpublas
+from gpublas.launch import fast_divisor, load_source
+
+SRC = """#include "common.cuh"
+extern "C" __global__ void divmod_check(const long long* n, long long* q, long long* r, int count,
+                                        unsigned long long d_packed) {
+    const FastDivmod d(d_packed);
+    GRID_STRIDE_LOOP(long long, i, count) {
+        if (small_index(n[i])) {
+            unsigned rem;
+            q[i] = div_mod((unsigned)n[i], d, rem);
+            r[i] = rem;
+        } else {
+            long long rem;
+            q[i] = div_mod(n[i], d, rem);
+            r[i] = rem;
+        }
+    }
+}
+"""
+DIVISORS = [1, 2, 3, 7, 10, 32, 641, 65537, 3 * 2**20 + 1, 2**30, 2**31 - 1]
+
+
+@pytest.mark.parametrize("d", DIVISORS)
+def test_fast_divmod_matches_integer_division(d, rng):
+    n = np.concatenate([np.arange(0, 300), [d - 1, d, d + 1, 2 * d - 1, 2**31 - 2, 2**31 - 1, 2**31, 2**40 + 5],
+                        rng.integers(0, 2**31, 2000)]).astype(np.int64)
+    n = n[n >= 0]
+    k = load_source(SRC, None, "divmod_check.cu").get("divmod_check")
+    dn, q, r = gpublas.to_device(n), gpublas.empty(n.shape, np.int64), gpublas.empty(n.shape, np.int64)
+    k(8, 256, dn, q, r, n.size, fast_divisor(d))
+    np.testing.assert_array_equal(q.get(), n // d)
+    np.testing.assert_array_equal(r.get(), n % d)
+
+
+def test_fast_divisor_packs_and_checks_range():
+    assert fast_divisor(0) == 0 and fast_divisor(1) == 1
+    assert fast_divisor(7) & 0xFFFFFFFF == 7 and fast_divisor(2**31 - 1) < 2**64
+    with pytest.raises(ValueError, match="outside"):
+        fast_divisor(2**31)
