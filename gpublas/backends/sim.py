@@ -269,7 +269,10 @@ class SimBackend(Backend):
                 + "".join(f"GPUBLAS_SIM_ENTRY({k})\n" for k in sigs))
         flags = _CXXFLAGS + [f"-D{k}={v}" for k, v in sorted((defines or {}).items())]
         if platform.machine() in ("x86_64", "AMD64"):
-            flags.append("-march=native")
+            # TLS descriptors: threadIdx, blockIdx and __shared__ (thread_local in a dlopened
+            # module) are re-read after every barrier; gnu2 makes that a short call instead of
+            # __tls_get_addr (tiled GEMM 256^3: 59 -> 52.5 ms of CPU).
+            flags += ["-march=native", "-mtls-dialect=gnu2"]
 
         def build(src, out):
             cmd = [cxx, *flags, "-I", str(source.src_dir()), "-I", str(HEADER.parent), "-include", str(HEADER),

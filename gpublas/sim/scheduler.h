@@ -188,7 +188,7 @@ static Worker* worker(unsigned nthreads) {
     if (nthreads > w->nfibers) {
         if (w->stacks) munmap(w->stacks, w->stack_size * w->nfibers);
         delete[] w->fibers;
-        w->stack_size = stack_bytes();
+        w->stack_size = stack_bytes() + 4096;  // + its guard page; 17 pages by default, not a power of two
         w->stacks = static_cast<char*>(mmap(nullptr, w->stack_size * nthreads, PROT_READ | PROT_WRITE,
                                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0));
         if (w->stacks == MAP_FAILED) { w->stacks = nullptr; w->nfibers = 0; return nullptr; }
@@ -224,7 +224,9 @@ static bool run_block_fibers(Worker* w, unsigned n) {
     const unsigned bx = blockDim.x, by = blockDim.y;
     for (unsigned i = 0; i < n; ++i) {
         Fiber& f = w->fibers[i];
-        context_start(&f.ctx, w->stacks + w->stack_size * i, w->stack_size, fiber_entry);
+        // Stack tops staggered by a page (the stride) and a cache line (i & 63): with a power-of-two
+        // stride every fiber's top maps to the same L1/L2 sets, and a barrier touches them all.
+        context_start(&f.ctx, w->stacks + w->stack_size * i, w->stack_size - (i & 63) * 64, fiber_entry);
         f.state = READY;
         f.linear = i;
         f.tid = uint3{i % bx, (i / bx) % by, i / (bx * by)};
