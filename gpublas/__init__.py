@@ -26,7 +26,6 @@ def sim_thread_order(order):
 # --- kernel factories (issue: runtime) ---
 from .factories import ElementwiseKernel, ReductionKernel
 # --- elementwise operations and reductions (issue: BLAS/array ops) ---
-from . import ops  # binds DeviceArray operators, .T and the reduction methods
 from .elementwise import (abs, axpby, clip, exp, log, maximum, minimum, negative, pow, relu, sigmoid, sqrt,
                           tanh, transpose, where)
 from .ops import add, divide, multiply, subtract

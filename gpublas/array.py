@@ -2,11 +2,10 @@
 
 Views (reshape, ravel, slicing along the first axis) share their base's Allocation, so freeing the
 base invalidates every view: any later use raises FreedArrayError instead of reading stale memory.
-Arithmetic operators and methods such as sum() live in gpublas.ops, bound here at the end of
-gpublas/__init__.py, so this module stays about memory.
+Every operator is defined in the class body; the work is done by gpublas.ops, elementwise and
+reduction, imported at the end of this module (they build DeviceArrays, so they import this one).
 """
 import math
-import numbers
 import warnings
 
 import numpy as np
@@ -213,6 +212,95 @@ class DeviceArray:
         return out
 
 
+    # -- operators: arithmetic (gpublas.ops) ----------------------------------------------------
+    def __add__(self, other):
+        return _ops.forward("add", self, other)
+
+    def __radd__(self, other):
+        return _ops.reflected("add", self, other)
+
+    def __iadd__(self, other):
+        return _ops.inplace("add", self, other)
+
+    def __sub__(self, other):
+        return _ops.forward("subtract", self, other)
+
+    def __rsub__(self, other):
+        return _ops.reflected("subtract", self, other)
+
+    def __isub__(self, other):
+        return _ops.inplace("subtract", self, other)
+
+    def __mul__(self, other):
+        return _ops.forward("multiply", self, other)
+
+    def __rmul__(self, other):
+        return _ops.reflected("multiply", self, other)
+
+    def __imul__(self, other):
+        return _ops.inplace("multiply", self, other)
+
+    def __truediv__(self, other):
+        return _ops.forward("divide", self, other)
+
+    def __rtruediv__(self, other):
+        return _ops.reflected("divide", self, other)
+
+    def __itruediv__(self, other):
+        return _ops.inplace("divide", self, other)
+
+    def __pow__(self, other):
+        return _ops.forward("pow", self, other)
+
+    def __rpow__(self, other):
+        return _ops.reflected("pow", self, other)
+
+    def __ipow__(self, other):
+        return _ops.inplace("pow", self, other)
+
+    def __matmul__(self, other):
+        return _ops.matmul(self, other)
+
+    def __rmatmul__(self, other):
+        return _ops.matmul(other, self)
+
+    def __neg__(self):
+        return _ew.negative(self)
+
+    def __pos__(self):
+        return self.copy()
+
+    def __abs__(self):
+        return _ew.absolute(self)
+
+    def __int__(self):
+        return _ops.to_int(self)
+
+    @property
+    def T(self):
+        """The transpose of a 2-D array, as a new array."""
+        return _ew.transpose(self)
+
+    # -- reductions (gpublas.reduction) ---------------------------------------------------------
+    def sum(self, axis=None, keepdims=False):
+        return _reduction.sum(self, axis, keepdims)
+
+    def mean(self, axis=None, keepdims=False):
+        return _reduction.mean(self, axis, keepdims)
+
+    def max(self, axis=None, keepdims=False):
+        return _reduction.max(self, axis, keepdims)
+
+    def min(self, axis=None, keepdims=False):
+        return _reduction.min(self, axis, keepdims)
+
+    def argmax(self, axis=None, keepdims=False):
+        return _reduction.argmax(self, axis, keepdims)
+
+    def argmin(self, axis=None, keepdims=False):
+        return _reduction.argmin(self, axis, keepdims)
+
+
 def _async_handle(host, stream, what):
     """The stream handle for an async copy, or None (blocking) with a warning for pageable memory."""
     if stream is None:
@@ -264,5 +352,7 @@ def asarray(a, dtype=None):
     return to_device(a, dtype=dtype)
 
 
-def is_scalar(x):
-    return isinstance(x, numbers.Number) and not isinstance(x, bool) or isinstance(x, np.generic)
+# The modules the operators call; imported last because each of them imports DeviceArray.
+from . import elementwise as _ew  # noqa: E402
+from . import ops as _ops  # noqa: E402
+from . import reduction as _reduction  # noqa: E402

@@ -11,28 +11,14 @@ in which threads or blocks run.
 """
 import numpy as np
 
-from .array import DeviceArray, empty
+from .array import empty
+from .checks import check_operands
 from .launch import ceil_div, get_kernel, simulated
 
 BLOCK = 256
 MAX_BLOCKS = 4096     # element-wise grid-stride kernels
 MAX_PARTIALS = 1024   # reductions: partials per pass-1 launch
 SIM_PARTIALS = 16     # ... on the sim backend
-REALS = (np.dtype(np.float32), np.dtype(np.float64))
-
-
-def check_operands(routine, **arrays):
-    """Checks that every named operand is a float32/float64 DeviceArray of one dtype; returns the dtype."""
-    for name, a in arrays.items():
-        if not isinstance(a, DeviceArray):
-            raise TypeError(f"{routine}: {name} must be a DeviceArray, got {type(a).__name__}")
-        if a.dtype not in REALS:
-            raise ValueError(f"{routine}: {name} has dtype {a.dtype}; BLAS routines take float32 or float64")
-    dtypes = {a.dtype for a in arrays.values()}
-    if len(dtypes) > 1:
-        desc = ", ".join(f"{n} {a.dtype} {a.shape}" for n, a in arrays.items())
-        raise ValueError(f"{routine}: operands have mixed dtypes ({desc}); convert with astype() first")
-    return dtypes.pop()
 
 
 def _check_pair(routine, x, y):

@@ -8,7 +8,8 @@ BLAS semantics: beta == 0 never reads y (NaN there does not leak); alpha == 0 re
 Every check runs before any launch and raises ValueError naming the shapes.
 """
 from .array import empty
-from .blas1 import check_operands, scale_output
+from .blas1 import scale_output
+from .checks import check_operands
 from .launch import ceil_div, get_kernel
 
 WARPS_PER_BLOCK = 8      # gemv_n_warp: one warp per row

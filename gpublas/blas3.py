@@ -3,7 +3,7 @@
     c = gpublas.gemm(a, b)                                   # a @ b, a new array
     gpublas.gemm(a, b, c, alpha=2, beta=1, trans_b=True)     # c = 2 a @ b.T + c, in place
     c = gpublas.gemm_batched(a3, b3)                         # (batch, M, K) @ (batch, K, N)
-    c = a @ b                                                # DeviceArray.__matmul__ -> matmul
+    c = a @ b                                                # DeviceArray.__matmul__ -> ops.matmul
 
 gemm.cu holds a ladder of kernels with one signature; `choose_kernel` picks one by shape (tiny ->
 naive, medium -> tiled, large -> regblock) unless the caller forces one with kernel="..." or the
@@ -19,8 +19,9 @@ import os
 import numpy as np
 
 from . import backends
-from .array import DeviceArray, empty, to_device
-from .blas1 import check_operands, dot, scale_output
+from .array import empty
+from .blas1 import dot, scale_output
+from .checks import check_operands
 from .blas2 import gemv
 from .launch import ceil_div, get_kernel, simulated
 
@@ -220,23 +221,3 @@ def matmul(a, b):
     if a.ndim == 2 and b.ndim == 2:
         return gemm(a, b)
     return _broadcast_gemm(a, b)
-
-
-def _as_operand(other, like):
-    """A DeviceArray for the other side of @: ndarrays keep their dtype (a mismatch raises in matmul),
-    lists and scalars take the DeviceArray's."""
-    if isinstance(other, DeviceArray):
-        return other
-    return to_device(other if isinstance(other, np.ndarray) else np.asarray(other, dtype=like.dtype))
-
-
-def _matmul_method(self, other):
-    return matmul(self, _as_operand(other, self))
-
-
-def _rmatmul_method(self, other):
-    return matmul(_as_operand(other, self), self)
-
-
-DeviceArray.__matmul__ = _matmul_method
-DeviceArray.__rmatmul__ = _rmatmul_method

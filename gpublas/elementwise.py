@@ -11,7 +11,8 @@ import builtins
 
 import numpy as np
 
-from .array import DeviceArray, is_scalar, to_device
+from .array import DeviceArray
+from .checks import as_array, check_float, common_dtype, is_scalar, make_out
 from .launch import MAX_GRID as GPU_MAX_GRID, ceil_div, get_kernel, simulated
 
 BLOCK = 256
@@ -19,7 +20,6 @@ MAX_GRID = 4096  # a grid-stride loop needs no more blocks than keep the device 
 # On the sim backend a thread costs far more than an element (a function call per thread), so its
 # grid-stride loops get 8 elements per thread: the same kernels, a quarter to an eighth the threads.
 SIM_ELEMENTS_PER_BLOCK = 8 * BLOCK
-FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 # Opcodes: the EW_* and BIN_* numbers of cuda_src/elementwise.cu.
 NEG, EXP, LOG, SQRT, ABS, TANH, SIGMOID, RELU = range(8)
@@ -35,42 +35,7 @@ def grid_for(n):
     return min(ceil_div(n, per_block), MAX_GRID)
 
 
-# -- operand checks --------------------------------------------------------------------------------
-def as_array(x, what="argument"):
-    """A DeviceArray from a DeviceArray or anything np.asarray takes (copied to the device)."""
-    if isinstance(x, DeviceArray):
-        return x
-    if isinstance(x, (np.ndarray, list, tuple)):
-        return to_device(np.asarray(x))
-    raise TypeError(f"{what}: expected a DeviceArray, an ndarray or a scalar, got {type(x).__name__}")
-
-
-def check_float(a, what):
-    if a.dtype not in FLOATS:
-        raise TypeError(f"{what}: float32 or float64 arrays only, got {a.dtype}")
-
-
-def common_dtype(a, b, what):
-    """The dtype of an operation on arrays a and b (equal, float32 or float64) or TypeError."""
-    if a.dtype != b.dtype:
-        raise TypeError(f"{what}: arrays of {a.dtype} and {b.dtype} cannot be mixed; "
-                        f"convert one with .astype()")
-    check_float(a, what)
-    return a.dtype
-
-
-def make_out(out, shape, dtype, what):
-    """`out` checked against the result's shape and dtype, or a new array."""
-    if out is None:
-        return DeviceArray(shape, dtype)
-    if not isinstance(out, DeviceArray):
-        raise TypeError(f"{what}: out must be a DeviceArray, got {type(out).__name__}")
-    if out.shape != shape or out.dtype != dtype:
-        raise ValueError(f"{what}: out has shape {out.shape} and dtype {out.dtype}; the result has shape "
-                         f"{shape} and dtype {dtype}")
-    return out
-
-
+# -- aliasing --------------------------------------------------------------------------------------
 def unalias(x, out):
     """x, or a copy of x when it shares memory with `out` other than element for element (a view at
     another offset, or a broadcast operand): the kernel would read elements it already wrote."""

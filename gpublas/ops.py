@@ -1,23 +1,24 @@
-"""DeviceArray operators and methods: + - * / ** (both sides, in place), unary -, abs(), .T and the
-reduction methods, bound onto the class here so that gpublas/array.py stays about memory.
+"""Arithmetic functions and what DeviceArray's operators (defined in its class body) call.
 
-    c = 2 - a * b;  a += row;  a /= a.sum(axis=1, keepdims=True);  at = a.T
+    c = 2 - a * b;  a += row;  a /= a.sum(axis=1, keepdims=True);  c = a @ b
 
 Rules (NumPy's, narrowed to what the kernels hold):
-  * operands are DeviceArrays (float32 or float64), Python or NumPy scalars, or ndarrays (copied to
-    the device first); a scalar takes the array's dtype;
+  * operands are DeviceArrays, Python or NumPy scalars, or ndarrays (copied to the device first);
+    a scalar takes the array's dtype;
   * float32 and float64 arrays are never mixed silently: the operation raises TypeError naming both
     dtypes (convert with .astype());
-  * shapes broadcast as in NumPy: a row (N,) or (1, N) or a column (M, 1) against a matrix, a 0-d
-    array against anything, and generally up to 4 independent axes (elementwise.broadcast_strides);
+  * shapes broadcast as in NumPy (elementwise.broadcast_shape);
   * `a op= b` writes into a; it raises ValueError when broadcasting would change a's shape. An
     operand that overlaps a other than element for element (a row of a, say) is copied first.
 """
 import numpy as np
 
+from . import blas3
 from . import elementwise as ew
-from . import reduction
-from .array import DeviceArray, is_scalar
+from .array import DeviceArray, to_device
+from .checks import is_scalar
+
+OPCODES = {"add": ew.ADD, "subtract": ew.SUB, "multiply": ew.MUL, "divide": ew.DIV, "pow": ew.POW}
 
 
 def _operand(x):
@@ -44,63 +45,49 @@ def divide(a, b, out=None):
     return ew.binary(ew.DIV, a, b, out, "divide")
 
 
-def _forward(op, what):
-    def method(self, other):
-        if not _operand(other):
-            return NotImplemented
-        return ew.binary(op, self, other, None, what)
-
-    return method
-
-
-def _reflected(op, what):
-    def method(self, other):
-        if not _operand(other):
-            return NotImplemented
-        return ew.binary(op, other, self, None, what)
-
-    return method
+# -- what the operators call ------------------------------------------------------------------------
+def forward(name, a, b):
+    """a (op) b for `a.__op__(b)`; NotImplemented for an operand type we do not take."""
+    if not _operand(b):
+        return NotImplemented
+    return ew.binary(OPCODES[name], a, b, None, name)
 
 
-def _inplace(op, what):
-    def method(self, other):
-        if not _operand(other):
-            return NotImplemented
-        if not is_scalar(other):
-            shape = np.shape(other)
-            if shape != self.shape and ew.broadcast_shape(self.shape, shape) != self.shape:
-                raise ValueError(f"{what}: in-place operation on shape {self.shape} with shape {shape} "
-                                 f"would give shape {ew.broadcast_shape(self.shape, shape)}")
-        ew.binary(op, self, other, self, what)
-        return self
-
-    return method
+def reflected(name, a, b):
+    """b (op) a for `a.__rop__(b)`."""
+    if not _operand(b):
+        return NotImplemented
+    return ew.binary(OPCODES[name], b, a, None, name)
 
 
-def _int(self):
+def inplace(name, a, b):
+    """a (op)= b: writes into a, whose shape must not change."""
+    if not _operand(b):
+        return NotImplemented
+    if not is_scalar(b):
+        shape = np.shape(b)
+        if shape != a.shape and ew.broadcast_shape(a.shape, shape) != a.shape:
+            raise ValueError(f"{name}: in-place operation on shape {a.shape} with shape {shape} "
+                             f"would give shape {ew.broadcast_shape(a.shape, shape)}")
+    ew.binary(OPCODES[name], a, b, a, name)
+    return a
+
+
+def _matmul_operand(other, like):
+    """A DeviceArray for the other side of @: ndarrays keep their dtype (a mismatch raises in matmul),
+    lists and scalars take the DeviceArray's."""
+    if isinstance(other, DeviceArray):
+        return other
+    return to_device(other if isinstance(other, np.ndarray) else np.asarray(other, dtype=like.dtype))
+
+
+def matmul(a, b):
+    """a @ b for `a.__matmul__(b)` (blas3.matmul after converting a host operand)."""
+    return blas3.matmul(_matmul_operand(a, b), _matmul_operand(b, a))
+
+
+def to_int(a):
     """int(a) of a one-element array (an argmax result, say)."""
-    if self.size != 1:
-        raise TypeError(f"only one-element arrays convert to int, this one has {self.size}")
-    return int(self.get().reshape(()))
-
-
-def _bind():
-    for op, name, what in [(ew.ADD, "add", "add"), (ew.SUB, "sub", "subtract"), (ew.MUL, "mul", "multiply"),
-                           (ew.DIV, "truediv", "divide"), (ew.POW, "pow", "pow")]:
-        setattr(DeviceArray, f"__{name}__", _forward(op, what))
-        setattr(DeviceArray, f"__r{name}__", _reflected(op, what))
-        setattr(DeviceArray, f"__i{name}__", _inplace(op, what))
-    DeviceArray.__neg__ = lambda self: ew.negative(self)
-    DeviceArray.__pos__ = lambda self: self.copy()
-    DeviceArray.__abs__ = lambda self: ew.absolute(self)
-    DeviceArray.__int__ = _int
-    DeviceArray.T = property(ew.transpose, doc="The transpose of a 2-D array, as a new array.")
-    DeviceArray.sum = reduction.sum
-    DeviceArray.mean = reduction.mean
-    DeviceArray.max = reduction.max
-    DeviceArray.min = reduction.min
-    DeviceArray.argmax = reduction.argmax
-    DeviceArray.argmin = reduction.argmin
-
-
-_bind()
+    if a.size != 1:
+        raise TypeError(f"only one-element arrays convert to int, this one has {a.size}")
+    return int(a.get().reshape(()))

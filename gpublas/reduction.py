@@ -13,7 +13,7 @@ import builtins
 import numpy as np
 
 from .array import DeviceArray
-from .elementwise import as_array, check_float
+from .checks import as_array, check_float
 from .launch import ceil_div, get_kernel, simulated
 
 SUM, MAX, MIN = 0, 1, 2  # RED_* of cuda_src/reduce.cu

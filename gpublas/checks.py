@@ -1,0 +1,70 @@
+"""Operand validation shared by every routine: each check runs before any launch and raises a
+Python exception naming the routine, the operand and what was wrong with it.
+
+    dtype = check_operands("gemm", a=a, b=b)     # BLAS: float32/float64 DeviceArrays of one dtype
+    x = as_array(x, "exp"); check_float(x, "exp")
+    out = make_out(out, shape, dtype, "add")     # a given `out` checked, or a new array
+"""
+import numbers
+
+import numpy as np
+
+from .array import DeviceArray, to_device
+
+FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def is_scalar(x):
+    """A Python or NumPy number (not a bool: True + x is almost always a mistake)."""
+    return isinstance(x, numbers.Number) and not isinstance(x, bool) or isinstance(x, np.generic)
+
+
+def as_array(x, what="argument"):
+    """A DeviceArray from a DeviceArray or anything np.asarray takes (copied to the device)."""
+    if isinstance(x, DeviceArray):
+        return x
+    if isinstance(x, (np.ndarray, list, tuple)):
+        return to_device(np.asarray(x))
+    raise TypeError(f"{what}: expected a DeviceArray, an ndarray or a scalar, got {type(x).__name__}")
+
+
+def check_float(a, what):
+    if a.dtype not in FLOATS:
+        raise TypeError(f"{what}: float32 or float64 arrays only, got {a.dtype}")
+
+
+def common_dtype(a, b, what, allowed=FLOATS):
+    """The dtype of an operation on arrays a and b (equal, and one of `allowed`) or TypeError."""
+    if a.dtype != b.dtype:
+        raise TypeError(f"{what}: arrays of {a.dtype} and {b.dtype} cannot be mixed; "
+                        f"convert one with .astype()")
+    if a.dtype not in allowed:
+        raise TypeError(f"{what}: {' or '.join(str(d) for d in allowed)} arrays only, got {a.dtype}")
+    return a.dtype
+
+
+def make_out(out, shape, dtype, what):
+    """`out` checked against the result's shape and dtype, or a new array."""
+    if out is None:
+        return DeviceArray(shape, dtype)
+    if not isinstance(out, DeviceArray):
+        raise TypeError(f"{what}: out must be a DeviceArray, got {type(out).__name__}")
+    if out.shape != shape or out.dtype != dtype:
+        raise ValueError(f"{what}: out has shape {out.shape} and dtype {out.dtype}; the result has shape "
+                         f"{shape} and dtype {dtype}")
+    return out
+
+
+def check_operands(routine, **arrays):
+    """Checks that every named operand is a float32/float64 DeviceArray of one dtype; returns the dtype
+    (the BLAS routines' check)."""
+    for name, a in arrays.items():
+        if not isinstance(a, DeviceArray):
+            raise TypeError(f"{routine}: {name} must be a DeviceArray, got {type(a).__name__}")
+        if a.dtype not in FLOATS:
+            raise ValueError(f"{routine}: {name} has dtype {a.dtype}; BLAS routines take float32 or float64")
+    dtypes = {a.dtype for a in arrays.values()}
+    if len(dtypes) > 1:
+        desc = ", ".join(f"{n} {a.dtype} {a.shape}" for n, a in arrays.items())
+        raise ValueError(f"{routine}: operands have mixed dtypes ({desc}); convert with astype() first")
+    return dtypes.pop()
