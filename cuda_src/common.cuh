@@ -152,3 +152,28 @@ __device__ __forceinline__ long long div_mod(long long n, const FastDivmod& d, l
     rem = n - q * d.d;
     return q;
 }
+
+// Strided N-d indexing (gpublas/layout.py's kernel_dims): element i of a row-major walk over dims
+// d[0..ND_MAX-1] (outermost first, padded at the front with 1s) sits at offset sum(i_a * s[k][a]) in
+// operand k, in elements (a stride may be negative, or 0 for a broadcast operand). The walk stops
+// once the remaining index is 0, so a merged 1-D layout costs one division.
+#define ND_MAX 8
+// An _nd kernel's parameters are d0..d7 and, per operand, <p>0..<p>7 (written out: the signature
+// parser reads them); these build its NdLayout: `NdLayout<2> lay = {ND_DIMS, {ND_STRIDES(sx), ...}}`.
+#define ND_DIMS {d0, d1, d2, d3, d4, d5, d6, d7}
+#define ND_STRIDES(p) {p##0, p##1, p##2, p##3, p##4, p##5, p##6, p##7}
+template <int K>
+struct NdLayout {
+    long long d[ND_MAX];
+    long long s[K][ND_MAX];
+    __device__ __forceinline__ void offsets(long long i, long long (&off)[K]) const {
+        for (int k = 0; k < K; ++k) off[k] = 0;
+#pragma unroll
+        for (int a = ND_MAX - 1; a >= 0; --a) {
+            if (i == 0) break;
+            const long long q = i / d[a], r = i - q * d[a];
+            for (int k = 0; k < K; ++k) off[k] += r * s[k][a];
+            i = q;
+        }
+    }
+};

@@ -1,16 +1,16 @@
-// elementwise.cu: maps over arrays of `real` (-Dreal=float or double). Every kernel is a grid-stride
-// loop, one element per thread per step, block 256 (the launcher caps the grid). The operation is an
-// int opcode (the EW_* / BIN_* numbers below, mirrored in gpublas/elementwise.py); each kernel switches
-// once, outside its loop, into a loop specialised for that opcode.
+// elementwise.cu: maps over arrays of `real` (-Dreal=float, double or int). Every kernel is a
+// grid-stride loop, one element per thread per step, block 256 (the launcher caps the grid). The
+// operation is an int opcode (the EW_* / BIN_* / CMP_* numbers below, mirrored in
+// gpublas/elementwise.py); each kernel switches once, outside its loop, into a loop specialised for
+// that opcode. The `_nd` kernels walk a strided N-d layout (common.cuh NdLayout: up to 8 axes, element
+// strides per operand, 0 on a broadcast axis, negative for reversed views); the others take
+// contiguous arrays of one shape.
 //
-// unary_real:        y[i] = f(x[i]; p0, p1): math functions and array-scalar arithmetic (EW_*).
-// binary_real:       out[i] = a[i] (op) b[i], same shapes (BIN_*).
-// binary_bcast_real: out[i] = a[ia] (op) b[ib] for out of shape (d0, d1, d2, d3): i is unflattened
-//                    into (i0, i1, i2, i3) and ia = sum(i_k * sa_k), ib likewise; a broadcast axis
-//                    has stride 0 (NumPy broadcasting of up to 4-D operands).
-// where_real:        out[i] = cond[i] != 0 ? x[i] : y[i], cond of type real; where_u8_real (cond
-//                    uint8, NumPy's bool) and where_i32_real (cond int32) differ only in cond's type.
-// axpby_real:        out[i] = a * x[i] + b * y[i] (fused: one pass over memory).
+// unary_real, unary_nd_real:   y = f(x; p0, p1): math functions and array-scalar arithmetic (EW_*).
+// binary_real, binary_nd_real: out = a (op) b (BIN_*); the _nd form broadcasts (NumPy's rules).
+// compare_nd_real:             out (bool) = a (cmp) b (CMP_*), or a (cmp) p0 when b is NULL.
+// where_nd_real:               out = cond ? x : y, cond bool, broadcasting.
+// axpby_real:                  out[i] = a * x[i] + b * y[i] (fused: one pass over memory).
 #include "common.cuh"
 
 // Unary opcodes (p0, p1 are the kernel's scalar parameters).
@@ -34,6 +34,14 @@
 #define EW_MIN_S 17     // minimum(x, p0)
 #define EW_CLIP 18      // minimum(maximum(x, p0), p1)
 
+// Comparison opcodes.
+#define CMP_EQ 0
+#define CMP_NE 1
+#define CMP_LT 2
+#define CMP_LE 3
+#define CMP_GT 4
+#define CMP_GE 5
+
 // Binary opcodes.
 #define BIN_ADD 0
 #define BIN_SUB 1
@@ -43,7 +51,14 @@
 #define BIN_MAX 5
 #define BIN_MIN 6
 
-// float and double overloads, so `real` code calls the single-precision functions for float.
+// float and double overloads, so `real` code calls the single-precision functions for float; the
+// templates let an int build compile (gpublas sends int arrays only +, -, *, neg, abs, max, min).
+template <class T> __device__ __forceinline__ T ew_exp(T x) { return (T)exp((double)x); }
+template <class T> __device__ __forceinline__ T ew_log(T x) { return (T)log((double)x); }
+template <class T> __device__ __forceinline__ T ew_sqrt(T x) { return (T)sqrt((double)x); }
+template <class T> __device__ __forceinline__ T ew_abs(T x) { return x < (T)0 ? -x : x; }
+template <class T> __device__ __forceinline__ T ew_tanh(T x) { return (T)tanh((double)x); }
+template <class T> __device__ __forceinline__ T ew_pow(T x, T y) { return (T)pow((double)x, (double)y); }
 __device__ __forceinline__ float ew_exp(float x) { return expf(x); }
 __device__ __forceinline__ double ew_exp(double x) { return exp(x); }
 __device__ __forceinline__ float ew_log(float x) { return logf(x); }
@@ -110,98 +125,166 @@ __device__ __forceinline__ real binary_op(real a, real b) {
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < (n);    \
          i += (long long)gridDim.x * blockDim.x)
 
-template <int OP>
-__device__ __forceinline__ void unary_loop(const real* x, real* y, real p0, real p1, long long n) {
-    EW_LOOP(i, n) y[i] = unary_op<OP>(x[i], p0, p1);
-}
+// A contiguous layout: every operand's offset is the flat index.
+template <int K>
+struct Flat {
+    __device__ __forceinline__ void offsets(long long i, long long (&off)[K]) const {
+        for (int k = 0; k < K; ++k) off[k] = i;
+    }
+};
 
-// x and y may be the same array (in-place forms): each element is read before it is written, by the
-// same thread, so no pointer here is __restrict__.
-extern "C" __global__ void unary_real(const real* x, real* y, int op, real p0, real p1, long long n) {
-    switch (op) {
-        case EW_NEG: unary_loop<EW_NEG>(x, y, p0, p1, n); break;
-        case EW_EXP: unary_loop<EW_EXP>(x, y, p0, p1, n); break;
-        case EW_LOG: unary_loop<EW_LOG>(x, y, p0, p1, n); break;
-        case EW_SQRT: unary_loop<EW_SQRT>(x, y, p0, p1, n); break;
-        case EW_ABS: unary_loop<EW_ABS>(x, y, p0, p1, n); break;
-        case EW_TANH: unary_loop<EW_TANH>(x, y, p0, p1, n); break;
-        case EW_SIGMOID: unary_loop<EW_SIGMOID>(x, y, p0, p1, n); break;
-        case EW_RELU: unary_loop<EW_RELU>(x, y, p0, p1, n); break;
-        case EW_ADD_S: unary_loop<EW_ADD_S>(x, y, p0, p1, n); break;
-        case EW_SUB_S: unary_loop<EW_SUB_S>(x, y, p0, p1, n); break;
-        case EW_RSUB_S: unary_loop<EW_RSUB_S>(x, y, p0, p1, n); break;
-        case EW_MUL_S: unary_loop<EW_MUL_S>(x, y, p0, p1, n); break;
-        case EW_DIV_S: unary_loop<EW_DIV_S>(x, y, p0, p1, n); break;
-        case EW_RDIV_S: unary_loop<EW_RDIV_S>(x, y, p0, p1, n); break;
-        case EW_POW_S: unary_loop<EW_POW_S>(x, y, p0, p1, n); break;
-        case EW_RPOW_S: unary_loop<EW_RPOW_S>(x, y, p0, p1, n); break;
-        case EW_MAX_S: unary_loop<EW_MAX_S>(x, y, p0, p1, n); break;
-        case EW_MIN_S: unary_loop<EW_MIN_S>(x, y, p0, p1, n); break;
-        case EW_CLIP: unary_loop<EW_CLIP>(x, y, p0, p1, n); break;
+// Operand 0 is x, 1 is y. x and y may be the same array (in-place forms): each element is read
+// before it is written, by the same thread, so no pointer here is __restrict__.
+template <int OP, class L>
+__device__ __forceinline__ void unary_loop(const real* x, real* y, real p0, real p1, long long n, const L& lay) {
+    EW_LOOP(i, n) {
+        long long o[2];
+        lay.offsets(i, o);
+        y[o[1]] = unary_op<OP>(x[o[0]], p0, p1);
     }
 }
 
-template <int OP>
-__device__ __forceinline__ void binary_loop(const real* a, const real* b, real* out, long long n) {
-    EW_LOOP(i, n) out[i] = binary_op<OP>(a[i], b[i]);
+template <class L>
+__device__ void unary_any(const real* x, real* y, int op, real p0, real p1, long long n, const L& lay) {
+    switch (op) {
+        case EW_NEG: unary_loop<EW_NEG>(x, y, p0, p1, n, lay); break;
+        case EW_EXP: unary_loop<EW_EXP>(x, y, p0, p1, n, lay); break;
+        case EW_LOG: unary_loop<EW_LOG>(x, y, p0, p1, n, lay); break;
+        case EW_SQRT: unary_loop<EW_SQRT>(x, y, p0, p1, n, lay); break;
+        case EW_ABS: unary_loop<EW_ABS>(x, y, p0, p1, n, lay); break;
+        case EW_TANH: unary_loop<EW_TANH>(x, y, p0, p1, n, lay); break;
+        case EW_SIGMOID: unary_loop<EW_SIGMOID>(x, y, p0, p1, n, lay); break;
+        case EW_RELU: unary_loop<EW_RELU>(x, y, p0, p1, n, lay); break;
+        case EW_ADD_S: unary_loop<EW_ADD_S>(x, y, p0, p1, n, lay); break;
+        case EW_SUB_S: unary_loop<EW_SUB_S>(x, y, p0, p1, n, lay); break;
+        case EW_RSUB_S: unary_loop<EW_RSUB_S>(x, y, p0, p1, n, lay); break;
+        case EW_MUL_S: unary_loop<EW_MUL_S>(x, y, p0, p1, n, lay); break;
+        case EW_DIV_S: unary_loop<EW_DIV_S>(x, y, p0, p1, n, lay); break;
+        case EW_RDIV_S: unary_loop<EW_RDIV_S>(x, y, p0, p1, n, lay); break;
+        case EW_POW_S: unary_loop<EW_POW_S>(x, y, p0, p1, n, lay); break;
+        case EW_RPOW_S: unary_loop<EW_RPOW_S>(x, y, p0, p1, n, lay); break;
+        case EW_MAX_S: unary_loop<EW_MAX_S>(x, y, p0, p1, n, lay); break;
+        case EW_MIN_S: unary_loop<EW_MIN_S>(x, y, p0, p1, n, lay); break;
+        case EW_CLIP: unary_loop<EW_CLIP>(x, y, p0, p1, n, lay); break;
+    }
+}
+
+extern "C" __global__ void unary_real(const real* x, real* y, int op, real p0, real p1, long long n) {
+    unary_any(x, y, op, p0, p1, n, Flat<2>());
+}
+
+extern "C" __global__ void unary_nd_real(const real* x, real* y, int op, real p0, real p1, long long n,
+                                         long long d0, long long d1, long long d2, long long d3,
+                                         long long d4, long long d5, long long d6, long long d7,
+                                         long long sx0, long long sx1, long long sx2, long long sx3,
+                                         long long sx4, long long sx5, long long sx6, long long sx7,
+                                         long long sy0, long long sy1, long long sy2, long long sy3,
+                                         long long sy4, long long sy5, long long sy6, long long sy7) {
+    const NdLayout<2> lay = {ND_DIMS, {ND_STRIDES(sx), ND_STRIDES(sy)}};
+    unary_any(x, y, op, p0, p1, n, lay);
+}
+
+// Operands 0, 1, 2: a, b, out.
+template <int OP, class L>
+__device__ __forceinline__ void binary_loop(const real* a, const real* b, real* out, long long n, const L& lay) {
+    EW_LOOP(i, n) {
+        long long o[3];
+        lay.offsets(i, o);
+        out[o[2]] = binary_op<OP>(a[o[0]], b[o[1]]);
+    }
+}
+
+template <class L>
+__device__ void binary_any(const real* a, const real* b, real* out, int op, long long n, const L& lay) {
+    switch (op) {
+        case BIN_ADD: binary_loop<BIN_ADD>(a, b, out, n, lay); break;
+        case BIN_SUB: binary_loop<BIN_SUB>(a, b, out, n, lay); break;
+        case BIN_MUL: binary_loop<BIN_MUL>(a, b, out, n, lay); break;
+        case BIN_DIV: binary_loop<BIN_DIV>(a, b, out, n, lay); break;
+        case BIN_POW: binary_loop<BIN_POW>(a, b, out, n, lay); break;
+        case BIN_MAX: binary_loop<BIN_MAX>(a, b, out, n, lay); break;
+        case BIN_MIN: binary_loop<BIN_MIN>(a, b, out, n, lay); break;
+    }
 }
 
 extern "C" __global__ void binary_real(const real* a, const real* b, real* out, int op, long long n) {
-    switch (op) {
-        case BIN_ADD: binary_loop<BIN_ADD>(a, b, out, n); break;
-        case BIN_SUB: binary_loop<BIN_SUB>(a, b, out, n); break;
-        case BIN_MUL: binary_loop<BIN_MUL>(a, b, out, n); break;
-        case BIN_DIV: binary_loop<BIN_DIV>(a, b, out, n); break;
-        case BIN_POW: binary_loop<BIN_POW>(a, b, out, n); break;
-        case BIN_MAX: binary_loop<BIN_MAX>(a, b, out, n); break;
-        case BIN_MIN: binary_loop<BIN_MIN>(a, b, out, n); break;
-    }
+    binary_any(a, b, out, op, n, Flat<3>());
 }
 
-// Strides are in elements; a broadcast axis has stride 0. d0 is implied by n.
+extern "C" __global__ void binary_nd_real(const real* a, const real* b, real* out, int op, long long n,
+                                          long long d0, long long d1, long long d2, long long d3,
+                                          long long d4, long long d5, long long d6, long long d7,
+                                          long long sa0, long long sa1, long long sa2, long long sa3,
+                                          long long sa4, long long sa5, long long sa6, long long sa7,
+                                          long long sb0, long long sb1, long long sb2, long long sb3,
+                                          long long sb4, long long sb5, long long sb6, long long sb7,
+                                          long long so0, long long so1, long long so2, long long so3,
+                                          long long so4, long long so5, long long so6, long long so7) {
+    const NdLayout<3> lay = {ND_DIMS, {ND_STRIDES(sa), ND_STRIDES(sb), ND_STRIDES(so)}};
+    binary_any(a, b, out, op, n, lay);
+}
+
 template <int OP>
-__device__ __forceinline__ void bcast_loop(const real* a, const real* b, real* out, long long n, int d1, int d2, int d3,
-                                           long long sa0, long long sa1, long long sa2, long long sa3,
-                                           long long sb0, long long sb1, long long sb2, long long sb3) {
+__device__ __forceinline__ bool compare_op(real a, real b) {
+    switch (OP) {
+        case CMP_EQ: return a == b;
+        case CMP_NE: return a != b;
+        case CMP_LT: return a < b;
+        case CMP_LE: return a <= b;
+        case CMP_GT: return a > b;
+        default: return a >= b;  // CMP_GE
+    }
+}
+
+// Operands 0, 1, 2: a, b (unused when b is NULL: the scalar p0 instead), out.
+template <int OP>
+__device__ __forceinline__ void compare_loop(const real* a, const real* b, real p0, bool* out, long long n,
+                                             const NdLayout<3>& lay) {
     EW_LOOP(i, n) {
-        long long t = i;
-        const long long i3 = t % d3; t /= d3;
-        const long long i2 = t % d2; t /= d2;
-        const long long i1 = t % d1, i0 = t / d1;
-        out[i] = binary_op<OP>(a[i0 * sa0 + i1 * sa1 + i2 * sa2 + i3 * sa3],
-                               b[i0 * sb0 + i1 * sb1 + i2 * sb2 + i3 * sb3]);
+        long long o[3];
+        lay.offsets(i, o);
+        out[o[2]] = compare_op<OP>(a[o[0]], b ? b[o[1]] : p0);
     }
 }
 
-extern "C" __global__ void binary_bcast_real(const real* a, const real* b, real* out, int op, long long n,
-                                             int d1, int d2, int d3,
-                                             long long sa0, long long sa1, long long sa2, long long sa3,
-                                             long long sb0, long long sb1, long long sb2, long long sb3) {
+extern "C" __global__ void compare_nd_real(const real* a, const real* b, real p0, bool* out, int op, long long n,
+                                           long long d0, long long d1, long long d2, long long d3,
+                                           long long d4, long long d5, long long d6, long long d7,
+                                           long long sa0, long long sa1, long long sa2, long long sa3,
+                                           long long sa4, long long sa5, long long sa6, long long sa7,
+                                           long long sb0, long long sb1, long long sb2, long long sb3,
+                                           long long sb4, long long sb5, long long sb6, long long sb7,
+                                           long long so0, long long so1, long long so2, long long so3,
+                                           long long so4, long long so5, long long so6, long long so7) {
+    const NdLayout<3> lay = {ND_DIMS, {ND_STRIDES(sa), ND_STRIDES(sb), ND_STRIDES(so)}};
     switch (op) {
-        case BIN_ADD: bcast_loop<BIN_ADD>(a, b, out, n, d1, d2, d3, sa0, sa1, sa2, sa3, sb0, sb1, sb2, sb3); break;
-        case BIN_SUB: bcast_loop<BIN_SUB>(a, b, out, n, d1, d2, d3, sa0, sa1, sa2, sa3, sb0, sb1, sb2, sb3); break;
-        case BIN_MUL: bcast_loop<BIN_MUL>(a, b, out, n, d1, d2, d3, sa0, sa1, sa2, sa3, sb0, sb1, sb2, sb3); break;
-        case BIN_DIV: bcast_loop<BIN_DIV>(a, b, out, n, d1, d2, d3, sa0, sa1, sa2, sa3, sb0, sb1, sb2, sb3); break;
-        case BIN_POW: bcast_loop<BIN_POW>(a, b, out, n, d1, d2, d3, sa0, sa1, sa2, sa3, sb0, sb1, sb2, sb3); break;
-        case BIN_MAX: bcast_loop<BIN_MAX>(a, b, out, n, d1, d2, d3, sa0, sa1, sa2, sa3, sb0, sb1, sb2, sb3); break;
-        case BIN_MIN: bcast_loop<BIN_MIN>(a, b, out, n, d1, d2, d3, sa0, sa1, sa2, sa3, sb0, sb1, sb2, sb3); break;
+        case CMP_EQ: compare_loop<CMP_EQ>(a, b, p0, out, n, lay); break;
+        case CMP_NE: compare_loop<CMP_NE>(a, b, p0, out, n, lay); break;
+        case CMP_LT: compare_loop<CMP_LT>(a, b, p0, out, n, lay); break;
+        case CMP_LE: compare_loop<CMP_LE>(a, b, p0, out, n, lay); break;
+        case CMP_GT: compare_loop<CMP_GT>(a, b, p0, out, n, lay); break;
+        case CMP_GE: compare_loop<CMP_GE>(a, b, p0, out, n, lay); break;
     }
 }
 
-template <class C>
-__device__ __forceinline__ void where_loop(const C* cond, const real* x, const real* y, real* out, long long n) {
-    EW_LOOP(i, n) out[i] = cond[i] != (C)0 ? x[i] : y[i];
-}
-
-extern "C" __global__ void where_real(const real* cond, const real* x, const real* y, real* out, long long n) {
-    where_loop(cond, x, y, out, n);
-}
-extern "C" __global__ void where_u8_real(const unsigned char* cond, const real* x, const real* y, real* out,
-                                         long long n) {
-    where_loop(cond, x, y, out, n);
-}
-extern "C" __global__ void where_i32_real(const int* cond, const real* x, const real* y, real* out, long long n) {
-    where_loop(cond, x, y, out, n);
+// Operands 0..3: cond, x, y, out.
+extern "C" __global__ void where_nd_real(const bool* cond, const real* x, const real* y, real* out, long long n,
+                                         long long d0, long long d1, long long d2, long long d3,
+                                         long long d4, long long d5, long long d6, long long d7,
+                                         long long sc0, long long sc1, long long sc2, long long sc3,
+                                         long long sc4, long long sc5, long long sc6, long long sc7,
+                                         long long sx0, long long sx1, long long sx2, long long sx3,
+                                         long long sx4, long long sx5, long long sx6, long long sx7,
+                                         long long sy0, long long sy1, long long sy2, long long sy3,
+                                         long long sy4, long long sy5, long long sy6, long long sy7,
+                                         long long so0, long long so1, long long so2, long long so3,
+                                         long long so4, long long so5, long long so6, long long so7) {
+    const NdLayout<4> lay = {ND_DIMS, {ND_STRIDES(sc), ND_STRIDES(sx), ND_STRIDES(sy), ND_STRIDES(so)}};
+    EW_LOOP(i, n) {
+        long long o[4];
+        lay.offsets(i, o);
+        out[o[3]] = cond[o[0]] ? x[o[1]] : y[o[2]];
+    }
 }
 
 extern "C" __global__ void axpby_real(real a, const real* x, real b, const real* y, real* out, long long n) {

@@ -1,4 +1,4 @@
-// reduce.cu: reductions of `real` arrays (-Dreal=float or double), deterministic: every sum is taken
+// reduce.cu: reductions of `real` arrays (-Dreal=float, double, int or long long), deterministic: every sum is taken
 // in an order fixed by the launch shape alone (per-thread strided partials, then a shuffle tree inside
 // each warp, then the warps' results through shared memory), never by the order threads happen to run.
 // The array is seen as (rows, n) for a reduction over its last axis and as (outer, n, inner) otherwise.
@@ -23,10 +23,24 @@
 #define RED_MIN 2
 #define NO_INDEX 0x7fffffff
 
+// The templates only let the int builds compile: softmax and logsumexp run on floats alone.
+template <class T> __device__ __forceinline__ T red_exp(T x) { return (T)exp((double)x); }
+template <class T> __device__ __forceinline__ T red_log(T x) { return (T)log((double)x); }
 __device__ __forceinline__ float red_exp(float x) { return expf(x); }
 __device__ __forceinline__ double red_exp(double x) { return exp(x); }
 __device__ __forceinline__ float red_log(float x) { return logf(x); }
 __device__ __forceinline__ double red_log(double x) { return log(x); }
+
+// The identities of max (lowest) and min (highest): infinities for floats, the limits for the int
+// builds (-Dreal=int or long long: sum, max, min, argmax, argmin; softmax and logsumexp are float-only).
+__device__ __forceinline__ float red_lowest(float) { return -INFINITY; }
+__device__ __forceinline__ double red_lowest(double) { return -INFINITY; }
+__device__ __forceinline__ int red_lowest(int) { return -2147483647 - 1; }
+__device__ __forceinline__ long long red_lowest(long long) { return -9223372036854775807LL - 1; }
+__device__ __forceinline__ float red_highest(float) { return INFINITY; }
+__device__ __forceinline__ double red_highest(double) { return INFINITY; }
+__device__ __forceinline__ int red_highest(int) { return 2147483647; }
+__device__ __forceinline__ long long red_highest(long long) { return 9223372036854775807LL; }
 
 // Does candidate (bv, bi) beat the current (av, ai)? A NaN beats any number (NumPy's max, min,
 // argmax and argmin all return the first NaN); equal values go to the smaller index.
@@ -59,7 +73,7 @@ extern "C" __global__ void reduce_rows(const real* x, const int* xidx, real* val
         return;
     }
     const bool is_max = op == RED_MAX;
-    real v = is_max ? -(real)INFINITY : (real)INFINITY;
+    real v = is_max ? red_lowest((real)0) : red_highest((real)0);
     int i = NO_INDEX;
     for (long long k = start + threadIdx.x; k < stop; k += blockDim.x) {
         const int ki = xidx ? xidx[row * n + k] : (int)k;
@@ -81,7 +95,7 @@ extern "C" __global__ void reduce_cols(const real* x, real* val, int* idx, int o
     const int tx = threadIdx.x, ty = threadIdx.y;
     const real* xo = x + o * n * inner + j;
     const bool is_max = op == RED_MAX;
-    real v = op == RED_SUM ? (real)0 : (is_max ? -(real)INFINITY : (real)INFINITY);
+    real v = op == RED_SUM ? (real)0 : (is_max ? red_lowest((real)0) : red_highest((real)0));
     int i = NO_INDEX;
     if (j < inner) {
         for (long long k = ty; k < n; k += 8) {

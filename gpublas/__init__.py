@@ -4,10 +4,11 @@
     a = gpublas.to_device(np.random.rand(64, 32).astype(np.float32))
     print(gpublas.backend(), a.get().sum())
 """
-from .array import DeviceArray, asarray, empty, empty_like, full, to_device, zeros, zeros_like
+from .array import DeviceArray, asarray, ascontiguousarray, empty, empty_like, full, to_device, zeros, zeros_like
 from .backends import backend, current as _current_backend, device_info, free_cached, memory_stats, use
 from .errors import CompileError, FreedArrayError, GpublasError, IllegalAddressError, LaunchError, OutOfMemoryError
 from .launch import ceil_div, get_kernel, load_source
+from .layout import may_share_memory
 from .pinned import PageableMemoryWarning, is_pinned, pinned_empty
 from .stream import Event, Stream, current_stream, synchronize
 
@@ -28,7 +29,10 @@ from .factories import ElementwiseKernel, ReductionKernel
 # --- elementwise operations and reductions (issue: BLAS/array ops) ---
 from .elementwise import (abs, axpby, clip, exp, log, maximum, minimum, negative, pow, relu, sigmoid, sqrt,
                           tanh, transpose, where)
-from .ops import add, divide, multiply, subtract
+from .ops import (add, all, any, divide, equal, greater, greater_equal, less, less_equal, multiply, not_equal,
+                  subtract)
+# --- interop: DLPack and the CUDA array interface (issue: array) ---
+from .interop import as_device_array, from_dlpack
 from .reduction import argmax, argmin, logsumexp, max, mean, min, softmax, sum
 # --- BLAS levels 1-3 (issue: BLAS) ---
 from .blas1 import asum, axpy, copy, dot, iamax, nrm2, scal, swap

@@ -1,21 +1,27 @@
-"""DeviceArray: a C-contiguous n-d array in device memory, and the functions that make one.
+"""DeviceArray: an n-d array in device memory with NumPy's layout, and the functions that make one.
 
-Views (reshape, ravel, slicing along the first axis) share their base's Allocation, so freeing the
-base invalidates every view: any later use raises FreedArrayError instead of reading stale memory.
-Every operator is defined in the class body; the work is done by gpublas.ops, elementwise and
-reduction, imported at the end of this module (they build DeviceArrays, so they import this one).
+Layout: `shape`, `dtype`, `strides` in BYTES (NumPy's convention; may be negative, or 0 for an axis
+of size 1), `ptr` the address of element [0, ..., 0], `c_contiguous`. Views (indexing, reshape, .T:
+the rules are in gpublas/indexing.py) share their base's Allocation, so freeing the base invalidates
+every view: any later use raises FreedArrayError instead of reading stale memory. Kernels that take
+flat arrays refuse a non-contiguous view at launch (launch.py); the library's own launchers walk
+strides (elementwise.cu, memory.cu) or pass views through contiguous temporaries.
+Every operator is defined in the class body; the work is done by gpublas.ops, elementwise, indexing,
+reduction and interop, imported at the end of this module (they import DeviceArray from here).
 """
 import math
+import types
 import warnings
 
 import numpy as np
 
-from . import backends
+from . import backends, layout
 from .launch import ceil_div, get_kernel
 from .pinned import PageableMemoryWarning, is_pinned
 from .stream import current_stream
 
-DTYPES = tuple(np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64, np.uint8))
+DTYPES = tuple(np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64, np.uint8, np.bool_))
+SRC_CODES = {d: i for i, d in enumerate(DTYPES)}  # the SRC_* numbers of cuda_src/memory.cu
 
 
 def _check_dtype(dtype):
@@ -40,8 +46,9 @@ def _stream_handle(stream):
 
 class DeviceArray:
     __array_priority__ = 1000  # ndarray (op) DeviceArray defers to our operators
+    __hash__ = None  # == is elementwise, so arrays are unhashable (as NumPy's)
 
-    def __init__(self, shape, dtype=np.float32, *, _mem=None, _offset=0):
+    def __init__(self, shape, dtype=np.float32, *, _mem=None, _offset=0, _strides=None, _base=None):
         self.shape = _shape(shape)
         self.dtype = _check_dtype(dtype)
         self.size = math.prod(self.shape)
@@ -52,12 +59,19 @@ class DeviceArray:
         else:
             self.backend = _mem.pool.backend if _mem.pool is not None else backends.current()
         self._mem = _mem
-        self._offset = _offset
+        self._offset = _offset  # bytes from the allocation's start to element [0, ..., 0]
+        if _strides is None:
+            self.strides = layout.c_strides(self.shape, self.dtype.itemsize)
+            self.c_contiguous = True
+        else:
+            self.strides = tuple(int(s) for s in _strides)
+            self.c_contiguous = layout.is_c_contiguous(self.shape, self.strides, self.dtype.itemsize)
+        self.base = _base  # the array this is a view of (None when it owns its memory)
 
     # -- properties ---------------------------------------------------------------------------
     @property
     def ptr(self):
-        """The device address of the first element (raises FreedArrayError once freed)."""
+        """The device address of element [0, ..., 0] (raises FreedArrayError once freed)."""
         return self._mem.ptr + self._offset
 
     @property
@@ -69,8 +83,10 @@ class DeviceArray:
         return self.dtype.itemsize
 
     @property
-    def strides(self):
-        return tuple(int(np.prod(self.shape[i + 1:], dtype=np.int64)) * self.itemsize for i in range(self.ndim))
+    def flags(self):
+        """NumPy's layout flags: c_contiguous, f_contiguous, owndata."""
+        f = layout.is_f_contiguous(self.shape, self.strides, self.itemsize)
+        return types.SimpleNamespace(c_contiguous=self.c_contiguous, f_contiguous=f, owndata=self.base is None)
 
     @property
     def freed(self):
@@ -89,13 +105,19 @@ class DeviceArray:
 
     def __bool__(self):
         if self.size != 1:
-            raise ValueError(f"the truth value of an array of {self.size} elements is ambiguous")
+            raise ValueError(f"the truth value of an array of {self.size} elements is ambiguous; "
+                             "use .any() or .all()")
         return bool(self.get())
 
     def __float__(self):
         if self.size != 1:
             raise TypeError(f"only one-element arrays convert to float, this one has {self.size}")
         return float(self.get().reshape(()))
+
+    def __int__(self):
+        if self.size != 1:
+            raise TypeError(f"only one-element arrays convert to int, this one has {self.size}")
+        return int(self.get().reshape(()))
 
     # -- transfers ----------------------------------------------------------------------------
     def set(self, host, stream=None):
@@ -106,6 +128,9 @@ class DeviceArray:
             raise ValueError(f"set: host array shape {host.shape} does not match device shape {self.shape}")
         if host.dtype != self.dtype:
             raise TypeError(f"set: host dtype {host.dtype} does not match device dtype {self.dtype}")
+        if not self.c_contiguous:  # through a contiguous buffer, then a strided copy
+            _indexing.copy_to(self, DeviceArray(self.shape, self.dtype).set(host, stream), stream)
+            return self
         host = np.ascontiguousarray(host)
         handle = _async_handle(host, stream, "host-to-device")
         self.backend.htod(self.ptr, host.ctypes.data, self.nbytes, handle)
@@ -119,21 +144,26 @@ class DeviceArray:
         elif out.shape != self.shape or out.dtype != self.dtype or not out.flags.c_contiguous:
             raise ValueError(f"get: out must be a C-contiguous {self.dtype} array of shape {self.shape}, "
                              f"got {out.dtype} {out.shape}")
+        src = self if self.c_contiguous else self.copy(stream)
         handle = _async_handle(out, stream, "device-to-host")
-        self.backend.dtoh(out.ctypes.data, self.ptr, self.nbytes, handle)
+        self.backend.dtoh(out.ctypes.data, src.ptr, self.nbytes, handle)
         return out
 
     def copy(self, stream=None):
-        """A new array with the same contents (device-to-device copy)."""
+        """A new C-contiguous array with the same contents (a device-to-device copy)."""
         out = DeviceArray(self.shape, self.dtype)
-        self.backend.dtod(out.ptr, self.ptr, self.nbytes, _stream_handle(stream))
-        return out
+        if self.c_contiguous:
+            self.backend.dtod(out.ptr, self.ptr, self.nbytes, _stream_handle(stream))
+            return out
+        return _indexing.copy_to(out, self, stream)
 
     def copy_from(self, src, stream=None):
         """Copies DeviceArray `src` (same size and dtype) into this array, device to device."""
         if src.dtype != self.dtype or src.size != self.size:
             raise ValueError(f"copy_from: {src.dtype} {src.shape} into {self.dtype} {self.shape} "
                              "(needs the same dtype and size)")
+        if not (self.c_contiguous and src.c_contiguous):
+            return _indexing.copy_to(self, src.reshape(self.shape), stream)
         self.backend.dtod(self.ptr, src.ptr, self.nbytes, _stream_handle(stream))
         return self
 
@@ -141,76 +171,64 @@ class DeviceArray:
         """Returns the memory to the pool now; this array and every view of it become unusable."""
         self._mem.free()
 
-    # -- views --------------------------------------------------------------------------------
-    def _view(self, shape, offset=0):
+    # -- views (gpublas.indexing) -------------------------------------------------------------
+    def _view(self, shape, strides, offset=0):
+        """A view of the same memory: `offset` bytes from this array's first element."""
         self.ptr  # a view of freed memory is an error now, not later
-        return DeviceArray(shape, self.dtype, _mem=self._mem, _offset=self._offset + offset)
-
-    def reshape(self, *shape):
-        shape = shape[0] if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)) else shape
-        shape = [int(s) for s in shape]
-        if shape.count(-1) > 1:
-            raise ValueError("reshape: only one dimension can be -1")
-        if -1 in shape:
-            known = int(np.prod([s for s in shape if s != -1], dtype=np.int64))
-            if known == 0 or self.size % known:
-                raise ValueError(f"reshape: cannot reshape {self.size} elements into {tuple(shape)}")
-            shape[shape.index(-1)] = self.size // known
-        if int(np.prod(shape, dtype=np.int64)) != self.size:
-            raise ValueError(f"reshape: cannot reshape array of shape {self.shape} into {tuple(shape)}")
-        return self._view(tuple(shape))
-
-    def ravel(self):
-        return self._view((self.size,))
+        return DeviceArray(shape, self.dtype, _mem=self._mem, _offset=self._offset + offset, _strides=strides,
+                           _base=self if self.base is None else self.base)
 
     def __getitem__(self, key):
-        """Basic indexing along the first axis (an int or a slice with step 1), as a view."""
-        if isinstance(key, tuple):
-            if any(k != slice(None) for k in key[1:]):
-                raise IndexError("only the first axis can be indexed; the others must be ':'")
-            key = key[0] if key else slice(None)
-        if not self.shape:
-            raise IndexError("a 0-d array cannot be indexed")
-        n, row = self.shape[0], self.strides[0] if self.ndim else 0
-        if isinstance(key, (int, np.integer)):
-            i = int(key) + (n if key < 0 else 0)
-            if not 0 <= i < n:
-                raise IndexError(f"index {int(key)} is out of bounds for axis 0 with size {n}")
-            return self._view(self.shape[1:], i * row)
-        if isinstance(key, slice):
-            start, stop, step = key.indices(n)
-            if step != 1:
-                raise IndexError("slices with a step other than 1 are not contiguous; copy on the host instead")
-            return self._view((max(0, stop - start),) + self.shape[1:], start * row)
-        raise IndexError(f"unsupported index {key!r}: use an int or a slice along the first axis")
+        """Basic indexing (ints, slices with any step, None, ...) returns a view, as NumPy's."""
+        return _indexing.getitem(self, key)
 
-    # -- filling ------------------------------------------------------------------------------
+    def __setitem__(self, key, value):
+        """a[key] = scalar or array (broadcast, converted to a's dtype), as NumPy's."""
+        _indexing.setitem(self, key, value)
+
+    def reshape(self, *shape):
+        """A view with a new shape when the layout allows (always for a contiguous array), else a copy."""
+        return _indexing.reshape(self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape)
+
+    def ravel(self):
+        """The elements as 1-D: a view when contiguous, else a copy."""
+        return self.reshape(-1)
+
+    def flatten(self):
+        """The elements as a new 1-D array (always a copy)."""
+        return self.copy().reshape(-1)
+
+    def transpose(self, *axes):
+        """A view with the axes permuted (reversed by default), as NumPy's."""
+        return _indexing.transpose(self, axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else axes)
+
+    @property
+    def T(self):
+        """The transpose as a view (axes reversed); gpublas.transpose makes a contiguous copy."""
+        return _indexing.transpose(self, ())
+
+    # -- filling and converting ---------------------------------------------------------------
     def fill(self, value, stream=None):
         """Sets every element to `value` (a memset for zero, else a fill kernel)."""
         if self.size == 0:
             return self
+        if not self.c_contiguous:
+            return _indexing.copy_to(self, DeviceArray((), self.dtype).fill(value, stream), stream)
         if value == 0:
             self.backend.memset_d8(self.ptr, 0, self.nbytes, _stream_handle(stream))
-        elif self.dtype in (np.float32, np.float64, np.int32):
+        else:
+            value = bool(value) if self.dtype.kind == "b" else self.dtype.type(value).item()
             k = get_kernel("memory", "fill_real", self.dtype)
             k(min(ceil_div(self.size, 256), 4096), 256, self, value, self.size, stream=stream)
-        else:
-            self.set(np.full(self.shape, value, self.dtype), stream=None)
         return self
 
     def astype(self, dtype):
-        """A copy converted to `dtype` (float32, float64 or int32)."""
+        """A new C-contiguous array converted to `dtype` (any of DTYPES; as C casts: floats to ints
+        truncate toward zero, anything nonzero is True)."""
         dtype = _check_dtype(dtype)
         if dtype == self.dtype:
             return self.copy()
-        src = {np.dtype(np.float32): "float", np.dtype(np.float64): "double", np.dtype(np.int32): "int"}
-        if self.dtype not in src or dtype not in src:
-            raise TypeError(f"astype: no conversion kernel from {self.dtype} to {dtype}")
-        out = DeviceArray(self.shape, dtype)
-        k = get_kernel("memory", f"cast_real_from_{src[self.dtype]}", dtype)
-        k(min(max(ceil_div(self.size, 256), 1), 4096), 256, self, out, self.size)
-        return out
-
+        return _indexing.copy_to(DeviceArray(self.shape, dtype), self)
 
     # -- operators: arithmetic (gpublas.ops) ----------------------------------------------------
     def __add__(self, other):
@@ -273,13 +291,24 @@ class DeviceArray:
     def __abs__(self):
         return _ew.absolute(self)
 
-    def __int__(self):
-        return _ops.to_int(self)
+    # -- comparisons: elementwise, bool results (never identity) ---------------------------------
+    def __eq__(self, other):
+        return _ops.comparison("equal", self, other)
 
-    @property
-    def T(self):
-        """The transpose of a 2-D array, as a new array."""
-        return _ew.transpose(self)
+    def __ne__(self, other):
+        return _ops.comparison("not_equal", self, other)
+
+    def __lt__(self, other):
+        return _ops.comparison("less", self, other)
+
+    def __le__(self, other):
+        return _ops.comparison("less_equal", self, other)
+
+    def __gt__(self, other):
+        return _ops.comparison("greater", self, other)
+
+    def __ge__(self, other):
+        return _ops.comparison("greater_equal", self, other)
 
     # -- reductions (gpublas.reduction) ---------------------------------------------------------
     def sum(self, axis=None, keepdims=False):
@@ -300,6 +329,25 @@ class DeviceArray:
     def argmin(self, axis=None, keepdims=False):
         return _reduction.argmin(self, axis, keepdims)
 
+    def any(self, axis=None, keepdims=False):
+        return _ops.any(self, axis, keepdims)
+
+    def all(self, axis=None, keepdims=False):
+        return _ops.all(self, axis, keepdims)
+
+    # -- interop (gpublas.interop) ----------------------------------------------------------------
+    @property
+    def __cuda_array_interface__(self):
+        """CUDA array interface v3 (cuda backend only: on sim there is no device pointer to share)."""
+        return _interop.cuda_array_interface(self)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule sharing this array's memory (kDLCUDA on cuda, kDLCPU on sim)."""
+        return _interop.to_dlpack(self, stream=stream, dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self):
+        return _interop.dlpack_device(self)
+
 
 def _async_handle(host, stream, what):
     """The stream handle for an async copy, or None (blocking) with a warning for pageable memory."""
@@ -312,6 +360,12 @@ def _async_handle(host, stream, what):
         stream.synchronize()
         return None
     return stream.handle
+
+
+def ascontiguousarray(a):
+    """`a` itself when it is C-contiguous, else a contiguous copy (NumPy's name)."""
+    a = asarray(a)
+    return a if a.c_contiguous else a.copy()
 
 
 # -- constructors ---------------------------------------------------------------------------------
@@ -341,8 +395,6 @@ def to_device(host, stream=None, dtype=None):
     if isinstance(host, DeviceArray):
         return host if dtype is None or np.dtype(dtype) == host.dtype else host.astype(dtype)
     host = np.asarray(host, dtype=dtype)
-    if host.dtype == np.bool_:
-        host = host.astype(np.uint8)
     out = DeviceArray(host.shape, host.dtype)
     return out.set(host, stream=stream)
 
@@ -354,5 +406,7 @@ def asarray(a, dtype=None):
 
 # The modules the operators call; imported last because each of them imports DeviceArray.
 from . import elementwise as _ew  # noqa: E402
+from . import indexing as _indexing  # noqa: E402
+from . import interop as _interop  # noqa: E402
 from . import ops as _ops  # noqa: E402
 from . import reduction as _reduction  # noqa: E402

@@ -1,4 +1,4 @@
-"""Level-1 BLAS on contiguous DeviceArrays (kernels in cuda_src/blas1.cu).
+"""Level-1 BLAS on DeviceArrays (kernels in cuda_src/blas1.cu).
 
     gpublas.axpy(2.0, x, y)      # y += 2 x, in place; returns y
     gpublas.dot(x, y)            # a Python float
@@ -6,13 +6,16 @@
 
 Vectors are taken flat: x and y must have the same shape (any number of dimensions) and dtype
 (float32 or float64). Every check runs before any launch and raises ValueError naming the shapes.
+A strided view is copied to a contiguous temporary (and an output view written back): the kernels
+take unit-stride vectors.
 Reductions run in two passes (block partials, then one block), so results do not depend on the order
 in which threads or blocks run.
 """
 import numpy as np
 
-from .array import empty
-from .checks import check_operands
+from .array import DeviceArray, empty
+from .checks import check_operands, contiguous, write_back
+from .indexing import copy_to
 from .launch import ceil_div, get_kernel, simulated
 
 BLOCK = 256
@@ -38,29 +41,39 @@ def axpy(alpha, x, y, stream=None):
     dtype = _check_pair("axpy", x, y)
     if y.size == 0 or alpha == 0:
         return y
-    get_kernel("blas1", "axpy_real", dtype)(_grid(y.size), BLOCK, y.size, alpha, x, y, stream=stream)
-    return y
+    yc = contiguous(y, stream)
+    get_kernel("blas1", "axpy_real", dtype)(_grid(y.size), BLOCK, y.size, alpha, contiguous(x, stream), yc,
+                                            stream=stream)
+    return write_back(y, yc, stream)
 
 
 def scal(alpha, x, stream=None):
     """x *= alpha, in place; returns x (a plain product: alpha = 0 keeps NaN as NaN)."""
     dtype = check_operands("scal", x=x)
     if x.size:
-        get_kernel("blas1", "scal_real", dtype)(_grid(x.size), BLOCK, x.size, alpha, x, stream=stream)
+        xc = contiguous(x, stream)
+        get_kernel("blas1", "scal_real", dtype)(_grid(x.size), BLOCK, x.size, alpha, xc, stream=stream)
+        write_back(x, xc, stream)
     return x
 
 
 def scale_output(x, beta, stream=None):
     """x = beta * x as BLAS scales an output: beta == 0 writes zeros without reading x (for gemm/gemv)."""
+    if x.size and not x.c_contiguous and beta == 0:
+        return x.fill(0, stream)
     if x.size:
-        get_kernel("blas1", "scal_beta", x.dtype)(_grid(x.size), BLOCK, x.size, beta, x, stream=stream)
+        xc = contiguous(x, stream)
+        get_kernel("blas1", "scal_beta", x.dtype)(_grid(x.size), BLOCK, x.size, beta, xc, stream=stream)
+        write_back(x, xc, stream)
     return x
 
 
 def copy(x, y, stream=None):
     """y = x (element by element, in a kernel); returns y."""
     dtype = _check_pair("copy", x, y)
-    if y.size:
+    if y.size and not (x.c_contiguous and y.c_contiguous):
+        copy_to(y, x, stream)  # one strided copy kernel
+    elif y.size:
         get_kernel("blas1", "copy_real", dtype)(_grid(y.size), BLOCK, y.size, x, y, stream=stream)
     return y
 
@@ -69,7 +82,10 @@ def swap(x, y, stream=None):
     """Exchanges the contents of x and y in place; returns (x, y)."""
     dtype = _check_pair("swap", x, y)
     if y.size:
-        get_kernel("blas1", "swap_real", dtype)(_grid(y.size), BLOCK, y.size, x, y, stream=stream)
+        xc, yc = contiguous(x, stream), contiguous(y, stream)
+        get_kernel("blas1", "swap_real", dtype)(_grid(y.size), BLOCK, y.size, xc, yc, stream=stream)
+        write_back(x, xc, stream)
+        write_back(y, yc, stream)
     return x, y
 
 
@@ -105,7 +121,8 @@ def dot(x, y, stream=None, out=None):
         raise ValueError(f"dot: out must be a one-element {dtype} DeviceArray, got {out!r}")
     if x.size == 0:
         return 0.0 if out is None else out.fill(0, stream)
-    return _sum_of("dot_partial", dtype, x.size, x, y, stream=stream, out=out)
+    return _sum_of("dot_partial", dtype, x.size, contiguous(x, stream), contiguous(y, stream), stream=stream,
+                   out=out)
 
 
 def asum(x, stream=None):
@@ -113,7 +130,7 @@ def asum(x, stream=None):
     dtype = check_operands("asum", x=x)
     if x.size == 0:
         return 0.0
-    return _sum_of("asum_partial", dtype, x.size, x, stream=stream)
+    return _sum_of("asum_partial", dtype, x.size, contiguous(x, stream), stream=stream)
 
 
 def _amax_into(x, out, stream=None):
@@ -131,6 +148,7 @@ def nrm2(x, stream=None):
     dtype = check_operands("nrm2", x=x)
     if x.size == 0:
         return 0.0
+    x = contiguous(x, stream)
     scale = _amax_into(x, empty(1, dtype), stream=stream)
     nparts = _nparts(x.size)
     partial, out = empty(nparts, dtype), empty(1, dtype)
@@ -145,6 +163,7 @@ def iamax(x, stream=None):
     dtype = check_operands("iamax", x=x)
     if x.size == 0:
         raise ValueError("iamax: x has shape {} and no elements".format(x.shape))
+    x = contiguous(x, stream)
     nparts = _nparts(x.size)
     part_v, part_i, out = empty(nparts, dtype), empty(nparts, np.int64), empty(1, np.int64)
     get_kernel("blas1", "iamax_partial", dtype)(nparts, BLOCK, x.size, x, part_v, part_i, stream=stream)

@@ -5,12 +5,16 @@
     gpublas.ger(0.5, x, y, a)                       # a += 0.5 outer(x, y), in place
 
 BLAS semantics: beta == 0 never reads y (NaN there does not leak); alpha == 0 reads neither a nor x.
-Every check runs before any launch and raises ValueError naming the shapes.
+Every check runs before any launch and raises ValueError naming the shapes. Views: a matrix whose
+rows are evenly spaced with unit column stride (a[:, i:j], a[::2]) is passed with its leading
+dimension, its transpose (a.T) with the transpose flag flipped, no copy; other layouts, and strided
+vectors, go through contiguous temporaries (an output view is written back).
 """
 from .array import empty
 from .blas1 import scale_output
-from .checks import check_operands
+from .checks import blas_matrix, check_operands, contiguous, write_back
 from .launch import ceil_div, get_kernel
+from .layout import may_share_memory
 
 WARPS_PER_BLOCK = 8      # gemv_n_warp: one warp per row
 ROWS_PER_CHUNK = 256     # gemv_t_partial: rows summed by one block before the partials are combined
@@ -48,26 +52,31 @@ def gemv(a, x, y=None, *, alpha=1.0, beta=0.0, trans=False, stream=None):
         return y
     if alpha == 0 or n_in == 0:
         return scale_output(y, beta, stream=stream)
+    a, trans, lda = blas_matrix(a, trans)
+    x = contiguous(x, stream)
+    yc = contiguous(y, stream) if beta != 0 else y if y.c_contiguous else empty(n_out, y.dtype)
     if trans:
-        _launch_gemv_t(a, x, y, alpha, beta, stream)
+        _launch_gemv_t(a, lda, x, yc, alpha, beta, stream)
     else:
-        _launch_gemv_n(a, x, y, alpha, beta, stream)
-    return y
+        _launch_gemv_n(a, lda, x, yc, alpha, beta, stream)
+    return write_back(y, yc, stream)
 
 
-def _launch_gemv_n(a, x, y, alpha, beta, stream):
+def _launch_gemv_n(a, lda, x, y, alpha, beta, stream):
     m, n = a.shape
     k = get_kernel("gemv", "gemv_n_warp", a.dtype)
-    k(ceil_div(m, WARPS_PER_BLOCK), 32 * WARPS_PER_BLOCK, m, n, alpha, a, n, x, beta, y, stream=stream)
+    k(ceil_div(m, WARPS_PER_BLOCK), 32 * WARPS_PER_BLOCK, m, n, alpha, a, lda, x, beta, y, stream=stream,
+      views=True)
 
 
-def _launch_gemv_t(a, x, y, alpha, beta, stream):
+def _launch_gemv_t(a, lda, x, y, alpha, beta, stream):
     m, n = a.shape
     nchunks = min(ceil_div(m, ROWS_PER_CHUNK), MAX_GRID_Y)
     rows_per_chunk = ceil_div(m, nchunks)
     partial = empty((nchunks, n), a.dtype)
     k = get_kernel("gemv", "gemv_t_partial", a.dtype)
-    k((ceil_div(n, 32), nchunks), (32, 8), m, n, a, n, x, rows_per_chunk, partial, stream=stream)
+    k((ceil_div(n, 32), nchunks), (32, 8), m, n, a, lda, x, rows_per_chunk, partial, stream=stream,
+      views=True)
     k = get_kernel("gemv", "gemv_t_finish", a.dtype)
     k(min(ceil_div(n, 256), 4096), 256, n, nchunks, partial, alpha, beta, y, stream=stream)
 
@@ -80,6 +89,13 @@ def ger(alpha, x, y, a, stream=None):
     m, n = a.shape
     if a.size == 0 or alpha == 0:
         return a
+    x, y = contiguous(x, stream), contiguous(y, stream)
+    target, transposed, lda = blas_matrix(a)
+    if transposed:  # a.T += alpha y x^T is the same update on the matrix a is the transpose of
+        x, y, (m, n) = y, x, (n, m)
     k = get_kernel("gemv", "ger_real", a.dtype)
-    k((ceil_div(n, 32), min(ceil_div(m, 8), MAX_GRID_Y)), (32, 8), m, n, alpha, x, y, a, n, stream=stream)
+    k((ceil_div(n, 32), min(ceil_div(m, 8), MAX_GRID_Y)), (32, 8), m, n, alpha, x, y, target, lda,
+      stream=stream, views=True)
+    if not may_share_memory(target, a):  # blas_matrix copied a: write the result back
+        write_back(a, target, stream)
     return a

@@ -21,9 +21,10 @@ import numpy as np
 from . import backends
 from .array import empty
 from .blas1 import dot, scale_output
-from .checks import check_operands
 from .blas2 import gemv
+from .checks import blas_operand, check_operands, write_back
 from .launch import ceil_div, get_kernel, simulated
+from .layout import may_share_memory
 
 KERNELS = ("naive", "tiled", "regblock", "wmma")
 ENV_KERNEL = "GPUBLAS_GEMM_KERNEL"
@@ -109,11 +110,9 @@ def _check_inner(routine, a, b, trans_a, trans_b):
 
 def _check_overlap(routine, c, *inputs):
     for name, x in inputs:
-        if x._mem is c._mem and x.nbytes and c.nbytes:
-            lo, hi = x._offset, x._offset + x.nbytes
-            if lo < c._offset + c.nbytes and c._offset < hi:
-                raise ValueError(f"{routine}: c {c.shape} shares memory with {name} {x.shape}; "
-                                 "the output must not overlap an input")
+        if may_share_memory(x, c):
+            raise ValueError(f"{routine}: c {c.shape} shares memory with {name} {x.shape}; "
+                             "the output must not overlap an input")
 
 
 def _output(routine, a, c, shape, beta, inputs):
@@ -164,7 +163,15 @@ def gemm_batched(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=Fa
 
 def _run(a, b, c, m, n, k, batch, strides, alpha, beta, trans_a, trans_b, dtype, kernel, stream):
     """Dispatches a checked product: scales c alone when alpha or K is 0, else launches the chosen
-    kernel, in chunks of MAX_GRID_Z batches."""
+    kernel, in chunks of MAX_GRID_Z batches. Views: a transposed contiguous operand flips its
+    transpose flag; other non-contiguous operands, and c, go through contiguous temporaries."""
+    a, trans_a = blas_operand(a, trans_a, stream)
+    b, trans_b = blas_operand(b, trans_b, stream)
+    if not c.c_contiguous:
+        cc = c.copy(stream) if beta != 0 else empty(c.shape, c.dtype)
+        _run(a, b, cc, m, n, k, batch, strides, alpha, beta, trans_a, trans_b, dtype, kernel, stream)
+        write_back(c, cc, stream)
+        return
     name = _kernel_name(kernel, m, n, k)
     if name == "wmma":
         _check_wmma(dtype)

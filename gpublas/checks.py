@@ -5,6 +5,7 @@ Python exception naming the routine, the operand and what was wrong with it.
     x = as_array(x, "exp"); check_float(x, "exp")
     out = make_out(out, shape, dtype, "add")     # a given `out` checked, or a new array
 """
+import builtins
 import numbers
 
 import numpy as np
@@ -68,3 +69,44 @@ def check_operands(routine, **arrays):
         desc = ", ".join(f"{n} {a.dtype} {a.shape}" for n, a in arrays.items())
         raise ValueError(f"{routine}: operands have mixed dtypes ({desc}); convert with astype() first")
     return dtypes.pop()
+
+
+# -- views at the BLAS boundary ------------------------------------------------------------------------
+def contiguous(a, stream=None):
+    """`a`, or a C-contiguous copy of a view (for kernels that take flat arrays)."""
+    return a if a.c_contiguous else a.copy(stream)
+
+
+def write_back(view, result, stream=None):
+    """Copies `result` (a contiguous stand-in computed for `view`) into `view`; returns view."""
+    if result is not view:
+        view.copy_from(result, stream)
+    return view
+
+
+def blas_matrix(a, trans=False):
+    """(matrix, trans, ld) for a 2-D operand of a routine that, as cuBLAS in row-major terms, takes
+    rows ld elements apart (ld >= cols) with unit column stride, and a transpose flag: a view of
+    that layout is taken as it is (a[:, i:j], a[::2]); the transpose of one (a.T) is taken with the
+    flag flipped; any other layout is copied to a contiguous temporary."""
+    item = a.itemsize
+    for view, t in ((a, trans), (a.T, not trans)):
+        rows, cols = view.shape
+        row = view.strides[0] if rows > 1 else cols * item
+        col = view.strides[1] if cols > 1 else item
+        if col == item and row % item == 0 and row >= cols * item:
+            return view, t, builtins.max(row // item, 1)
+    return a.copy(), trans, builtins.max(a.shape[1], 1)
+
+
+def blas_operand(a, trans=False, stream=None):
+    """(array, trans) for a routine that takes C-contiguous (stacks of) matrices and a transpose
+    flag: `a` itself, the transpose of a transposed contiguous matrix with the flag flipped (so
+    `x @ w.T` copies nothing), else a contiguous copy."""
+    if a.c_contiguous:
+        return a, trans
+    if a.ndim >= 2:
+        t = a.transpose(tuple(range(a.ndim - 2)) + (a.ndim - 1, a.ndim - 2))
+        if t.c_contiguous:
+            return t, not trans
+    return a.copy(stream), trans

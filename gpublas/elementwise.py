@@ -1,16 +1,22 @@
 """Elementwise maps (cuda_src/elementwise.cu) and the tiled transpose (cuda_src/transpose.cu).
 
     y = gpublas.exp(x);  gpublas.axpby(2.0, x, -1.0, y, out=y);  z = gpublas.maximum(x, 0.5)
+    m = x > 0.5;  gpublas.where(m, x, 0.0);  x[::2] *= 3     # bool results, views
 
-Every function takes DeviceArrays of float32 or float64 (the result has the inputs' dtype; mixing
-float32 and float64 raises TypeError naming both: convert with astype) and an optional `out=` of the
-result's shape and dtype, which may be one of the inputs. Python scalars take the array's dtype.
-Binary functions broadcast as NumPy does (up to 4-D after merging neighbouring axes).
+Math functions take float32 or float64 arrays; + - * maximum minimum negative abs and comparisons
+also take int32 (int32 / int32 divides in float64, as NumPy). The result has the inputs' dtype
+(comparisons: bool); mixing dtypes raises TypeError naming both: convert with astype. A Python
+scalar takes the array's dtype, except that a float scalar with an int32 array gives float64 (NumPy).
+`out=` must have the result's shape and dtype and may be one of the inputs or a view. Operands may
+be views of any strides; shapes broadcast as NumPy's (up to 8 axes after merging neighbours); an
+operand that overlaps `out` other than element for element is copied first (NumPy's buffering).
 """
 import builtins
+import math
 
 import numpy as np
 
+from . import layout
 from .array import DeviceArray
 from .checks import as_array, check_float, common_dtype, is_scalar, make_out
 from .launch import MAX_GRID as GPU_MAX_GRID, ceil_div, get_kernel, simulated
@@ -20,14 +26,21 @@ MAX_GRID = 4096  # a grid-stride loop needs no more blocks than keep the device 
 # On the sim backend a thread costs far more than an element (a function call per thread), so its
 # grid-stride loops get 8 elements per thread: the same kernels, a quarter to an eighth the threads.
 SIM_ELEMENTS_PER_BLOCK = 8 * BLOCK
+FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+NUMERIC = FLOATS + (np.dtype(np.int32),)  # the `real` types elementwise.cu is built for
+BOOL = np.dtype(np.bool_)
 
-# Opcodes: the EW_* and BIN_* numbers of cuda_src/elementwise.cu.
+# Opcodes: the EW_*, BIN_* and CMP_* numbers of cuda_src/elementwise.cu.
 NEG, EXP, LOG, SQRT, ABS, TANH, SIGMOID, RELU = range(8)
 ADD_S, SUB_S, RSUB_S, MUL_S, DIV_S, RDIV_S, POW_S, RPOW_S, MAX_S, MIN_S, CLIP = range(8, 19)
 ADD, SUB, MUL, DIV, POW, MAX, MIN = range(7)
+EQ, NE, LT, LE, GT, GE = range(6)
+INT_OPS = {ADD, SUB, MUL, MAX, MIN}  # binary opcodes int32 arrays take (DIV goes through float64)
 # binary opcode -> (array op scalar, scalar op array) unary opcodes
 SCALAR_FORMS = {ADD: (ADD_S, ADD_S), SUB: (SUB_S, RSUB_S), MUL: (MUL_S, MUL_S), DIV: (DIV_S, RDIV_S),
                 POW: (POW_S, RPOW_S), MAX: (MAX_S, MAX_S), MIN: (MIN_S, MIN_S)}
+SWAPPED = {EQ: EQ, NE: NE, LT: GT, LE: GE, GT: LT, GE: LE}  # s (cmp) a == a (SWAPPED[cmp]) s
+
 
 def grid_for(n):
     """Blocks of BLOCK threads for a grid-stride loop over n elements."""
@@ -35,97 +48,91 @@ def grid_for(n):
     return min(ceil_div(n, per_block), MAX_GRID)
 
 
-# -- aliasing --------------------------------------------------------------------------------------
+# -- aliasing and layouts ---------------------------------------------------------------------------
 def unalias(x, out):
     """x, or a copy of x when it shares memory with `out` other than element for element (a view at
-    another offset, or a broadcast operand): the kernel would read elements it already wrote."""
-    if x._mem is out._mem and (x._offset != out._offset or x.shape != out.shape):
-        return x.copy()
-    return x
+    another offset or with other strides, or a broadcast operand): the kernel would read elements it
+    already wrote."""
+    if x is out or not layout.may_share_memory(x, out):
+        return x
+    if x._offset == out._offset and x.shape == out.shape and x.strides == out.strides:
+        return x
+    return x.copy()
 
 
-# -- broadcasting ----------------------------------------------------------------------------------
 def broadcast_shape(*shapes):
     """NumPy's broadcast result shape, or ValueError naming the shapes."""
-    ndim = builtins.max(len(s) for s in shapes)
-    out = []
-    for k in range(ndim):
-        dims = {s[k - ndim + len(s)] for s in shapes if k - ndim + len(s) >= 0} - {1}
-        if len(dims) > 1:
-            raise ValueError("operands could not be broadcast together with shapes "
-                             + " ".join(str(tuple(s)) for s in shapes))
-        out.append(dims.pop() if dims else 1)
-    return tuple(out)
+    return layout.broadcast_shape(*shapes)
 
 
-def broadcast_strides(shape_a, shape_b, out_shape):
-    """(dims, a strides, b strides) in elements, each padded to 4-D, for binary_bcast_real. Axes of
-    size 1 are dropped and neighbouring axes merged where each operand is either contiguous across
-    both or broadcast across both, so most cases fit in 4-D; raises ValueError when they do not."""
-    nd = len(out_shape)
-    pa = (1,) * (nd - len(shape_a)) + tuple(shape_a)
-    pb = (1,) * (nd - len(shape_b)) + tuple(shape_b)
-    merged = []  # [size, a broadcast?, b broadcast?]
-    for d, da, db in zip(out_shape, pa, pb):
-        if d == 1:
-            continue
-        flags = (da == 1, db == 1)
-        if merged and tuple(merged[-1][1:]) == flags:
-            merged[-1][0] *= d
-        else:
-            merged.append([d, *flags])
-    if len(merged) > 4:
-        raise ValueError(f"broadcasting {tuple(shape_a)} with {tuple(shape_b)} needs {len(merged)} "
-                         "independent axes; at most 4 are supported")
-    merged = [[1, False, False]] * (4 - len(merged)) + merged
-    dims = [m[0] for m in merged]
+def nd_args(shape, *arrays):
+    """[n, 8 dims, then 8 element strides per array] for an _nd kernel over `shape`, each array
+    broadcast to it (layout.kernel_dims merges axes; more than 8 left raises ValueError)."""
+    strides = [layout.broadcast_strides(a.shape, [s // a.itemsize for s in a.strides], shape) for a in arrays]
+    dims, per_array = layout.kernel_dims(shape, strides)
+    return [math.prod(shape), *dims, *(s for st in per_array for s in st)]
 
-    def strides(which):
-        s, step = [0] * 4, 1
-        for k in range(3, -1, -1):
-            if not merged[k][which]:
-                s[k] = step
-                step *= dims[k]
-        return s
 
-    return dims, strides(1), strides(2)
+def _flat(*arrays):
+    """True when every array is C-contiguous and of one shape: the flat kernels apply."""
+    return builtins.all(a.c_contiguous and a.shape == arrays[0].shape for a in arrays)
+
+
+def _scalar(value, dtype):
+    """A Python scalar for a kernel's `real` parameter of `dtype` (int kernels take ints)."""
+    if dtype.kind != "f":
+        value = int(value)
+        info = np.iinfo(dtype)
+        if not info.min <= value <= info.max:
+            raise OverflowError(f"Python integer {value} out of bounds for {dtype}")
+        return value
+    return float(value)
 
 
 # -- launchers: one per kernel ---------------------------------------------------------------------
 def launch_unary(op, x, y, p0=0.0, p1=0.0):
     """y = f(x) for unary opcode `op` (same shape and dtype, checked by the caller)."""
-    n = x.size
+    n = y.size
     if n:
-        get_kernel("elementwise", "unary_real", x.dtype)(grid_for(n), BLOCK, x, y, op, p0, p1, n)
+        p0, p1 = _scalar(p0, y.dtype), _scalar(p1, y.dtype)
+        if _flat(x, y):
+            get_kernel("elementwise", "unary_real", y.dtype)(grid_for(n), BLOCK, x, y, op, p0, p1, n)
+        else:
+            get_kernel("elementwise", "unary_nd_real", y.dtype)(grid_for(n), BLOCK, x, y, op, p0, p1,
+                                                                *nd_args(y.shape, x, y), views=True)
     return y
 
 
 def launch_binary(op, a, b, out):
-    """out = a (op) b, all of one shape."""
+    """out = a (op) b, a and b broadcast to out's shape, any strides."""
     n = out.size
     if n:
-        get_kernel("elementwise", "binary_real", out.dtype)(grid_for(n), BLOCK, a, b, out, op, n)
+        if _flat(a, b, out):
+            get_kernel("elementwise", "binary_real", out.dtype)(grid_for(n), BLOCK, a, b, out, op, n)
+        else:
+            get_kernel("elementwise", "binary_nd_real", out.dtype)(grid_for(n), BLOCK, a, b, out, op,
+                                                                   *nd_args(out.shape, a, b, out), views=True)
     return out
 
 
-def launch_binary_bcast(op, a, b, out):
-    """out = a (op) b with a and b broadcast to out's shape."""
+def launch_compare(op, a, b, out):
+    """out (bool) = a (cmp) b; b is an array of a's dtype broadcast to out's shape, or a scalar."""
     n = out.size
     if n:
-        dims, sa, sb = broadcast_strides(a.shape, b.shape, out.shape)
-        get_kernel("elementwise", "binary_bcast_real", out.dtype)(grid_for(n), BLOCK, a, b, out, op, n,
-                                                              dims[1], dims[2], dims[3], *sa, *sb)
+        scalar = not isinstance(b, DeviceArray)
+        p0 = _scalar(b, a.dtype) if scalar else 0
+        get_kernel("elementwise", "compare_nd_real", a.dtype)(
+            grid_for(n), BLOCK, a, None if scalar else b, p0, out, op,
+            *nd_args(out.shape, a, a if scalar else b, out), views=True)
     return out
-
-
-_WHERE = {np.dtype(np.uint8): "where_u8_real", np.dtype(np.int32): "where_i32_real"}
 
 
 def launch_where(cond, x, y, out):
+    """out = cond ? x : y, cond bool, all broadcast to out's shape."""
     n = out.size
     if n:
-        name = "where_real" if cond.dtype == out.dtype else _WHERE[cond.dtype]
-        get_kernel("elementwise", name, out.dtype)(grid_for(n), BLOCK, cond, x, y, out, n)
+        get_kernel("elementwise", "where_nd_real", out.dtype)(grid_for(n), BLOCK, cond, x, y, out,
+                                                              *nd_args(out.shape, cond, x, y, out), views=True)
     return out
 
 
@@ -145,34 +152,67 @@ def launch_transpose(a, out):
 
 
 # -- public functions ------------------------------------------------------------------------------
+def _arith_dtype(a, b, op, what):
+    """The dtype of a (op) b for two arrays: one of NUMERIC, and float for the float-only opcodes."""
+    dtype = common_dtype(a, b, what, NUMERIC)
+    if dtype.kind == "i" and op not in INT_OPS:
+        raise TypeError(f"{what}: not defined for {dtype} arrays; convert with .astype(np.float64)")
+    return dtype
+
+
+def _with_scalar(a, s, op, what):
+    """(array, dtype) for array (op) scalar: an int32 array meets a float scalar (or a division) in
+    float64, as NumPy does."""
+    if a.dtype not in NUMERIC:
+        raise TypeError(f"{what}: {', '.join(map(str, NUMERIC))} arrays only, got {a.dtype}")
+    if a.dtype.kind == "i" and (op == DIV or isinstance(s, (float, np.floating))):
+        return a.astype(np.float64)
+    if a.dtype.kind == "i" and op not in INT_OPS:
+        raise TypeError(f"{what}: not defined for {a.dtype} arrays; convert with .astype(np.float64)")
+    return a
+
+
 def binary(op, a, b, out=None, what="binary operation"):
     """a (op) b for DeviceArrays and Python scalars (at least one array), broadcasting."""
     if isinstance(a, DeviceArray) and isinstance(b, DeviceArray):
-        dtype = common_dtype(a, b, what)
+        if op == DIV and a.dtype == b.dtype and a.dtype.kind == "i":
+            a, b = a.astype(np.float64), b.astype(np.float64)
+        dtype = _arith_dtype(a, b, op, what)
         shape = a.shape if a.shape == b.shape else broadcast_shape(a.shape, b.shape)
         out = make_out(out, shape, dtype, what)
-        if a._mem is out._mem or b._mem is out._mem:
-            a, b = unalias(a, out), unalias(b, out)
-        if a.shape == b.shape:
-            return launch_binary(op, a, b, out)
-        return launch_binary_bcast(op, a, b, out)
+        return launch_binary(op, unalias(a, out), unalias(b, out), out)
     if is_scalar(b):
-        a = as_array(a, what)
-        check_float(a, what)
+        a = _with_scalar(as_array(a, what), b, op, what)
         out = make_out(out, a.shape, a.dtype, what)
         return launch_unary(SCALAR_FORMS[op][0], unalias(a, out), out, b)
     if is_scalar(a):
-        b = as_array(b, what)
-        check_float(b, what)
+        b = _with_scalar(as_array(b, what), a, op, what)
         out = make_out(out, b.shape, b.dtype, what)
         return launch_unary(SCALAR_FORMS[op][1], unalias(b, out), out, a)
     return binary(op, as_array(a, what), as_array(b, what), out, what)
 
 
-def _unary(op, what):
+def compare(op, a, b, out=None, what="comparison"):
+    """a (cmp) b elementwise as a bool array: arrays of one dtype (broadcasting) or an array and a
+    scalar (an int32 array meets a float scalar in float64)."""
+    if is_scalar(a) and not is_scalar(b):
+        return compare(SWAPPED[op], b, a, out, what)
+    a = as_array(a, what)
+    if is_scalar(b):
+        a = _with_scalar(a, b, ADD, what)
+        out = make_out(out, a.shape, BOOL, what)
+        return launch_compare(op, a, b, out)
+    b = as_array(b, what)
+    common_dtype(a, b, what, NUMERIC)
+    out = make_out(out, broadcast_shape(a.shape, b.shape), BOOL, what)
+    return launch_compare(op, unalias(a, out), unalias(b, out), out)
+
+
+def _unary(op, what, dtypes=FLOATS):
     def f(x, out=None):
         x = as_array(x, what)
-        check_float(x, what)
+        if x.dtype not in dtypes:
+            raise TypeError(f"{what}: {' or '.join(map(str, dtypes))} arrays only, got {x.dtype}")
         out = make_out(out, x.shape, x.dtype, what)
         return launch_unary(op, unalias(x, out), out)
 
@@ -186,7 +226,7 @@ log = _unary(LOG, "log")
 log.__doc__ = "Elementwise natural logarithm (nan below 0, -inf at 0)."
 sqrt = _unary(SQRT, "sqrt")
 sqrt.__doc__ = "Elementwise square root."
-absolute = _unary(ABS, "abs")
+absolute = _unary(ABS, "abs", NUMERIC)
 absolute.__doc__ = "Elementwise |x|."
 tanh = _unary(TANH, "tanh")
 tanh.__doc__ = "Elementwise hyperbolic tangent."
@@ -194,7 +234,7 @@ sigmoid = _unary(SIGMOID, "sigmoid")
 sigmoid.__doc__ = "Elementwise 1 / (1 + exp(-x)), computed without overflow."
 relu = _unary(RELU, "relu")
 relu.__doc__ = "Elementwise max(x, 0) (nan stays nan)."
-negative = _unary(NEG, "negative")
+negative = _unary(NEG, "negative", NUMERIC)
 negative.__doc__ = "Elementwise -x."
 
 
@@ -235,23 +275,22 @@ def clip(a, lo, hi, out=None):
 
 
 def where(cond, x, y, out=None):
-    """cond != 0 ? x : y elementwise. cond: a DeviceArray of x's dtype, uint8 (a bool array sent with
-    to_device) or int32, or an ndarray; x, y: arrays or scalars. Shapes must be equal (no
-    broadcasting, except that a scalar x or y fills the shape)."""
+    """x where cond else y, elementwise, broadcasting cond, x and y together. cond: a bool array (any
+    other dtype counts as cond != 0) or an ndarray; x, y: arrays of one dtype, or scalars (at least
+    one array)."""
     cond = as_array(cond, "where")
-    arrays = [v for v in (x, y) if not is_scalar(v)]
+    arrays = [as_array(v, "where") for v in (x, y) if not is_scalar(v)]
     if not arrays:
         raise TypeError("where: x or y must be an array (both are scalars)")
-    arrays = [as_array(v, "where") for v in arrays]
-    dtype = common_dtype(arrays[0], arrays[-1], "where")
-    shape = arrays[0].shape
-    x = as_array(x, "where") if not is_scalar(x) else DeviceArray(shape, dtype).fill(x)
-    y = as_array(y, "where") if not is_scalar(y) else DeviceArray(shape, dtype).fill(y)
-    if not cond.shape == x.shape == y.shape:
-        raise ValueError(f"where: cond, x and y must have one shape, got {cond.shape}, {x.shape}, {y.shape}")
-    if cond.dtype != dtype and cond.dtype not in _WHERE:
-        raise TypeError(f"where: cond must be {dtype}, uint8 (bool) or int32, got {cond.dtype}")
-    out = make_out(out, shape, dtype, "where")
+    dtype = common_dtype(arrays[0], arrays[-1], "where", NUMERIC)
+    x = as_array(x, "where") if not is_scalar(x) else DeviceArray((), dtype).fill(x)
+    y = as_array(y, "where") if not is_scalar(y) else DeviceArray((), dtype).fill(y)
+    if cond.dtype != BOOL:
+        if cond.dtype not in NUMERIC:
+            cond = cond.astype(BOOL)
+        else:
+            cond = compare(NE, cond, 0, what="where")
+    out = make_out(out, broadcast_shape(cond.shape, x.shape, y.shape), dtype, "where")
     return launch_where(unalias(cond, out), unalias(x, out), unalias(y, out), out)
 
 
@@ -264,11 +303,14 @@ def axpby(a, x, b, y, out=None):
     if not (is_scalar(a) and is_scalar(b)):
         raise TypeError("axpby: a and b must be scalars")
     out = make_out(out, x.shape, dtype, "axpby")
-    return launch_axpby(a, unalias(x, out), b, unalias(y, out), out)
+    if _flat(x, y, out):
+        return launch_axpby(a, unalias(x, out), b, unalias(y, out), out)
+    return binary(ADD, binary(MUL, x, a), binary(MUL, y, b), out, "axpby")  # views: two passes
 
 
 def transpose(a, out=None):
-    """The transpose of a 2-D array, as a new array (a 1-D or 0-d array is copied)."""
+    """The transpose of a 2-D array as a new C-contiguous array (the tiled kernel; a.T is the view);
+    a 1-D or 0-d array is copied."""
     a = as_array(a, "transpose")
     if a.ndim < 2 and out is None:
         return a.copy()
@@ -276,9 +318,12 @@ def transpose(a, out=None):
         raise ValueError(f"transpose: 2-D arrays only (or a copy of a 1-D or 0-d one), got shape {a.shape}")
     check_float(a, "transpose")
     out = make_out(out, a.shape[::-1], a.dtype, "transpose")
-    if out._mem is a._mem:
+    if layout.may_share_memory(out, a):
         raise ValueError("transpose: out must not share memory with the input")
-    return launch_transpose(a, out)
+    if not out.c_contiguous:
+        out[...] = transpose(a)
+        return out
+    return launch_transpose(a if a.c_contiguous else a.copy(), out)
 
 
 # NumPy's names; `abs` and `pow` shadow the builtins only as attributes of this module.

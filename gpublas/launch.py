@@ -16,7 +16,8 @@ MAX_THREADS_PER_BLOCK = 1024
 MAX_BLOCK = (1024, 1024, 64)
 MAX_GRID = (2**31 - 1, 65535, 65535)
 SHARED_DEFAULT = 48 * 1024  # static + dynamic shared memory per block without an opt-in
-REAL = {np.dtype(np.float32): "float", np.dtype(np.float64): "double", np.dtype(np.int32): "int"}
+REAL = {np.dtype(np.float32): "float", np.dtype(np.float64): "double", np.dtype(np.int32): "int",
+        np.dtype(np.int64): "long long", np.dtype(np.uint8): "unsigned char", np.dtype(np.bool_): "bool"}
 
 
 def ceil_div(a, b):
@@ -98,7 +99,7 @@ class Kernel:
             self.max_dynamic_shared = nbytes
         return self
 
-    def __call__(self, grid, block, *args, shared=0, stream=None):
+    def __call__(self, grid, block, *args, shared=0, stream=None, views=False):
         grid, block = _dim3(grid), _dim3(block)
         if len(args) != len(self.argcodes):
             raise TypeError(f"kernel '{self.name}' takes {len(self.argcodes)} arguments "
@@ -110,7 +111,7 @@ class Kernel:
             raise LaunchError(self._refusal(grid, block, shared))
         if min(grid) == 0:
             return
-        values = [_pointer(a, self.name) if p else a for a, p in zip(args, self._pointer)]
+        values = [_pointer(a, self.name, views) if p else a for a, p in zip(args, self._pointer)]
         if stream is None:
             stream = current_stream()
         if stream is None:
@@ -142,12 +143,18 @@ class Kernel:
                        "Kernel.allow_shared)")
 
 
-def _pointer(a, kernel):
-    """A pointer argument's value: a DeviceArray's address, an int, or None (NULL)."""
+def _pointer(a, kernel, views=False):
+    """A pointer argument's value: a DeviceArray's address, an int, or None (NULL). A non-contiguous
+    view is refused unless the launcher says its kernel walks strides (views=True)."""
     try:
-        return a.ptr
+        ptr = a.ptr
     except AttributeError:
         pass
+    else:
+        if not views and not getattr(a, "c_contiguous", True):
+            raise LaunchError(f"kernel '{kernel}' was handed a non-contiguous view (shape {a.shape}, strides "
+                              f"{a.strides}) but takes flat arrays; pass a.copy()")
+        return ptr
     if a is None:
         return 0
     if isinstance(a, (int, np.integer)):
@@ -182,7 +189,8 @@ def _load_kernel(family, name, dtype, root, defines):
     if dtype is not None:
         dtype = np.dtype(dtype)
         if dtype not in REAL:
-            raise TypeError(f"kernel '{name}': unsupported dtype {dtype}; expected float32, float64 or int32")
+            raise TypeError(f"kernel '{name}': unsupported dtype {dtype}; expected one of "
+                            f"{', '.join(map(str, REAL))}")
         defines["real"] = REAL[dtype]
     return load_source(source.read(family, root), defines, str(source.path(family, root))).get(name)
 

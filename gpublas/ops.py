@@ -13,10 +13,10 @@ Rules (NumPy's, narrowed to what the kernels hold):
 """
 import numpy as np
 
-from . import blas3
+from . import blas3, reduction
 from . import elementwise as ew
 from .array import DeviceArray, to_device
-from .checks import is_scalar
+from .checks import as_array, is_scalar
 
 OPCODES = {"add": ew.ADD, "subtract": ew.SUB, "multiply": ew.MUL, "divide": ew.DIV, "pow": ew.POW}
 
@@ -86,8 +86,48 @@ def matmul(a, b):
     return blas3.matmul(_matmul_operand(a, b), _matmul_operand(b, a))
 
 
-def to_int(a):
-    """int(a) of a one-element array (an argmax result, say)."""
-    if a.size != 1:
-        raise TypeError(f"only one-element arrays convert to int, this one has {a.size}")
-    return int(a.get().reshape(()))
+# -- comparisons and truth tests ----------------------------------------------------------------------
+COMPARISONS = {"equal": ew.EQ, "not_equal": ew.NE, "less": ew.LT, "less_equal": ew.LE, "greater": ew.GT,
+               "greater_equal": ew.GE}
+
+
+def comparison(name, a, b):
+    """a (cmp) b for `a.__eq__(b)` and the others: a bool array; NotImplemented (so Python falls
+    back to its default, e.g. `a == None` is False) for an operand type we do not take."""
+    if not _operand(b):
+        return NotImplemented
+    return ew.compare(COMPARISONS[name], a, b, None, name)
+
+
+def _comparison_function(name):
+    def f(a, b, out=None):
+        return ew.compare(COMPARISONS[name], a, b, out, name)
+
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"Elementwise {name}(a, b) as a bool array (arrays or scalars, broadcasting)."
+    return f
+
+
+equal, not_equal, less, less_equal, greater, greater_equal = (_comparison_function(n) for n in COMPARISONS)
+
+
+def _truth(a, axis, keepdims, what, is_any):
+    a = as_array(a, what)
+    nonzero = a.astype(np.int32) if a.dtype in (np.dtype(np.bool_), np.dtype(np.uint8)) else \
+        ew.compare(ew.NE, a, 0, what=what).astype(np.int32)
+    n = a.size if axis is None else a.shape[axis] if -a.ndim <= axis < a.ndim else None
+    if n == 0:  # NumPy: any() of nothing is False, all() of nothing is True
+        shape = reduction.sum(nonzero, axis, keepdims).shape
+        return DeviceArray(shape, np.bool_).fill(not is_any)
+    folded = reduction.max(nonzero, axis, keepdims) if is_any else reduction.min(nonzero, axis, keepdims)
+    return folded.astype(np.bool_)
+
+
+def any(a, axis=None, keepdims=False):  # noqa: A001 (NumPy's name)
+    """True where any element (over all, or along `axis`) is nonzero; a bool array (0-d for all)."""
+    return _truth(a, axis, keepdims, "any", True)
+
+
+def all(a, axis=None, keepdims=False):  # noqa: A001
+    """True where every element (over all, or along `axis`) is nonzero; a bool array (0-d for all)."""
+    return _truth(a, axis, keepdims, "all", False)

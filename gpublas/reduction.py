@@ -30,7 +30,7 @@ def _row_block(n):
 
 
 # -- launchers -------------------------------------------------------------------------------------
-def launch_reduce_rows(op, x, rows, n, val, idx, scale=1.0):
+def launch_reduce_rows(op, x, rows, n, val, idx, scale=1):
     """Reduces each row of x seen as (rows, n) into val[row] (and/or the index into idx[row]). Long
     rows of few-row arrays are split into parts reduced by separate blocks, then a second pass."""
     parts = builtins.max(1, builtins.min(ceil_div(n, PART), MAX_BLOCKS // rows))
@@ -40,11 +40,11 @@ def launch_reduce_rows(op, x, rows, n, val, idx, scale=1.0):
         return
     pval = DeviceArray((rows, parts), x.dtype)
     pidx = DeviceArray((rows, parts), np.int32) if idx is not None else None
-    k(rows * parts, 256, x, None, pval, pidx, op, n, parts, 1.0)
+    k(rows * parts, 256, x, None, pval, pidx, op, n, parts, 1)
     k(rows, _row_block(parts), pval, pidx, val, idx, op, parts, 1, scale)
 
 
-def launch_reduce_cols(op, x, outer, n, inner, val, idx, scale=1.0, beta=0.0):
+def launch_reduce_cols(op, x, outer, n, inner, val, idx, scale=1, beta=0):
     """Reduces x seen as (outer, n, inner) over its middle axis into val (outer, inner) = result +
     beta * val (beta == 0 never reads val); coalesced: a warp reads 32 consecutive inner positions."""
     k = get_kernel("reduce", "reduce_cols", x.dtype)
@@ -75,9 +75,24 @@ def _fold(a, axis, keepdims, what):
     return outer, a.shape[axis], inner, shape
 
 
-def _reduce(a, op, axis, keepdims, what, index=False, mean=False):
+REDUCIBLE = tuple(np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64))
+
+
+def _operand(a, op, what, mean):
+    """`a` as the reduction takes it: contiguous, a mean of ints in float64 and a sum of ints (or
+    bools) in int64, as NumPy's."""
     a = as_array(a, what)
-    check_float(a, what)
+    if mean and a.dtype.kind != "f":
+        a = a.astype(np.float64)
+    elif op == SUM and a.dtype.kind in "iub":
+        a = a.astype(np.int64)
+    elif a.dtype not in REDUCIBLE:
+        raise TypeError(f"{what}: {', '.join(map(str, REDUCIBLE))} arrays only, got {a.dtype}")
+    return a if a.c_contiguous else a.copy()
+
+
+def _reduce(a, op, axis, keepdims, what, index=False, mean=False):
+    a = _operand(a, op, what, mean)
     outer, n, inner, shape = _fold(a, axis, keepdims, what)
     val = None if index else DeviceArray(shape, a.dtype)
     idx = DeviceArray(shape, np.int32) if index else None
@@ -87,7 +102,7 @@ def _reduce(a, op, axis, keepdims, what, index=False, mean=False):
         return val.fill(np.nan if mean else 0)
     if outer * inner == 0:
         return val if val is not None else idx
-    scale = 1.0 / n if mean else 1.0
+    scale = 1.0 / n if mean else 1  # an int: the int builds take an int scale
     if inner == 1:
         launch_reduce_rows(op, a, outer, n, val, idx, scale)
     else:
@@ -128,6 +143,7 @@ def argmin(a, axis=None, keepdims=False):
 def _last_axis(x, axis, what):
     x = as_array(x, what)
     check_float(x, what)
+    x = x if x.c_contiguous else x.copy()
     if x.ndim == 0:
         raise ValueError(f"{what}: needs an array of at least one dimension")
     if axis not in (-1, x.ndim - 1):

@@ -39,6 +39,15 @@ def test_family_compiles_with_nvcc(root, family, real, tmp_path):
         print(f"{family}.cu real={real}: spill stores {spills}")
 
 
+# The other element types the array layer builds: int32 arithmetic and comparisons (elementwise),
+# int reductions (int64 sums), astype and copies into every dtype (memory).
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
+@pytest.mark.parametrize("family, real", [("elementwise", "int"), ("reduce", "long long"), ("memory", "bool"),
+                                          ("memory", "unsigned char")])
+def test_array_dtypes_compile_with_nvcc(family, real, tmp_path):
+    test_family_compiles_with_nvcc(None, family, real, tmp_path)
+
+
 def test_every_include_resolves_in_cuda_src():
     """Both compilers get `-I cuda_src/` only, and the compile cache key digests cuda_src/*.cuh: so every
     quoted #include of every kernel file (cuda_src/ and nn/cuda/) must name a header there."""

@@ -1,0 +1,132 @@
+"""Views and item assignment for DeviceArray, with NumPy's rules (basic indexing only).
+
+View rules (each returns a DeviceArray sharing the base's memory; no copy, no launch):
+  * a[i] drops an axis; a[i:j:k] keeps it, with any step, negative included; a[:, i:j] is a
+    column block (strides (row pitch, itemsize)); None / np.newaxis inserts an axis of size 1;
+    ... stands for the remaining axes;
+  * a.T and a.transpose(axes) permute strides; a.reshape(shape) is a view when each group of old
+    axes merged into new ones is contiguous within itself (always for a contiguous array), else a
+    copy, as NumPy's reshape; ravel() likewise; flatten() and copy() always copy.
+  * Integer, boolean or array indices (NumPy's advanced indexing) raise IndexError: they gather
+    into a copy; do them on the host.
+Item assignment a[key] = v writes a scalar, a DeviceArray or an ndarray (broadcast to the view's
+shape, converted to a's dtype) through one strided copy kernel; a right-hand side that overlaps the
+target otherwise than element for element is copied first, so `x[1:] += x[:-1]` gives NumPy's
+result. Every check runs before anything is written: a failed assignment leaves `a` untouched.
+"""
+import operator
+
+import numpy as np
+
+from . import elementwise as ew
+from . import layout
+from .array import SRC_CODES, DeviceArray, to_device
+from .checks import is_scalar
+from .launch import get_kernel
+
+
+def _index_error(k):
+    return IndexError(f"unsupported index {k!r}: gpublas takes ints, slices, None and ... (basic indexing); "
+                      "integer, boolean or array indices gather into a copy: do them on the host")
+
+
+def getitem(a, key):
+    """The view a[key] for a basic index."""
+    key = key if isinstance(key, tuple) else (key,)
+    if sum(k is Ellipsis for k in key) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    consumed = sum(k is not None and k is not Ellipsis for k in key)
+    if consumed > a.ndim:
+        raise IndexError(f"too many indices for array: array is {a.ndim}-dimensional, but {consumed} were indexed")
+    fill = (slice(None),) * (a.ndim - consumed)
+    if any(k is Ellipsis for k in key):
+        i = next(i for i, k in enumerate(key) if k is Ellipsis)
+        key = key[:i] + fill + key[i + 1:]
+    else:
+        key = key + fill
+    shape, strides, offset, axis = [], [], 0, 0
+    for k in key:
+        if k is None:
+            shape.append(1)
+            strides.append(0)
+            continue
+        n, s = a.shape[axis], a.strides[axis]
+        axis += 1
+        if isinstance(k, slice):
+            start, stop, step = k.indices(n)
+            length = len(range(start, stop, step))
+            if length:
+                offset += start * s
+            shape.append(length)
+            strides.append(s * step)
+        elif isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)):
+            i = operator.index(k)
+            if not -n <= i < n:
+                raise IndexError(f"index {i} is out of bounds for axis {axis - 1} with size {n}")
+            offset += (i % n) * s
+        else:
+            raise _index_error(k)
+    return a._view(tuple(shape), tuple(strides), offset)
+
+
+def setitem(a, key, value):
+    """a[key] = value (a scalar, DeviceArray or ndarray-like), broadcast and converted."""
+    view = getitem(a, key)
+    if is_scalar(value) or isinstance(value, (bool, np.bool_)):
+        view.fill(value)
+    elif isinstance(value, DeviceArray):
+        copy_to(view, value)
+    elif isinstance(value, (np.ndarray, list, tuple)):
+        host = np.asarray(value)
+        np.broadcast_shapes(host.shape, view.shape)  # fails before any device work
+        copy_to(view, to_device(host))
+    else:
+        raise TypeError(f"cannot assign a {type(value).__name__} to a DeviceArray; "
+                        "use a scalar, a DeviceArray or an ndarray")
+
+
+def reshape(a, shape):
+    """a seen with `shape` (one -1 is inferred): a view when the layout allows, else a copy."""
+    shape = [operator.index(s) for s in ((shape,) if isinstance(shape, (int, np.integer)) else shape)]
+    if shape.count(-1) > 1:
+        raise ValueError("reshape: only one dimension can be -1")
+    if -1 in shape:
+        known = int(np.prod([s for s in shape if s != -1], dtype=np.int64))
+        if known == 0 or a.size % known:
+            raise ValueError(f"reshape: cannot reshape array of size {a.size} into shape {tuple(shape)}")
+        shape[shape.index(-1)] = a.size // known
+    shape = tuple(shape)
+    if any(s < 0 for s in shape) or int(np.prod(shape, dtype=np.int64)) != a.size:
+        raise ValueError(f"reshape: cannot reshape array of shape {a.shape} into {shape}")
+    strides = layout.reshape_strides(a.shape, a.strides, shape, a.itemsize)
+    if strides is None:
+        return a.copy().reshape(shape)
+    return a._view(shape, strides)
+
+
+def transpose(a, axes):
+    """a with its axes permuted by `axes` (reversed when empty), as a view."""
+    axes = tuple(range(a.ndim))[::-1] if not axes else tuple(operator.index(p) for p in axes)
+    axes = tuple(p + a.ndim if p < 0 else p for p in axes)
+    if sorted(axes) != list(range(a.ndim)):
+        raise ValueError(f"transpose: axes {axes} are not a permutation of the {a.ndim} axes")
+    return a._view(tuple(a.shape[p] for p in axes), tuple(a.strides[p] for p in axes))
+
+
+def copy_to(dst, src, stream=None):
+    """dst[...] = src: src (broadcast to dst's shape, any dtype, any strides) converted into dst's
+    layout by one strided cast kernel; src is buffered first when it overlaps dst otherwise than
+    element for element. Returns dst."""
+    shape = layout.broadcast_shape(dst.shape, src.shape)
+    if shape != dst.shape:
+        raise ValueError(f"could not broadcast input array from shape {src.shape} into shape {dst.shape}")
+    if dst.size == 0:
+        return dst
+    if layout.may_share_memory(src, dst):
+        if (src._offset, src.shape, src.strides, src.dtype) == (dst._offset, dst.shape, dst.strides, dst.dtype):
+            return dst
+        src = src.copy(stream)
+    k = get_kernel("memory", "cast_nd_real", dst.dtype)
+    k(ew.grid_for(dst.size), ew.BLOCK, src, SRC_CODES[src.dtype], dst, *ew.nd_args(dst.shape, src, dst),
+      stream=stream, views=True)
+    return dst

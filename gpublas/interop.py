@@ -1,0 +1,222 @@
+"""Zero-copy exchange with other array libraries: DLPack and the CUDA array interface (v3).
+
+    t = torch.from_dlpack(a)             # cuda: shares a's device memory (kDLCUDA)
+    b = gpublas.from_dlpack(cupy_array)  # and back, no copy
+    h = np.from_dlpack(a)                # sim: device memory is host memory (kDLCPU), no copy
+    c = gpublas.as_device_array(obj)     # anything with __cuda_array_interface__ or __dlpack__
+
+Sharing is two-way: a write through either side is seen by the other. The exporter's memory stays
+alive while the importer holds it (a DLPack capsule keeps the DeviceArray's allocation; an imported
+array keeps the producer's object), but `free()` on a shared DeviceArray frees it regardless: don't.
+Streams: an exporter synchronizes the device before handing out memory unless the consumer passes
+stream=-1; an importer synchronizes when the producer names a stream.
+"""
+import ctypes
+
+import numpy as np
+
+from .array import DTYPES, DeviceArray
+from .pool import Allocation
+from .stream import current_stream
+
+KDLCPU, KDLCUDA = 1, 2
+# numpy dtype <-> DLPack (type code, bits): kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBool 6; lanes are 1.
+DL_TYPES = {np.dtype(np.float32): (2, 32), np.dtype(np.float64): (2, 64), np.dtype(np.int32): (0, 32),
+            np.dtype(np.int64): (0, 64), np.dtype(np.uint8): (1, 8), np.dtype(np.bool_): (6, 8)}
+NP_TYPES = {v: k for k, v in DL_TYPES.items()}
+_NAME, _USED = b"dltensor", b"used_dltensor"
+
+
+# -- dlpack.h's structs (DLPack 0.8 layout, which every version-1 consumer also takes) --------------
+class DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+class DLManagedTensor(ctypes.Structure):
+    pass
+
+
+_DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(DLManagedTensor))
+DLManagedTensor._fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", _DELETER)]
+
+_capsule_new = ctypes.pythonapi.PyCapsule_New
+_capsule_new.restype = ctypes.py_object
+_capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+_capsule_valid = ctypes.pythonapi.PyCapsule_IsValid
+_capsule_valid.restype = ctypes.c_int
+_capsule_valid.argtypes = [ctypes.c_void_p, ctypes.c_char_p]  # c_void_p: callable on a dying capsule
+_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_pointer.restype = ctypes.c_void_p
+_capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_capsule_pointer_raw = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi))
+_capsule_rename = ctypes.pythonapi.PyCapsule_SetName
+_capsule_rename.restype = ctypes.c_int
+_capsule_rename.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+# -- exporting ----------------------------------------------------------------------------------
+# Address of each DLManagedTensor handed out -> what it points into (the struct, its shape and strides
+# buffers, and the DeviceArray that owns the memory). The deleter drops the entry.
+_exported = {}
+
+
+def _release(address):
+    _exported.pop(address, None)
+
+
+@_DELETER
+def _deleter(managed):
+    _release(ctypes.cast(managed, ctypes.c_void_p).value)
+
+
+@ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+def _capsule_destructor(capsule):
+    """A capsule nobody consumed (its name is still "dltensor") runs the deleter itself."""
+    if _capsule_valid(capsule, _NAME):
+        _release(_capsule_pointer_raw(capsule, _NAME))
+
+
+def dlpack_device(a):
+    """(device type, device id): kDLCUDA on the cuda backend, kDLCPU on sim (host memory)."""
+    return (KDLCUDA if a.backend.name == "cuda" else KDLCPU), 0  # the cuda backend uses device 0
+
+
+def _sync_for_consumer(a, stream):
+    """The consumer reads on `stream` (None: its default; -1: it asked for no synchronization)."""
+    if stream != -1 and a.backend.name == "cuda":
+        a.backend.synchronize()
+
+
+def to_dlpack(a, stream=None, dl_device=None, copy=None):
+    """A "dltensor" PyCapsule sharing a's memory (a.copy()'s with copy=True)."""
+    if dl_device is not None and tuple(dl_device) != dlpack_device(a):
+        raise BufferError(f"__dlpack__: this array lives on device {dlpack_device(a)}, not {tuple(dl_device)}")
+    if copy:
+        a = a.copy()
+    ptr = a.ptr  # raises FreedArrayError for a freed array
+    _sync_for_consumer(a, stream)
+    managed = DLManagedTensor()
+    shape = (ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
+    strides = (ctypes.c_int64 * max(a.ndim, 1))(*(s // a.itemsize for s in a.strides))
+    t = managed.dl_tensor
+    t.data, t.byte_offset, t.ndim = ptr, 0, a.ndim
+    t.device = DLDevice(*dlpack_device(a))
+    t.dtype = DLDataType(*DL_TYPES[a.dtype], 1)
+    t.shape, t.strides = shape, strides
+    managed.deleter = _deleter
+    address = ctypes.addressof(managed)
+    _exported[address] = (managed, shape, strides, a)
+    return _capsule_new(address, _NAME, ctypes.cast(_capsule_destructor, ctypes.c_void_p))
+
+
+# -- importing ----------------------------------------------------------------------------------
+class ExternalMemory(Allocation):
+    """Memory another library owns; `owner` (the producer's object, or a DLPack deleter guard)
+    keeps it alive for as long as an array uses it."""
+
+    __slots__ = ("owner",)
+
+    def __init__(self, ptr, owner):
+        super().__init__(ptr, 0, None)
+        self.owner = owner
+
+    def free(self):
+        self.freed, self.owner = True, None
+
+
+class _DLPackGuard:
+    """Runs the producer's deleter once the last array using the tensor is gone."""
+
+    def __init__(self, managed_address):
+        self.address = managed_address
+
+    def __del__(self):
+        managed = DLManagedTensor.from_address(self.address)
+        if managed.deleter:
+            managed.deleter(ctypes.pointer(managed))
+
+
+def _wrap(ptr, shape, dtype, strides, owner, what):
+    dtype = np.dtype(dtype)
+    if dtype not in DTYPES:
+        raise TypeError(f"{what}: dtype {dtype} is not one gpublas holds ({', '.join(map(str, DTYPES))})")
+    if strides is not None and any(s % dtype.itemsize for s in strides):
+        raise ValueError(f"{what}: strides {strides} are not whole {dtype} elements")
+    return DeviceArray(shape, dtype, _mem=ExternalMemory(ptr, owner), _strides=strides)
+
+
+def from_dlpack(obj):
+    """A DeviceArray sharing the memory of any object with __dlpack__ (CuPy, PyTorch, JAX, NumPy on
+    sim...): the device must be the active backend's (kDLCUDA on cuda, kDLCPU on sim)."""
+    from . import backends
+
+    backend = backends.current()
+    want = KDLCUDA if backend.name == "cuda" else KDLCPU
+    if hasattr(obj, "__dlpack_device__") and obj.__dlpack_device__()[0] != want:
+        raise BufferError(f"from_dlpack: the object lives on DLPack device {obj.__dlpack_device__()}; the "
+                          f"{backend.name} backend takes device type {want} (copy it there first)")
+    stream = current_stream()
+    if backend.name == "cuda":
+        capsule = obj.__dlpack__(stream=stream.handle.handle if stream is not None else 1)
+    else:
+        capsule = obj.__dlpack__()
+    address = _capsule_pointer(capsule, _NAME)
+    managed = DLManagedTensor.from_address(address)
+    t = managed.dl_tensor
+    guard = _DLPackGuard(address)  # from here on the tensor is ours to delete
+    _capsule_rename(capsule, _USED)
+    if t.device.device_type != want:
+        raise BufferError(f"from_dlpack: got a tensor on DLPack device type {t.device.device_type}, need {want}")
+    code = (t.dtype.code, t.dtype.bits)
+    if code not in NP_TYPES or t.dtype.lanes != 1:
+        raise TypeError(f"from_dlpack: DLPack dtype (code {code[0]}, {code[1]} bits, {t.dtype.lanes} lanes) "
+                        f"is not one gpublas holds")
+    dtype = NP_TYPES[code]
+    shape = tuple(t.shape[i] for i in range(t.ndim))
+    strides = tuple(t.strides[i] * dtype.itemsize for i in range(t.ndim)) if t.strides else None
+    return _wrap((t.data or 0) + t.byte_offset, shape, dtype, strides, guard, "from_dlpack")
+
+
+def cuda_array_interface(a):
+    """The CUDA array interface (v3) of DeviceArray `a`, on the cuda backend."""
+    if a.backend.name != "cuda":
+        raise AttributeError("__cuda_array_interface__: the sim backend's memory is host memory, not CUDA "
+                             "device memory; use __dlpack__ (np.from_dlpack) instead")
+    stream = current_stream()
+    return {"shape": a.shape, "typestr": a.dtype.str, "data": (a.ptr, False), "version": 3,
+            "strides": None if a.c_contiguous else a.strides,
+            "stream": stream.handle.handle if stream is not None else 1}
+
+
+def as_device_array(obj):
+    """A DeviceArray sharing obj's memory: obj itself when it is one; else through obj's
+    __cuda_array_interface__ (cuda backend) or __dlpack__; on sim an ndarray's host memory is
+    device memory, so it is wrapped too. Raises TypeError for anything else (to_device copies)."""
+    from . import backends
+
+    if isinstance(obj, DeviceArray):
+        return obj
+    backend = backends.current()
+    cai = getattr(obj, "__cuda_array_interface__", None) if backend.name == "cuda" else None
+    if cai is not None:
+        if cai.get("mask") is not None:
+            raise TypeError("as_device_array: masked arrays (a 'mask' in the interface) are not supported")
+        if cai.get("stream") is not None:
+            backend.synchronize()
+        return _wrap(cai["data"][0], tuple(cai["shape"]), cai["typestr"], cai.get("strides"), obj,
+                     "as_device_array")
+    if hasattr(obj, "__dlpack__"):
+        return from_dlpack(obj)
+    raise TypeError(f"as_device_array: a {type(obj).__name__} exposes neither __cuda_array_interface__ nor "
+                    "__dlpack__; copy it with gpublas.to_device")

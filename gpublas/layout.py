@@ -1,0 +1,138 @@
+"""Array layout arithmetic, shared by views, elementwise kernels and interop; no device work here.
+
+Strides are in BYTES, as NumPy's and CuPy's `.strides` and the CUDA array interface have them; the
+strided kernels take them in ELEMENTS (a view's strides are always whole elements: views never
+reinterpret the dtype). A stride may be negative (a[::-1]) or 0 (a broadcast operand).
+
+    broadcast_shape((3, 1), (4,)) == (3, 4)
+    kernel_dims((4, 5), [(5, 1), (0, 1)]) == ([1]*7 + [20], [[0]*7 + [1], ...])   # merged to 1-D
+"""
+import builtins
+
+MAX_DIMS = 8  # axes a strided kernel walks (after merging neighbours); NumPy has no limit
+
+
+def c_strides(shape, itemsize):
+    """The strides (bytes) of a C-contiguous array of `shape`."""
+    strides, step = [], itemsize
+    for d in reversed(shape):
+        strides.append(step)
+        step *= builtins.max(d, 1)
+    return tuple(reversed(strides))
+
+
+def is_c_contiguous(shape, strides, itemsize):
+    """NumPy's C-contiguity: axes of size 1 may have any stride; an empty array is contiguous."""
+    if 0 in shape:
+        return True
+    step = itemsize
+    for d, s in zip(reversed(shape), reversed(strides)):
+        if d != 1:
+            if s != step:
+                return False
+            step *= d
+    return True
+
+
+def is_f_contiguous(shape, strides, itemsize):
+    return is_c_contiguous(shape[::-1], strides[::-1], itemsize)
+
+
+def extent(shape, strides, itemsize):
+    """(lo, hi): the byte range [first + lo, first + hi) that elements of this layout occupy,
+    relative to the first element's address; (0, 0) for an empty array."""
+    if 0 in shape:
+        return 0, 0
+    lo = sum(s * (d - 1) for d, s in zip(shape, strides) if s < 0)
+    hi = sum(s * (d - 1) for d, s in zip(shape, strides) if s > 0)
+    return lo, hi + itemsize
+
+
+def broadcast_shape(*shapes):
+    """NumPy's broadcast result shape, or ValueError naming the shapes."""
+    ndim = builtins.max(len(s) for s in shapes)
+    out = []
+    for k in range(ndim):
+        dims = {s[k - ndim + len(s)] for s in shapes if k - ndim + len(s) >= 0} - {1}
+        if len(dims) > 1:
+            raise ValueError("operands could not be broadcast together with shapes "
+                             + " ".join(str(tuple(s)) for s in shapes))
+        out.append(dims.pop() if dims else 1)
+    return tuple(out)
+
+
+def broadcast_strides(shape, strides, out_shape):
+    """`strides` of an operand of `shape` seen with `out_shape` (stride 0 on broadcast axes)."""
+    pad = len(out_shape) - len(shape)
+    return tuple(0 if k < pad or shape[k - pad] == 1 else strides[k - pad] for k in range(len(out_shape)))
+
+
+def kernel_dims(shape, operand_strides):
+    """(dims, strides per operand) for a strided kernel over `shape`: element strides, axes of size 1
+    dropped, neighbouring axes merged where every operand steps evenly across both, padded at the
+    front to MAX_DIMS axes of size 1. Raises ValueError when more than MAX_DIMS axes remain."""
+    axes = [(d, [s[k] for s in operand_strides]) for k, d in enumerate(shape) if d != 1]
+    merged = []
+    for d, ss in axes:
+        if merged and all(prev == cur * d for prev, cur in zip(merged[-1][1], ss)):
+            merged[-1] = (merged[-1][0] * d, ss)
+        else:
+            merged.append((d, ss))
+    if len(merged) > MAX_DIMS:
+        raise ValueError(f"an operation over shape {tuple(shape)} needs {len(merged)} independent axes; "
+                         f"at most {MAX_DIMS} are supported")
+    pad = MAX_DIMS - len(merged)
+    dims = [1] * pad + [d for d, _ in merged]
+    strides = [[0] * pad + [ss[j] for _, ss in merged] for j in range(len(operand_strides))]
+    return dims, strides
+
+
+def reshape_strides(shape, strides, new_shape, itemsize):
+    """Strides that show an array of (shape, strides) as `new_shape` without copying (NumPy's
+    attempt_nocopy_reshape: each group of old axes that multiplies to a group of new axes must be
+    contiguous within itself), or None when only a copy can."""
+    if 0 in shape or not shape:
+        return c_strides(new_shape, itemsize)
+    old = [(d, s) for d, s in zip(shape, strides) if d != 1]
+    new = list(new_shape)
+    out, i, j = [], 0, 0
+    while j < len(new):
+        if new[j] == 1:
+            out.append(itemsize)
+            j += 1
+            continue
+        if i >= len(old):
+            return None
+        # grow a group of old axes [i, i2) and new axes [j, j2) until their sizes match
+        i2, j2, po, pn = i + 1, j + 1, old[i][0], new[j]
+        while po != pn:
+            if po < pn:
+                if i2 >= len(old):
+                    return None
+                po *= old[i2][0]
+                i2 += 1
+            else:
+                if j2 >= len(new):
+                    return None
+                pn *= new[j2]
+                j2 += 1
+        for k in range(i, i2 - 1):
+            if old[k][1] != old[k + 1][1] * old[k + 1][0]:
+                return None
+        step = old[i2 - 1][1]
+        group = []
+        for k in range(j2 - 1, j - 1, -1):
+            group.append(step)
+            step *= new[k]
+        out.extend(reversed(group))
+        i, j = i2, j2
+    return tuple(out) if i == len(old) else None
+
+
+def may_share_memory(a, b):
+    """True when a and b could touch the same bytes (one allocation, overlapping extents)."""
+    if a._mem is not b._mem or a.size == 0 or b.size == 0:
+        return False
+    alo, ahi = extent(a.shape, a.strides, a.itemsize)
+    blo, bhi = extent(b.shape, b.strides, b.itemsize)
+    return a._offset + alo < b._offset + bhi and b._offset + blo < a._offset + ahi
