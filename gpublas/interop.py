@@ -87,9 +87,17 @@ def _capsule_destructor(capsule):
         _release(_capsule_pointer_raw(capsule, _NAME))
 
 
+def _device_id(backend):
+    """The CUDA ordinal of the cuda backend's device (GPUBLAS_DEVICE may pick another than 0); 0 on sim."""
+    if backend.name != "cuda":
+        return 0
+    drv, bus = backend.drv, backend.device.pci_bus_id()
+    return next((i for i in range(drv.Device.count()) if drv.Device(i).pci_bus_id() == bus), 0)
+
+
 def dlpack_device(a):
     """(device type, device id): kDLCUDA on the cuda backend, kDLCPU on sim (host memory)."""
-    return (KDLCUDA if a.backend.name == "cuda" else KDLCPU), 0  # the cuda backend uses device 0
+    return (KDLCUDA if a.backend.name == "cuda" else KDLCPU), _device_id(a.backend)
 
 
 def _sync_for_consumer(a, stream):
@@ -176,8 +184,9 @@ def from_dlpack(obj):
     t = managed.dl_tensor
     guard = _DLPackGuard(address)  # from here on the tensor is ours to delete
     _capsule_rename(capsule, _USED)
-    if t.device.device_type != want:
-        raise BufferError(f"from_dlpack: got a tensor on DLPack device type {t.device.device_type}, need {want}")
+    if (t.device.device_type, t.device.device_id) != (want, _device_id(backend)):
+        raise BufferError(f"from_dlpack: got a tensor on DLPack device {(t.device.device_type, t.device.device_id)}, "
+                          f"the {backend.name} backend is on {(want, _device_id(backend))}")
     code = (t.dtype.code, t.dtype.bits)
     if code not in NP_TYPES or t.dtype.lanes != 1:
         raise TypeError(f"from_dlpack: DLPack dtype (code {code[0]}, {code[1]} bits, {t.dtype.lanes} lanes) "
