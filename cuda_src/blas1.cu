@@ -1,4 +1,6 @@
-// blas1.cu: level-1 BLAS on contiguous vectors of `real` (-Dreal=float or -Dreal=double).
+// blas1.cu: level-1 BLAS on strided vectors of `real` (-Dreal=float or -Dreal=double): element i of x
+// is x[i * incx] (cuBLAS's incx, from the element at the pointer: a negative inc walks a reversed view;
+// x[i] below stands for it). scal_beta takes contiguous outputs only.
 //
 // Element-wise kernels: 1-D blocks (256), grid-stride loop, one element per thread per step.
 //   axpy_real:    y[i] += alpha * x[i]
@@ -28,14 +30,15 @@ __device__ __forceinline__ real abs_real(real v) { return v < (real)0 ? -v : v; 
 // ---------------------------------------------------------------------------------------------------
 // Element-wise kernels
 // ---------------------------------------------------------------------------------------------------
-extern "C" __global__ void axpy_real(long long n, real alpha, const real* __restrict__ x, real* __restrict__ y) {
+extern "C" __global__ void axpy_real(long long n, real alpha, const real* __restrict__ x, long long incx,
+                                     real* __restrict__ y, long long incy) {
     GRID_STRIDE_LOOP(long long, i, n)
-        y[i] += alpha * x[i];
+        y[i * incy] += alpha * x[i * incx];
 }
 
-extern "C" __global__ void scal_real(long long n, real alpha, real* __restrict__ x) {
+extern "C" __global__ void scal_real(long long n, real alpha, real* __restrict__ x, long long incx) {
     GRID_STRIDE_LOOP(long long, i, n)
-        x[i] *= alpha;
+        x[i * incx] *= alpha;
 }
 
 extern "C" __global__ void scal_beta(long long n, real beta, real* __restrict__ x) {
@@ -43,16 +46,18 @@ extern "C" __global__ void scal_beta(long long n, real beta, real* __restrict__ 
         x[i] = beta == (real)0 ? (real)0 : beta * x[i];
 }
 
-extern "C" __global__ void copy_real(long long n, const real* __restrict__ x, real* __restrict__ y) {
+extern "C" __global__ void copy_real(long long n, const real* __restrict__ x, long long incx, real* __restrict__ y,
+                                     long long incy) {
     GRID_STRIDE_LOOP(long long, i, n)
-        y[i] = x[i];
+        y[i * incy] = x[i * incx];
 }
 
-extern "C" __global__ void swap_real(long long n, real* __restrict__ x, real* __restrict__ y) {
+extern "C" __global__ void swap_real(long long n, real* __restrict__ x, long long incx, real* __restrict__ y,
+                                     long long incy) {
     GRID_STRIDE_LOOP(long long, i, n) {
-        const real t = x[i];
-        x[i] = y[i];
-        y[i] = t;
+        const real t = x[i * incx];
+        x[i * incx] = y[i * incy];
+        y[i * incy] = t;
     }
 }
 
@@ -69,51 +74,53 @@ __device__ __forceinline__ void argmax_combine(real& v, long long& i, real v2, l
 // ---------------------------------------------------------------------------------------------------
 // Pass 1: one partial per block
 // ---------------------------------------------------------------------------------------------------
-extern "C" __global__ void dot_partial(long long n, const real* __restrict__ x, const real* __restrict__ y,
-                                       real* __restrict__ partial) {
+extern "C" __global__ void dot_partial(long long n, const real* __restrict__ x, long long incx,
+                                       const real* __restrict__ y, long long incy, real* __restrict__ partial) {
     real s = 0;
     GRID_STRIDE_LOOP(long long, i, n)
-        s += x[i] * y[i];
+        s += x[i * incx] * y[i * incy];
     s = block_reduce(s, SumOp<real>(), (real)0);
     if (threadIdx.x == 0) partial[blockIdx.x] = s;
 }
 
-extern "C" __global__ void asum_partial(long long n, const real* __restrict__ x, real* __restrict__ partial) {
+extern "C" __global__ void asum_partial(long long n, const real* __restrict__ x, long long incx,
+                                        real* __restrict__ partial) {
     real s = 0;
     GRID_STRIDE_LOOP(long long, i, n)
-        s += abs_real(x[i]);
+        s += abs_real(x[i * incx]);
     s = block_reduce(s, SumOp<real>(), (real)0);
     if (threadIdx.x == 0) partial[blockIdx.x] = s;
 }
 
-extern "C" __global__ void amax_partial(long long n, const real* __restrict__ x, real* __restrict__ partial) {
+extern "C" __global__ void amax_partial(long long n, const real* __restrict__ x, long long incx,
+                                        real* __restrict__ partial) {
     real m = 0;
     GRID_STRIDE_LOOP(long long, i, n)
-        m = MaxOp<real>()(abs_real(x[i]), m);
+        m = MaxOp<real>()(abs_real(x[i * incx]), m);
     m = block_reduce(m, MaxOp<real>(), (real)0);
     if (threadIdx.x == 0) partial[blockIdx.x] = m;
 }
 
 // scale points at max |x| (one element, written by amax_final): sum of (x[i]/scale)^2.
-extern "C" __global__ void nrm2_partial(long long n, const real* __restrict__ x, const real* __restrict__ scale,
-                                        real* __restrict__ partial) {
+extern "C" __global__ void nrm2_partial(long long n, const real* __restrict__ x, long long incx,
+                                        const real* __restrict__ scale, real* __restrict__ partial) {
     const real m = *scale;
     real s = 0;
     if (m > (real)0 && m - m == (real)0)  // finite and nonzero; otherwise nrm2_final decides alone
         GRID_STRIDE_LOOP(long long, i, n) {
-            const real v = x[i] / m;
+            const real v = x[i * incx] / m;
             s += v * v;
         }
     s = block_reduce(s, SumOp<real>(), (real)0);
     if (threadIdx.x == 0) partial[blockIdx.x] = s;
 }
 
-extern "C" __global__ void iamax_partial(long long n, const real* __restrict__ x, real* __restrict__ part_v,
-                                         long long* __restrict__ part_i) {
+extern "C" __global__ void iamax_partial(long long n, const real* __restrict__ x, long long incx,
+                                         real* __restrict__ part_v, long long* __restrict__ part_i) {
     real v = (real)-1;
     long long idx = 0x7fffffffffffffffLL;
     GRID_STRIDE_LOOP(long long, i, n)
-        argmax_combine(v, idx, abs_real(x[i]), i);  // i grows along the loop: ties keep the first
+        argmax_combine(v, idx, abs_real(x[i * incx]), i);  // i grows along the loop: ties keep the first
     block_reduce_pair(v, idx, AbsMaxFirst());
     if (threadIdx.x == 0) { part_v[blockIdx.x] = v; part_i[blockIdx.x] = idx; }
 }

@@ -6,16 +6,15 @@
 
 Vectors are taken flat: x and y must have the same shape (any number of dimensions) and dtype
 (float32 or float64). Every check runs before any launch and raises ValueError naming the shapes.
-A strided view is copied to a contiguous temporary (and an output view written back): the kernels
-take unit-stride vectors.
+A 1-D view (any step, reversed too) is passed with its stride as BLAS's incx, no copy; other
+non-contiguous layouts go through a contiguous temporary (an output written back).
 Reductions run in two passes (block partials, then one block), so results do not depend on the order
 in which threads or blocks run.
 """
 import numpy as np
 
 from .array import DeviceArray, empty
-from .checks import check_operands, contiguous, write_back
-from .indexing import copy_to
+from .checks import check_operands, contiguous, vector, write_back
 from .launch import ceil_div, get_kernel, simulated
 
 BLOCK = 256
@@ -41,19 +40,20 @@ def axpy(alpha, x, y, stream=None):
     dtype = _check_pair("axpy", x, y)
     if y.size == 0 or alpha == 0:
         return y
-    yc = contiguous(y, stream)
-    get_kernel("blas1", "axpy_real", dtype)(_grid(y.size), BLOCK, y.size, alpha, contiguous(x, stream), yc,
-                                            stream=stream)
-    return write_back(y, yc, stream)
+    (xv, incx), (yv, incy) = vector(x, stream), vector(y, stream)
+    get_kernel("blas1", "axpy_real", dtype)(_grid(y.size), BLOCK, y.size, alpha, xv, incx, yv, incy, stream=stream,
+                                            views=True)
+    return write_back(y, yv, stream)
 
 
 def scal(alpha, x, stream=None):
     """x *= alpha, in place; returns x (a plain product: alpha = 0 keeps NaN as NaN)."""
     dtype = check_operands("scal", x=x)
     if x.size:
-        xc = contiguous(x, stream)
-        get_kernel("blas1", "scal_real", dtype)(_grid(x.size), BLOCK, x.size, alpha, xc, stream=stream)
-        write_back(x, xc, stream)
+        xv, incx = vector(x, stream)
+        get_kernel("blas1", "scal_real", dtype)(_grid(x.size), BLOCK, x.size, alpha, xv, incx, stream=stream,
+                                                views=True)
+        write_back(x, xv, stream)
     return x
 
 
@@ -71,10 +71,11 @@ def scale_output(x, beta, stream=None):
 def copy(x, y, stream=None):
     """y = x (element by element, in a kernel); returns y."""
     dtype = _check_pair("copy", x, y)
-    if y.size and not (x.c_contiguous and y.c_contiguous):
-        copy_to(y, x, stream)  # one strided copy kernel
-    elif y.size:
-        get_kernel("blas1", "copy_real", dtype)(_grid(y.size), BLOCK, y.size, x, y, stream=stream)
+    if y.size:
+        (xv, incx), (yv, incy) = vector(x, stream), vector(y, stream)
+        get_kernel("blas1", "copy_real", dtype)(_grid(y.size), BLOCK, y.size, xv, incx, yv, incy, stream=stream,
+                                                views=True)
+        write_back(y, yv, stream)
     return y
 
 
@@ -82,10 +83,11 @@ def swap(x, y, stream=None):
     """Exchanges the contents of x and y in place; returns (x, y)."""
     dtype = _check_pair("swap", x, y)
     if y.size:
-        xc, yc = contiguous(x, stream), contiguous(y, stream)
-        get_kernel("blas1", "swap_real", dtype)(_grid(y.size), BLOCK, y.size, xc, yc, stream=stream)
-        write_back(x, xc, stream)
-        write_back(y, yc, stream)
+        (xv, incx), (yv, incy) = vector(x, stream), vector(y, stream)
+        get_kernel("blas1", "swap_real", dtype)(_grid(y.size), BLOCK, y.size, xv, incx, yv, incy, stream=stream,
+                                                views=True)
+        write_back(x, xv, stream)
+        write_back(y, yv, stream)
     return x, y
 
 
@@ -101,7 +103,7 @@ def _sum_of(partial_kernel, dtype, n, *arrays, stream=None, out=None):
     with `out` (one element on the device) writes it there and returns out without waiting."""
     nparts = _nparts(n)
     partial, result = empty(nparts, dtype), (empty(1, dtype) if out is None else out)
-    get_kernel("blas1", partial_kernel, dtype)(nparts, BLOCK, n, *arrays, partial, stream=stream)
+    get_kernel("blas1", partial_kernel, dtype)(nparts, BLOCK, n, *arrays, partial, stream=stream, views=True)
     get_kernel("blas1", "sum_final", dtype)(1, BLOCK, nparts, partial, result, stream=stream)
     return result if out is not None else float(_read(result, stream))
 
@@ -121,8 +123,7 @@ def dot(x, y, stream=None, out=None):
         raise ValueError(f"dot: out must be a one-element {dtype} DeviceArray, got {out!r}")
     if x.size == 0:
         return 0.0 if out is None else out.fill(0, stream)
-    return _sum_of("dot_partial", dtype, x.size, contiguous(x, stream), contiguous(y, stream), stream=stream,
-                   out=out)
+    return _sum_of("dot_partial", dtype, x.size, *vector(x, stream), *vector(y, stream), stream=stream, out=out)
 
 
 def asum(x, stream=None):
@@ -130,14 +131,14 @@ def asum(x, stream=None):
     dtype = check_operands("asum", x=x)
     if x.size == 0:
         return 0.0
-    return _sum_of("asum_partial", dtype, x.size, contiguous(x, stream), stream=stream)
+    return _sum_of("asum_partial", dtype, x.size, *vector(x, stream), stream=stream)
 
 
-def _amax_into(x, out, stream=None):
+def _amax_into(x, incx, out, stream=None):
     """out[0] = max |x| (NaN if any element is NaN), on the device."""
     nparts = _nparts(x.size)
     partial = empty(nparts, x.dtype)
-    get_kernel("blas1", "amax_partial", x.dtype)(nparts, BLOCK, x.size, x, partial, stream=stream)
+    get_kernel("blas1", "amax_partial", x.dtype)(nparts, BLOCK, x.size, x, incx, partial, stream=stream, views=True)
     get_kernel("blas1", "amax_final", x.dtype)(1, BLOCK, nparts, partial, out, stream=stream)
     return out
 
@@ -148,11 +149,12 @@ def nrm2(x, stream=None):
     dtype = check_operands("nrm2", x=x)
     if x.size == 0:
         return 0.0
-    x = contiguous(x, stream)
-    scale = _amax_into(x, empty(1, dtype), stream=stream)
+    x, incx = vector(x, stream)
+    scale = _amax_into(x, incx, empty(1, dtype), stream=stream)
     nparts = _nparts(x.size)
     partial, out = empty(nparts, dtype), empty(1, dtype)
-    get_kernel("blas1", "nrm2_partial", dtype)(nparts, BLOCK, x.size, x, scale, partial, stream=stream)
+    get_kernel("blas1", "nrm2_partial", dtype)(nparts, BLOCK, x.size, x, incx, scale, partial, stream=stream,
+                                               views=True)
     get_kernel("blas1", "nrm2_final", dtype)(1, BLOCK, nparts, partial, scale, out, stream=stream)
     return float(_read(out, stream))
 
@@ -163,10 +165,11 @@ def iamax(x, stream=None):
     dtype = check_operands("iamax", x=x)
     if x.size == 0:
         raise ValueError("iamax: x has shape {} and no elements".format(x.shape))
-    x = contiguous(x, stream)
+    x, incx = vector(x, stream)
     nparts = _nparts(x.size)
     part_v, part_i, out = empty(nparts, dtype), empty(nparts, np.int64), empty(1, np.int64)
-    get_kernel("blas1", "iamax_partial", dtype)(nparts, BLOCK, x.size, x, part_v, part_i, stream=stream)
+    get_kernel("blas1", "iamax_partial", dtype)(nparts, BLOCK, x.size, x, incx, part_v, part_i, stream=stream,
+                                                views=True)
     get_kernel("blas1", "iamax_final", dtype)(1, BLOCK, nparts, part_v, part_i, out, stream=stream)
     i = int(_read(out, stream))
     return i if i < x.size else 0

@@ -84,6 +84,18 @@ def write_back(view, result, stream=None):
     return view
 
 
+def vector(a, stream=None):
+    """(array, inc) for a level-1 routine that walks element i at inc * i (BLAS's incx): a contiguous
+    array of any shape (inc 1) or a view with one axis longer than 1 (its stride, any sign) as it is;
+    any other layout copied to a contiguous temporary."""
+    if a.c_contiguous:
+        return a, 1
+    long_axes = [s for d, s in zip(a.shape, a.strides) if d > 1]
+    if len(long_axes) == 1:
+        return a, long_axes[0] // a.itemsize
+    return a.copy(stream), 1
+
+
 def blas_matrix(a, trans=False):
     """(matrix, trans, ld) for a 2-D operand of a routine that, as cuBLAS in row-major terms, takes
     rows ld elements apart (ld >= cols) with unit column stride, and a transpose flag: a view of

@@ -165,6 +165,20 @@ def test_blas_on_views(dtype, rng):
     gpublas.axpy(2.0, x[:15], x[15:][::-1])
     X[15:][::-1] += 2 * X[:15]
     assert_close(x, X, dtype)
+    before = gpublas.memory_stats()["allocations"]
+    gpublas.axpy(-1.0, x[1:29:4], x[26::-4])   # 1-D views go in with their stride as incx: no temporaries
+    gpublas.scal(0.5, a[:, 4])
+    gpublas.swap(x[:3], a[1, ::-5])
+    assert gpublas.memory_stats()["allocations"] == before
+    X[26::-4] -= X[1:29:4]
+    A[:, 4] *= 0.5
+    X[:3], A[1, ::-5] = A[1, ::-5].copy(), X[:3].copy()
+    assert_close(x, X, dtype)
+    assert_close(a, A, dtype)
+    gpublas.copy(a[::-2, 6], x[2:7])
+    X[2:7] = A[::-2, 6]
+    assert_close(x, X, dtype)
+    assert_close(gpublas.asum(a[3, ::-2]), np.abs(A[3, ::-2]).sum(), dtype, k=7)
     gpublas.ger(0.5, x[:5], x[::5], a[2:7, 3:9])
     A[2:7, 3:9] += 0.5 * np.outer(X[:5], X[::5])
     assert_close(a, A, dtype, k=2)
