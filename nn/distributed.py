@@ -215,7 +215,9 @@ class DataParallel:
         self._check_same_layout()
         self.buckets = make_buckets(module.parameters(), bucket_bytes)
         self.stats = {"steps": 0, "comm_s": 0.0}
+        self._buffer_wires = {}
         self.broadcast_parameters()
+        self.broadcast_buffers()
         for m in module.modules():
             if isinstance(m, Dropout):
                 m.seed = (m.seed + self.rank * _SEED_STRIDE) % 2 ** 63
@@ -236,6 +238,25 @@ class DataParallel:
             b.wire.run(lambda buf: self.comm.Bcast(buf, root=root))
             if self.rank != root:
                 b.unpack("data")
+
+    def _buffers(self):
+        named = getattr(self.module, "named_buffers", None)   # Modules without buffers have no such method
+        return list(named()) if named is not None else []
+
+    def broadcast_buffers(self, root=0):
+        """Makes every rank's buffers (BatchNorm's running statistics) equal to rank `root`'s; runs at
+        construction and before every training-mode forward, as DDP's broadcast_buffers does, so that
+        the ranks evaluate alike and rank 0's checkpoint holds what every rank uses."""
+        t0 = time.perf_counter()
+        for name, b in self._buffers():
+            if isinstance(b, np.ndarray):            # host-side state such as num_batches_tracked
+                self.comm.Bcast(b, root=root)
+                continue
+            wire = self._buffer_wires.get(name)
+            if wire is None or wire.buf is not b:    # a buffer replaced (e.g. by Module.to) gets a new wire
+                wire = self._buffer_wires[name] = Wire(b)
+            wire.run(lambda buf: self.comm.Bcast(buf, root=root))
+        self.stats["comm_s"] += time.perf_counter() - t0
 
     def reduce_gradients(self, count):
         """grad <- sum over ranks r of grad_r * count_r / sum(count). The same Allreduce on every rank
@@ -263,9 +284,11 @@ class DataParallel:
 
     # -- the module's interface ----------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        return self.module(*args, **kwargs)
+        return self.forward(*args, **kwargs)
 
     def forward(self, *args, **kwargs):
+        if self.module.training and self.size > 1:
+            self.broadcast_buffers()
         return self.module.forward(*args, **kwargs)
 
     def backward(self, grad, count=None):

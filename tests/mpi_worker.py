@@ -5,12 +5,15 @@ train: every rank seeds nn differently, wraps the same model in DataParallel (ti
        are several), trains STEPS steps on its part of an odd global batch (uneven split), and writes
        its parameters after construction and after training, its shard of an epoch and a checkpoint.
 raise: rank 1 raises in the middle of training while the others go on into the gradient reduction.
+buffers: a module whose buffers (a device array and a host counter) each rank changes in forward;
+       DataParallel broadcasts rank 0's at construction and before every training forward.
 """
 import sys
 from pathlib import Path
 
 import numpy as np
 
+import gpublas
 import nn
 import nn.distributed as dist
 
@@ -38,8 +41,36 @@ def train(net, parts, opt, crit, X, y, fail_rank=None):
         opt.step()
 
 
+class Buffered(nn.Module):
+    """Dense(2, 1) with buffers that forward records (what it saw) and then overwrites per rank."""
+
+    def __init__(self, r):
+        super().__init__()
+        self.dense = nn.Dense(2, 1)
+        self.stat, self.count, self.seen = gpublas.full((3,), r + 1.0), np.array(r), []
+
+    def named_buffers(self, prefix=""):
+        return [("stat", self.stat), ("count", self.count)]
+
+    def forward(self, x):
+        self.seen.append([*self.stat.get(), float(self.count)])
+        self.stat.fill(10.0 * (dist.rank() + 1))
+        self.count += dist.rank() + 1
+        return self.dense(x)
+
+
+def buffers(out):
+    net = dist.DataParallel(Buffered(dist.rank()))
+    for _ in range(2):
+        net(np.ones((1, 2), np.float32))
+    net.eval()(np.ones((1, 2), np.float32))     # eval: no broadcast, each rank sees its own update
+    np.save(out / f"seen-{dist.rank()}.npy", np.array(net.module.seen))
+
+
 def main(scenario, out, wire=None):
     out, r = Path(out), dist.rank()
+    if scenario == "buffers":
+        return buffers(out)
     nn.manual_seed(100 + r)                     # different on every rank: the broadcast must fix it
     net = dist.DataParallel(model(), bucket_bytes=200)
     if wire:

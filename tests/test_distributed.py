@@ -170,3 +170,15 @@ def test_scaling_suite_on_two_ranks(tmp_path):
     assert (one["ranks"], two["ranks"], two["per_rank"]) == (1, 2, 4)
     assert two["samples_per_s"] > 0 and 0 <= two["comm_pct"] <= 100
     assert two["speedup"] == pytest.approx(two["samples_per_s"] / one["samples_per_s"])
+
+
+@needs_mpi
+def test_buffers_follow_rank_0_at_construction_and_every_training_forward(tmp_path):
+    job = mpiexec(2, str(HERE / "mpi_worker.py"), "buffers", str(tmp_path))
+    assert job.returncode == 0, job.stdout + job.stderr
+    for r in range(2):
+        seen = np.load(tmp_path / f"seen-{r}.npy")          # [stat x3, count] at each forward's start
+        np.testing.assert_array_equal(seen[0], [1, 1, 1, 0])      # rank 0's, broadcast at construction
+        np.testing.assert_array_equal(seen[1], [10, 10, 10, 1])   # rank 0's update, broadcast again
+        own = 10.0 * (r + 1)
+        np.testing.assert_array_equal(seen[2], [own, own, own, 1 + r + 1])   # eval: no broadcast
