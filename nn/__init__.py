@@ -22,8 +22,8 @@ from .layers.lstm import LSTM
 from .layers.pool import AvgPool2d, MaxPool2d
 from .loss import CrossEntropyLoss, MSELoss, SoftmaxCrossEntropy
 from .module import Module, Parameter
-from .optim import SGD, CosineLR, StepLR, clip_grad_norm
+from .optim import SGD, Adam, AdamW, CosineLR, StepLR, clip_grad_norm
 
-__all__ = ["AvgPool2d", "Conv2d", "CosineLR", "CrossEntropyLoss", "Dense", "Dropout", "Flatten", "GradcheckError",
+__all__ = ["Adam", "AdamW", "AvgPool2d", "Conv2d", "CosineLR", "CrossEntropyLoss", "Dense", "Dropout", "Flatten", "GradcheckError",
            "LSTM", "Linear", "MSELoss", "MaxPool2d", "Module", "Parameter", "ReLU", "SGD", "Sequential", "Sigmoid",
            "SoftmaxCrossEntropy", "StepLR", "Tanh", "clip_grad_norm", "gradcheck", "load", "manual_seed", "save"]

@@ -3,6 +3,7 @@ one function per kernel that checks its arguments, computes the grid and launche
 
 Layers call these and gpublas.gemm; nothing here computes on the host.
 """
+import math
 from pathlib import Path
 
 import numpy as np
@@ -217,6 +218,23 @@ def sgd_update(p, grad, buf, lr, momentum, dampening, weight_decay, nesterov, fi
         raise ValueError("sgd_update: momentum needs a buffer")
     get_kernel("optim", "sgd_update", _same("sgd_update", p, grad, buf))(
         _grid(p.size), BLOCK, p, grad, buf, p.size, lr, momentum, dampening, weight_decay, int(nesterov), int(first))
+    return p
+
+
+def adam_update(p, grad, m, v, vmax, lr, beta1, beta2, eps, weight_decay, decoupled, step):
+    """PyTorch's Adam (decoupled=False) or AdamW (True) step `step` (1, 2, ...) for one parameter, in
+    place; m, v: the moment buffers; vmax: amsgrad's running max of v, or None."""
+    for name, b in (("m", m), ("v", v), ("vmax", vmax)):
+        if grad.shape != p.shape or (b is not None and b.shape != p.shape):
+            raise ValueError(f"adam_update: param {p.shape}, grad {grad.shape}, {name} {None if b is None else b.shape}")
+    if step < 1:
+        raise ValueError(f"adam_update: step must be >= 1, got {step}")
+    # the bias corrections in double on the host, as PyTorch computes them
+    step_size = lr / (1.0 - beta1 ** step)
+    bc2_sqrt = math.sqrt(1.0 - beta2 ** step)
+    get_kernel("optim", "adam_update", _same("adam_update", p, grad, m, v, vmax))(
+        _grid(p.size), BLOCK, p, grad, m, v, vmax, p.size, lr, beta1, beta2, eps, weight_decay, int(decoupled),
+        step_size, bc2_sqrt)
     return p
 
 

@@ -1,5 +1,5 @@
-"""SGD (PyTorch's update rule, one fused kernel per parameter), learning-rate schedules and gradient
-clipping by the global norm."""
+"""SGD, Adam and AdamW (PyTorch's update rules, one fused kernel per parameter), learning-rate schedules
+and gradient clipping by the global norm."""
 import math
 
 import numpy as np
@@ -44,6 +44,51 @@ class SGD:
                 first = True
             K.sgd_update(p.data, p.grad, self.buffers[i], self.lr, self.momentum, self.dampening,
                          self.weight_decay, self.nesterov, first)
+
+
+class Adam:
+    """PyTorch's Adam: m = beta1 m + (1 - beta1) g, v = beta2 v + (1 - beta2) g^2 (amsgrad: the running
+    max of v is used instead), p -= lr / (1 - beta1^t) * m / (sqrt(v / (1 - beta2^t)) + eps), where
+    weight_decay adds weight_decay * p to g (L2). One fused kernel per parameter and step."""
+
+    decoupled = False
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=False):
+        name = type(self).__name__
+        if lr < 0 or eps < 0 or weight_decay < 0:
+            raise ValueError(f"{name}: lr, eps and weight_decay must be >= 0, got {lr}, {eps}, {weight_decay}")
+        beta1, beta2 = (float(b) for b in betas)
+        if not (0.0 <= beta1 < 1.0 and 0.0 <= beta2 < 1.0):
+            raise ValueError(f"{name}: betas must be in [0, 1), got {tuple(betas)}")
+        self.params = _param_list(params)
+        self.lr, self.betas, self.eps = float(lr), (beta1, beta2), float(eps)
+        self.weight_decay, self.amsgrad = float(weight_decay), bool(amsgrad)
+        self.steps = 0
+        self.exp_avg = self.exp_avg_sq = self.max_exp_avg_sq = None   # per parameter, made on the first step
+
+    def zero_grad(self):
+        for p in self.params:
+            p.zero_grad()
+
+    def step(self):
+        if self.exp_avg is None:
+            self.exp_avg = [gpublas.zeros(p.shape, p.dtype) for p in self.params]
+            self.exp_avg_sq = [gpublas.zeros(p.shape, p.dtype) for p in self.params]
+            self.max_exp_avg_sq = [gpublas.zeros(p.shape, p.dtype) if self.amsgrad else None for p in self.params]
+        self.steps += 1
+        for p, m, v, vmax in zip(self.params, self.exp_avg, self.exp_avg_sq, self.max_exp_avg_sq):
+            K.adam_update(p.data, p.grad, m, v, vmax, self.lr, *self.betas, self.eps, self.weight_decay,
+                          self.decoupled, self.steps)
+
+
+class AdamW(Adam):
+    """PyTorch's AdamW: Adam with decoupled weight decay, p *= 1 - lr * weight_decay before the Adam
+    step (instead of adding weight_decay * p to the gradient); weight_decay defaults to 0.01."""
+
+    decoupled = True
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad)
 
 
 class _Schedule:

@@ -71,3 +71,24 @@ def sgd(p, grads, lr, momentum=0.0, nesterov=False, weight_decay=0.0, dampening=
             g = g + momentum * buf if nesterov else buf
         p = p - lr * g
     return p
+
+
+def adam(p, grads, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=False, decoupled=False, lrs=None):
+    """PyTorch's Adam (decoupled=False) or AdamW (True) applied for each gradient in turn, in float64;
+    lrs, if given, is the learning rate of each step (a schedule). Returns the final parameter."""
+    beta1, beta2 = betas
+    p = p.astype(np.float64).copy()
+    m, v, vmax = np.zeros_like(p), np.zeros_like(p), np.zeros_like(p)
+    for t, g in enumerate(grads, start=1):
+        lr_t = lrs[t - 1] if lrs is not None else lr
+        g = g.astype(np.float64)
+        if decoupled:
+            p = p * (1 - lr_t * weight_decay)
+        else:
+            g = g + weight_decay * p
+        m = beta1 * m + (1 - beta1) * g
+        v = beta2 * v + (1 - beta2) * g * g
+        vmax = np.maximum(vmax, v)
+        vhat = (vmax if amsgrad else v) / (1 - beta2 ** t)
+        p = p - lr_t * (m / (1 - beta1 ** t)) / (np.sqrt(vhat) + eps)
+    return p

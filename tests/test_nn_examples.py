@@ -98,9 +98,10 @@ def test_lstm_example_smoke(capsys):
     assert lines[0].startswith("backend: ") and lines[-1].startswith("lstm: loss ")
 
 
-def test_digits_example_smoke(capsys):
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_digits_example_smoke(capsys, optimizer):
     pytest.importorskip("sklearn")
     from nn.examples import digits
-    assert digits.main(["--epochs", "1", "--quiet"]) == 0
+    assert digits.main(["--epochs", "1", "--quiet", "--optimizer", optimizer]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("backend: ") and lines[-1].startswith("digits: test accuracy")
