@@ -2,12 +2,46 @@
 
 save() writes to a temporary file in the target's folder, flushes it to disk, then os.replace()s it
 over the target: a crash or error mid-write leaves the previous checkpoint untouched (and no stray
-temporary file).
+temporary file). A process killed outright (kill -9) cannot clean up: its temporary file is named
+`.<target>.tmp-<pid>-<random>`, and the next save() of the same target removes those whose pid is
+no longer running. load() refuses arrays that are not real numbers (see Module.load_state_dict).
 """
 import os
+import re
 import tempfile
 
 import numpy as np
+
+
+def _temp_prefix(path):
+    return "." + os.path.basename(path) + ".tmp-"
+
+
+def _pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:      # someone else's live process
+        return True
+    return True
+
+
+def remove_stale_temporaries(path):
+    """Deletes the temporary files that earlier save()s of `path` left behind when their process died
+    (their pid is not running); returns the names removed. Files of live processes stay."""
+    folder = os.path.dirname(os.path.abspath(path))
+    pattern = re.compile(re.escape(_temp_prefix(path)) + r"(\d+)-[A-Za-z0-9_]+$")
+    removed = []
+    for name in os.listdir(folder):
+        m = pattern.match(name)
+        if m and int(m.group(1)) != os.getpid() and not _pid_alive(int(m.group(1))):
+            try:
+                os.unlink(os.path.join(folder, name))
+                removed.append(name)
+            except FileNotFoundError:    # another saver removed it first
+                pass
+    return removed
 
 
 def save(model, path):
@@ -15,7 +49,8 @@ def save(model, path):
     path = os.fspath(path)
     state = model.state_dict()
     folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
+    remove_stale_temporaries(path)
+    fd, tmp = tempfile.mkstemp(prefix=f"{_temp_prefix(path)}{os.getpid()}-", dir=folder)
     try:
         with os.fdopen(fd, "wb") as f:
             np.savez(f, **state)
@@ -32,8 +67,13 @@ def save(model, path):
 
 
 def load(model, path):
-    """Loads the .npz at `path` into `model` (names and shapes must match; see load_state_dict)."""
-    with np.load(os.fspath(path)) as data:
-        state = {k: data[k] for k in data.files}
+    """Loads the .npz at `path` into `model` (names, shapes and dtypes are checked: see load_state_dict)."""
+    state = {}
+    with np.load(os.fspath(path)) as data:      # allow_pickle=False: an object array never unpickles
+        for k in data.files:
+            try:
+                state[k] = data[k]
+            except ValueError as e:
+                raise ValueError(f"{os.fspath(path)}: array '{k}' cannot be loaded: {e}") from None
     model.load_state_dict(state)
     return model

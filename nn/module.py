@@ -2,7 +2,9 @@
 
 A Module registers the Parameters and child Modules assigned to its attributes, in order, so that
 named_parameters() yields PyTorch's names ("0.weight", "lstm.weight_ih_l0"), and state_dict() /
-load_state_dict() move weights both ways as host ndarrays.
+load_state_dict() move weights both ways as host ndarrays. Buffers (register_buffer: BatchNorm's running
+statistics) are state that is saved and loaded but not trained; state_dict() lists each module's
+parameters, then its buffers, then its children's, in PyTorch's order.
 """
 from collections import OrderedDict
 
@@ -51,6 +53,7 @@ class Module:
     def __init__(self):
         object.__setattr__(self, "_parameters", OrderedDict())
         object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
         object.__setattr__(self, "training", True)
 
     def __setattr__(self, name, value):
@@ -58,7 +61,9 @@ class Module:
             raise AttributeError(f"{type(self).__name__}.__init__ must call Module.__init__ first")
         self._parameters.pop(name, None)
         self._modules.pop(name, None)
-        if isinstance(value, Parameter):
+        if name in self._buffers:
+            self._buffers[name] = value
+        elif isinstance(value, Parameter):
             self._parameters[name] = value
         elif isinstance(value, Module):
             self._modules[name] = value
@@ -85,6 +90,33 @@ class Module:
     def parameters(self):
         return [p for _, p in self.named_parameters()]
 
+    def register_buffer(self, name, value):
+        """Adds a buffer: state saved in state_dict but not trained. `value` is a DeviceArray, a host
+        ndarray (a host-side counter such as num_batches_tracked), or None (the name is reserved and left
+        out of state_dict, as PyTorch does). Assigning the attribute later replaces the buffer."""
+        if value is not None and not isinstance(value, (gpublas.DeviceArray, np.ndarray)):
+            raise TypeError(f"register_buffer('{name}'): expected a DeviceArray, an ndarray or None, "
+                            f"got {type(value).__name__}")
+        self._buffers[name] = value
+        object.__setattr__(self, name, value)
+
+    def named_buffers(self, prefix=""):
+        for name, b in self._buffers.items():
+            if b is not None:
+                yield (f"{prefix}.{name}" if prefix else name), b
+        for name, child in self._modules.items():
+            yield from child.named_buffers(f"{prefix}.{name}" if prefix else name)
+
+    def _named_state(self, prefix=""):
+        """(name, Parameter or buffer) in state_dict order: own parameters, own buffers, then children."""
+        for name, p in self._parameters.items():
+            yield (f"{prefix}.{name}" if prefix else name), p
+        for name, b in self._buffers.items():
+            if b is not None:
+                yield (f"{prefix}.{name}" if prefix else name), b
+        for name, child in self._modules.items():
+            yield from child._named_state(f"{prefix}.{name}" if prefix else name)
+
     def zero_grad(self):
         for p in self.parameters():
             p.zero_grad()
@@ -110,6 +142,9 @@ class Module:
             raise TypeError(f"{self.describe()}: dtype must be float32 or float64, got {dtype}")
         for m in self.modules():
             object.__setattr__(m, "_dtype", dtype)
+            for name, b in m._buffers.items():      # float buffers follow; integer counters stay
+                if isinstance(b, gpublas.DeviceArray) and b.dtype.kind == "f" and b.dtype != dtype:
+                    setattr(m, name, b.astype(dtype))
         for p in self.parameters():
             p.to(dtype)
         return self
@@ -122,25 +157,37 @@ class Module:
 
     # -- weights in and out -------------------------------------------------------------------------
     def state_dict(self):
-        """{name: host ndarray} in PyTorch's names and layouts."""
-        return OrderedDict((name, p.data.get()) for name, p in self.named_parameters())
+        """{name: host ndarray} in PyTorch's names and layouts: parameters and buffers."""
+        return OrderedDict((name, _host(v)) for name, v in self._named_state())
 
     def load_state_dict(self, state):
-        """Copies every array of `state` into the parameter of that name. Missing or unexpected names
-        raise KeyError, a shape mismatch ValueError, each naming the model, the expected and the given."""
-        own = OrderedDict(self.named_parameters())
+        """Copies every array of `state` into the parameter or buffer of that name. Missing or unexpected
+        names raise KeyError; a shape mismatch or a dtype the target cannot take raises ValueError, each
+        naming the model, the key, the expected and the given. Taken: real floats (rounded to the
+        target's precision) and integers that the target holds exactly; refused: bool, complex, strings,
+        objects and every other kind, so that text such as "1.5" never loads as a number."""
+        own = OrderedDict(self._named_state())
         missing = [k for k in own if k not in state]
         unexpected = [k for k in state if k not in own]
         if missing or unexpected:
             raise KeyError(f"{self.describe()}: state_dict names do not match: missing {missing}, unexpected "
                            f"{unexpected}; expected {list(own)}")
-        for name, p in own.items():
-            value = np.asarray(state[name])
-            if value.shape != p.shape:
-                raise ValueError(f"{self.describe()}: parameter '{name}' expects shape {p.shape}, "
+        values = {}
+        for name, target in own.items():
+            values[name] = value = np.asarray(state[name])
+            shape = target.shape
+            if value.shape != tuple(shape):
+                raise ValueError(f"{self.describe()}: parameter '{name}' expects shape {tuple(shape)}, "
                                  f"got {value.shape}")
-        for name, p in own.items():
-            p.data.set(np.ascontiguousarray(np.asarray(state[name]), dtype=p.dtype))
+            _check_loadable(self.describe(), name, value, target.dtype)
+        for name, target in own.items():
+            host = np.ascontiguousarray(values[name], dtype=target.dtype)
+            if isinstance(target, Parameter):
+                target.data.set(host)
+            elif isinstance(target, gpublas.DeviceArray):
+                target.set(host)
+            else:
+                target[...] = host
         return self
 
     # -- helpers for layers -------------------------------------------------------------------------
@@ -185,6 +232,40 @@ class Module:
             raise ValueError(f"{self.describe()}: backward expects dy of shape {tuple(shape)} (the output's), "
                              f"got {dy.shape}")
         return dy
+
+
+def _host(v):
+    """A state entry as a host ndarray (a copy)."""
+    if isinstance(v, Parameter):
+        return v.data.get()
+    return v.get() if isinstance(v, gpublas.DeviceArray) else np.array(v)
+
+
+def _check_loadable(model, name, value, dtype):
+    """Raises ValueError unless `value`'s dtype is a real float (for a float target) or integers that
+    `dtype` holds exactly."""
+    dtype, kind = np.dtype(dtype), value.dtype.kind
+    if kind not in "fiu":
+        raise ValueError(f"{model}: '{name}' holds {value.dtype} data, not real numbers; expected a float or "
+                         f"integer array for the {dtype} target")
+    if kind == "f":
+        if dtype.kind != "f":
+            raise ValueError(f"{model}: '{name}' holds {value.dtype} values; the {dtype} target takes integers only")
+        with np.errstate(all="ignore"):
+            overflow = np.isfinite(value) & ~np.isfinite(value.astype(dtype))
+        if overflow.any():
+            raise ValueError(f"{model}: '{name}' holds {value.dtype} values beyond the range of {dtype}")
+        return
+    if value.size == 0:
+        return
+    if dtype.kind == "f":
+        with np.errstate(all="ignore"):
+            exact = np.array_equal(value.astype(dtype).astype(value.dtype), value)
+    else:
+        info = np.iinfo(dtype)
+        exact = info.min <= int(value.min()) and int(value.max()) <= info.max
+    if not exact:
+        raise ValueError(f"{model}: '{name}' holds {value.dtype} values that {dtype} cannot represent exactly")
 
 
 def _param(host, dtype):

@@ -51,3 +51,59 @@ def test_load_mismatched_checkpoint_names_the_problem(tmp_path):
         nn.load(nn.Sequential(nn.Dense(5, 3)), path)
     with pytest.raises(KeyError, match="missing"):
         nn.load(nn.Sequential(nn.Dense(4, 3), nn.Dense(3, 3)), path)
+
+
+@pytest.mark.parametrize("bad", [np.array(["1.5", "2"] * 12).reshape(3, 8), np.ones((3, 8), np.complex64),
+                                 np.ones((3, 8), bool), np.full((3, 8), np.datetime64("2026-01-01"))],
+                         ids=["strings", "complex", "bool", "datetime"])
+def test_load_refuses_non_numeric_arrays_naming_the_key(tmp_path, bad):
+    model = _model(0)
+    before = model.state_dict()
+    path = tmp_path / "bad.npz"
+    np.savez(path, **{**before, "3.weight": bad})
+    with pytest.raises(ValueError, match=r"'3.weight' holds .* not real numbers"):
+        nn.load(_model(0), path)
+    with pytest.raises(ValueError, match=r"'3.weight' holds .* not real numbers"):
+        model.load_state_dict({**before, "3.weight": bad})
+    for k, v in model.state_dict().items():       # nothing was half-loaded
+        assert np.array_equal(v, before[k]), k
+
+
+def test_load_refuses_object_arrays_naming_the_key(tmp_path):
+    path = tmp_path / "obj.npz"
+    np.savez(path, **{**_model(0).state_dict(), "0.bias": np.array([1.0, None], dtype=object)})
+    with pytest.raises(ValueError, match=r"array '0.bias' cannot be loaded"):
+        nn.load(_model(0), path)
+
+
+def test_load_takes_floats_and_exact_integers_only():
+    model = nn.Sequential(nn.Dense(2, 2))
+    sd = model.state_dict()
+    model.load_state_dict({**sd, "0.bias": np.array([3, -4], np.int64)})          # exact in float32
+    assert model.state_dict()["0.bias"].tolist() == [3.0, -4.0]
+    model.load_state_dict({**sd, "0.weight": sd["0.weight"].astype(np.float64)})  # rounded, as PyTorch
+    with pytest.raises(ValueError, match=r"'0.bias' holds int64 values that float32 cannot represent exactly"):
+        model.load_state_dict({**sd, "0.bias": np.array([2 ** 24 + 1, 0], np.int64)})
+    with pytest.raises(ValueError, match=r"'0.bias' holds float64 values beyond the range of float32"):
+        model.load_state_dict({**sd, "0.bias": np.array([1e300, 0.0])})
+
+
+def test_save_removes_stale_temporaries_of_dead_savers(tmp_path):
+    """A save killed with kill -9 leaves .<target>.tmp-<pid>-<random>; the next save of that target
+    removes it when <pid> is dead, and leaves a live process's temporary and other files alone."""
+    import subprocess
+    import sys
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()                                        # a pid that has exited (and been reaped)
+    path = tmp_path / "ckpt.npz"
+    stale = tmp_path / f".ckpt.npz.tmp-{dead.pid}-abc123"
+    stale.write_bytes(b"PK\x03\x04 a half-written checkpoint")
+    live = tmp_path / f".ckpt.npz.tmp-{os.getppid()}-xyz_9"     # our parent is alive
+    other = [tmp_path / f".other.npz.tmp-{dead.pid}-abc123", tmp_path / f".ckpt.npz.tmp-{dead.pid}-abc.bak",
+             tmp_path / "ckpt.npz.tmp-1-x"]
+    for f in [live] + other:
+        f.write_bytes(b"keep")
+    nn.save(_model(0), path)
+    assert not stale.exists()
+    assert live.exists() and all(f.exists() for f in other)
+    assert sorted(os.listdir(tmp_path)) == sorted(["ckpt.npz", live.name] + [f.name for f in other])
