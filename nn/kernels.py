@@ -1,4 +1,5 @@
-"""Launchers for nn's own kernels (nn/cuda/activation, conv, pool, dropout, loss, optim, lstm.cu):
+"""Launchers for nn's own kernels (nn/cuda/activation, conv, pool, dropout, loss, optim,
+lstm, batchnorm.cu):
 one function per kernel that checks its arguments, computes the grid and launches.
 
 Layers call these and gpublas.gemm; nothing here computes on the host.
@@ -16,6 +17,7 @@ KERNELS = Path(__file__).resolve().parent / "cuda"   # nn's .cu files, shipped a
 
 BLOCK = 256
 GRID_CAP = 4096        # grid-stride loops: enough blocks to fill a GPU, few enough to launch cheaply
+BN_THREADS = 256       # threads per block of nn/cuda/batchnorm.cu's per-channel kernels
 ACT = {None: 0, "identity": 0, "relu": 1, "tanh": 2, "sigmoid": 3}
 
 
@@ -226,7 +228,8 @@ def adam_update(p, grad, m, v, vmax, lr, beta1, beta2, eps, weight_decay, decoup
     place; m, v: the moment buffers; vmax: amsgrad's running max of v, or None."""
     for name, b in (("m", m), ("v", v), ("vmax", vmax)):
         if grad.shape != p.shape or (b is not None and b.shape != p.shape):
-            raise ValueError(f"adam_update: param {p.shape}, grad {grad.shape}, {name} {None if b is None else b.shape}")
+            raise ValueError(f"adam_update: param {p.shape}, grad {grad.shape}, "
+                             f"{name} {None if b is None else b.shape}")
     if step < 1:
         raise ValueError(f"adam_update: step must be >= 1, got {step}")
     # the bias corrections in double on the host, as PyTorch computes them
@@ -249,6 +252,51 @@ def sumsq(x, out, slot):
 def scale_inplace(x, s):
     get_kernel("optim", "scale_inplace", x.dtype)(_grid(x.size), BLOCK, x, x.size, s)
     return x
+
+
+# -- batchnorm.cu -----------------------------------------------------------------------------------
+def _ncl(x, C):
+    """x's (N, C, L) view: L = the product of the axes after the channel axis (1 for (N, C))."""
+    if x.ndim < 2 or x.shape[1] != C:
+        raise ValueError(f"batchnorm: expected x (N, {C}, ...), got {x.shape}")
+    return x.shape[0], x.size // max(1, x.shape[0] * C)
+
+
+def bn_stats(x, mean, invstd, running_mean, running_var, eps, momentum, use_running):
+    """mean, invstd (C,) of x's channels from the batch (updating the running buffers when given, with
+    factor `momentum`) or, with use_running, from the running buffers."""
+    C = mean.size
+    N, L = _ncl(x, C)
+    if invstd.size != C or any(b is not None and b.size != C for b in (running_mean, running_var)):
+        raise ValueError(f"bn_stats: per-channel arrays must have {C} elements")
+    if use_running and (running_mean is None or running_var is None):
+        raise ValueError("bn_stats: use_running needs the running buffers")
+    get_kernel("batchnorm", "bn_stats", _same("bn_stats", x, mean, invstd, running_mean, running_var))(
+        C, BN_THREADS, x, mean, invstd, running_mean, running_var, N, C, L, eps, momentum, int(use_running))
+    return mean, invstd
+
+
+def bn_forward(x, mean, invstd, gamma, beta, y):
+    """y = (x - mean[c]) invstd[c] gamma[c] + beta[c] (gamma, beta may be None)."""
+    C = mean.size
+    N, L = _ncl(x, C)
+    if y.shape != x.shape:
+        raise ValueError(f"bn_forward: y {y.shape} differs from x {x.shape}")
+    get_kernel("batchnorm", "bn_forward", _same("bn_forward", x, mean, invstd, gamma, beta, y))(
+        _grid(x.size), BLOCK, x, mean, invstd, gamma, beta, y, x.size, C, L)
+    return y
+
+
+def bn_backward(x, dy, mean, invstd, gamma, dx, dgamma, dbeta, batch_stats):
+    """dx (writes), and dgamma, dbeta (adds; may be None) of batch normalization; batch_stats: mean and
+    invstd came from this batch (so they depend on x) rather than from the running buffers."""
+    C = mean.size
+    N, L = _ncl(x, C)
+    if dy.shape != x.shape or dx.shape != x.shape:
+        raise ValueError(f"bn_backward: x {x.shape}, dy {dy.shape}, dx {dx.shape} differ")
+    get_kernel("batchnorm", "bn_backward", _same("bn_backward", x, dy, mean, invstd, gamma, dx, dgamma, dbeta))(
+        C, BN_THREADS, x, dy, mean, invstd, gamma, dx, dgamma, dbeta, N, C, L, int(batch_stats))
+    return dx
 
 
 # -- lstm.cu ----------------------------------------------------------------------------------------

@@ -92,3 +92,22 @@ def adam(p, grads, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=F
         vhat = (vmax if amsgrad else v) / (1 - beta2 ** t)
         p = p - lr_t * (m / (1 - beta1 ** t)) / (np.sqrt(vhat) + eps)
     return p
+
+
+def batchnorm_train(x, gamma, beta, eps=1e-5):
+    """PyTorch's BatchNorm in training mode on x (N, C, ...): (y, batch mean, biased var, unbiased var)."""
+    x = x.astype(np.float64)
+    axes = (0,) + tuple(range(2, x.ndim))
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    mean, var = x.mean(axis=axes), x.var(axis=axes)
+    m = x.size // x.shape[1]
+    y = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + eps)
+    if gamma is not None:
+        y = y * gamma.reshape(shape) + beta.reshape(shape)
+    return y, mean, var, var * m / (m - 1)
+
+
+def batchnorm_eval(x, gamma, beta, running_mean, running_var, eps=1e-5):
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    y = (x.astype(np.float64) - running_mean.reshape(shape)) / np.sqrt(running_var.reshape(shape) + eps)
+    return y * gamma.reshape(shape) + beta.reshape(shape) if gamma is not None else y
