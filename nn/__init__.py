@@ -8,7 +8,8 @@ Chainer) and PyTorch's conventions (names, layouts, init, update rules), so weig
     loss = crit(model(x), labels); opt.zero_grad(); model.backward(crit.backward()); opt.step()
 
 Every forward and backward pass runs as device kernels: gpublas's GEMM plus nn's kernels in
-nn/cuda/{activation,conv,pool,dropout,loss,optim,lstm,batchnorm}.cu (found through the same compile path).
+nn/cuda/{activation,conv,pool,dropout,loss,optim,lstm,batchnorm,embedding}.cu (found through the same
+compile path).
 """
 from .checkpoint import load, save
 from .gradcheck import GradcheckError, gradcheck
@@ -18,6 +19,7 @@ from .layers.container import Sequential
 from .layers.conv import Conv2d
 from .layers.dense import Dense, Linear
 from .layers.dropout import Dropout
+from .layers.embedding import Embedding
 from .layers.lstm import LSTM
 from .layers.norm import BatchNorm1d, BatchNorm2d
 from .layers.pool import AvgPool2d, MaxPool2d
@@ -26,6 +28,6 @@ from .module import Module, Parameter
 from .optim import SGD, Adam, AdamW, CosineLR, StepLR, clip_grad_norm
 
 __all__ = ["Adam", "AdamW", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv2d", "CosineLR", "CrossEntropyLoss",
-           "Dense", "Dropout", "Flatten", "GradcheckError", "LSTM", "Linear", "MSELoss", "MaxPool2d", "Module",
-           "Parameter", "ReLU", "SGD", "Sequential", "Sigmoid", "SoftmaxCrossEntropy", "StepLR", "Tanh",
+           "Dense", "Dropout", "Embedding", "Flatten", "GradcheckError", "LSTM", "Linear", "MSELoss", "MaxPool2d",
+           "Module", "Parameter", "ReLU", "SGD", "Sequential", "Sigmoid", "SoftmaxCrossEntropy", "StepLR", "Tanh",
            "clip_grad_norm", "gradcheck", "load", "manual_seed", "save"]

@@ -27,14 +27,19 @@ def _rng_state(layer):
 
 def gradcheck(layer, x, *args, eps=1e-6, rtol=1e-5, atol=1e-7, seed=0, check_input=True, max_elements=None):
     """Checks layer.backward against finite differences for input `x` and every parameter; extra
-    positional args (labels, targets) go to forward unchanged. The layer must be float64 (convert it
-    with layer.double()). Raises GradcheckError naming the first mismatch; returns the largest
-    relative error seen. Random layers (Dropout) replay the same mask for every evaluation."""
+    positional args (labels, targets) go to forward unchanged, and so does an integer `x` (indices,
+    whose gradient is not checked). The layer must be float64 (convert it with layer.double()).
+    Raises GradcheckError naming the first mismatch; returns the largest relative error seen. Random
+    layers (Dropout) replay the same mask for every evaluation."""
     if not isinstance(layer, Module):
         raise TypeError(f"gradcheck: expected an nn.Module, got {type(layer).__name__}")
     if layer.parameters() and layer.dtype != np.float64:
         raise TypeError(f"gradcheck: {layer.describe()} is {layer.dtype}; call .double() first")
-    x = np.array(x.get() if isinstance(x, gpublas.DeviceArray) else x, dtype=np.float64)
+    x = np.array(x.get() if isinstance(x, gpublas.DeviceArray) else x)
+    if x.dtype.kind in "iu":
+        check_input = False           # integer input (Embedding's indices): passed as is, never perturbed
+    else:
+        x = x.astype(np.float64)
     is_loss = getattr(layer, "is_loss", False)
     rng = np.random.default_rng(seed)
     replay = _rng_state(layer)

@@ -20,6 +20,11 @@ def uniform(shape, bound):
     return _rng.uniform(-bound, bound, size=shape)
 
 
+def normal(shape):
+    """float64 draws from N(0, 1) (cast by the caller)."""
+    return _rng.standard_normal(size=shape)
+
+
 def next_seed():
     """A fresh 63-bit seed for a device-side generator (e.g. Dropout's)."""
     return int(_rng.integers(0, 2 ** 63 - 1))

@@ -1,6 +1,5 @@
-"""Launchers for nn's own kernels (nn/cuda/activation, conv, pool, dropout, loss, optim,
-lstm, batchnorm.cu):
-one function per kernel that checks its arguments, computes the grid and launches.
+"""Launchers for nn's own kernels (nn/cuda/*.cu: activation, conv, pool, dropout, loss, optim, lstm,
+batchnorm, embedding): one function per kernel that checks its arguments, computes the grid and launches.
 
 Layers call these and gpublas.gemm; nothing here computes on the host.
 """
@@ -18,6 +17,7 @@ KERNELS = Path(__file__).resolve().parent / "cuda"   # nn's .cu files, shipped a
 BLOCK = 256
 GRID_CAP = 4096        # grid-stride loops: enough blocks to fill a GPU, few enough to launch cheaply
 BN_THREADS = 256       # threads per block of nn/cuda/batchnorm.cu's per-channel kernels
+EMB_THREADS = 128      # at most nn/cuda/embedding.cu's EMB_THREADS
 ACT = {None: 0, "identity": 0, "relu": 1, "tanh": 2, "sigmoid": 3}
 
 
@@ -297,6 +297,36 @@ def bn_backward(x, dy, mean, invstd, gamma, dx, dgamma, dbeta, batch_stats):
     get_kernel("batchnorm", "bn_backward", _same("bn_backward", x, dy, mean, invstd, gamma, dx, dgamma, dbeta))(
         C, BN_THREADS, x, dy, mean, invstd, gamma, dx, dgamma, dbeta, N, C, L, int(batch_stats))
     return dx
+
+
+# -- embedding.cu -----------------------------------------------------------------------------------
+def _indices(idx):
+    if idx.dtype != np.int32:
+        raise TypeError(f"embedding: indices must be int32 on the device, got {idx.dtype}")
+
+
+def embedding_forward(weight, idx, y):
+    """y (n, D) = weight[idx] for int32 idx (n,) already checked to lie in [0, V)."""
+    D = weight.shape[1]
+    _indices(idx)
+    if y.shape != (idx.size, D):
+        raise ValueError(f"embedding_forward: y {y.shape}, expected {(idx.size, D)}")
+    get_kernel("embedding", "embedding_forward", _same("embedding_forward", weight, y))(
+        _grid(y.size), BLOCK, weight, idx, y, idx.size, D)
+    return y
+
+
+def embedding_backward(dy, idx, dweight, padding_idx):
+    """dweight[r] += the sum of dy[i] over every i with idx[i] == r, in increasing i (no atomics); the
+    row padding_idx (None: none) gets nothing."""
+    V, D = dweight.shape
+    _indices(idx)
+    if dy.shape != (idx.size, D):
+        raise ValueError(f"embedding_backward: dy {dy.shape}, expected {(idx.size, D)}")
+    block = min(EMB_THREADS, ceil_div(D, 32) * 32)
+    get_kernel("embedding", "embedding_backward", _same("embedding_backward", dy, dweight))(
+        (V, ceil_div(D, block)), block, dy, idx, dweight, idx.size, D, -1 if padding_idx is None else padding_idx)
+    return dweight
 
 
 # -- lstm.cu ----------------------------------------------------------------------------------------

@@ -1,0 +1,66 @@
+"""Embedding: a lookup table of rows, y = weight[x] (PyTorch's nn.Embedding: weight (V, D) from N(0, 1),
+padding_idx's row starts at zero and receives no gradient)."""
+import numpy as np
+
+import gpublas
+
+from .. import init
+from .. import kernels as K
+from ..module import Module, Parameter
+
+
+class Embedding(Module):
+    """x: integer indices of any shape (...), each in [0, num_embeddings); y: (..., embedding_dim).
+    backward(dy) adds into weight.grad (deterministically: no atomics) and returns None (indices have
+    no gradient)."""
+
+    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, *, dtype=np.float32):
+        super().__init__()
+        if num_embeddings < 1 or embedding_dim < 1:
+            raise ValueError(f"Embedding: sizes must be positive, got {num_embeddings}, {embedding_dim}")
+        self.num_embeddings, self.embedding_dim = int(num_embeddings), int(embedding_dim)
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise ValueError(f"Embedding: padding_idx must be within num_embeddings ({num_embeddings}), "
+                                 f"got {padding_idx}")
+            padding_idx = int(padding_idx) % self.num_embeddings
+        self.padding_idx = padding_idx
+        w = init.normal((self.num_embeddings, self.embedding_dim))
+        if padding_idx is not None:
+            w[padding_idx] = 0
+        self.weight = Parameter(w.astype(dtype))
+        self.idx = None
+
+    def extra_repr(self):
+        pad = f", padding_idx={self.padding_idx}" if self.padding_idx is not None else ""
+        return f"{self.num_embeddings}, {self.embedding_dim}{pad}"
+
+    def forward(self, x):
+        # x: (...) integers; weight: (V, D); y: (..., D)
+        idx, shape = self._indices(x)
+        D = self.embedding_dim
+        y = K.embedding_forward(self.weight.data, idx, gpublas.empty((idx.size, D), self.dtype))
+        self.idx, self.shape = idx, shape  # cached: the indices (where each dy row goes), nothing else
+        return y.reshape(shape + (D,))
+
+    def backward(self, dy):
+        # dy: (..., D) -> None; adds dweight (V, D)
+        idx = self._cached("idx")
+        dy = self._grad_input(dy, self.shape + (self.embedding_dim,))
+        # y[i] = weight[idx[i]]  =>  dL/dweight[r] = sum of dy[i] over the i with idx[i] == r
+        K.embedding_backward(dy.reshape(idx.size, self.embedding_dim), idx, self.weight.grad, self.padding_idx)
+        return None
+
+    def _indices(self, x):
+        """x as an int32 DeviceArray (flat) and its shape, after checking every index is in range (on the
+        host: an index outside the table would read outside the weight's memory)."""
+        host = x.get() if isinstance(x, gpublas.DeviceArray) else np.asarray(x)
+        if host.dtype.kind not in "iu":
+            raise TypeError(f"{self.describe()}: indices must be integers, got {host.dtype}")
+        if host.size and (host.min() < 0 or host.max() >= self.num_embeddings):
+            bad = np.flatnonzero((host.ravel() < 0) | (host.ravel() >= self.num_embeddings))[0]
+            raise IndexError(f"{self.describe()}: index {int(host.ravel()[bad])} at position "
+                             f"{tuple(int(i) for i in np.unravel_index(bad, host.shape))} is outside [0, {self.num_embeddings})")
+        if isinstance(x, gpublas.DeviceArray) and x.dtype == np.int32:
+            return x.reshape(x.size), host.shape
+        return gpublas.to_device(np.ascontiguousarray(host.ravel(), dtype=np.int32)), host.shape
