@@ -2,7 +2,7 @@
 
     python -m nn.examples.lstm        # about a minute on the sim backend
 
-LSTM(V -> 64) + Dense(64 -> V) predicts the next character of random 24-character windows (32 per step),
+Embedding(V -> 16) + LSTM(16 -> 64) + Dense(64 -> V) predicts the next character of random 24-character windows (32 per step),
 softmax cross-entropy over every step, SGD with momentum and gradient clipping. Prints the loss as it
 falls and a sample generated one character at a time from the trained model.
 """
@@ -29,39 +29,39 @@ def zen():
 
 
 class CharModel(nn.Module):
-    """One-hot characters (T, N, V) -> LSTM -> Dense -> logits (T*N, V)."""
+    """Character ids (T, N) -> Embedding -> LSTM -> Dense -> logits (T*N, V)."""
 
-    def __init__(self, vocab, hidden):
+    def __init__(self, vocab, hidden, embed=16):
         super().__init__()
         self.vocab, self.hidden = vocab, hidden
-        self.lstm = nn.LSTM(vocab, hidden)
+        self.embed = nn.Embedding(vocab, embed)
+        self.lstm = nn.LSTM(embed, hidden)
         self.head = nn.Dense(hidden, vocab)
 
     def forward(self, x, state=None):
-        # x: (T, N, V) one-hot; logits: (T*N, V); state: (h, c) of (1, N, H)
-        out, state = self.lstm(x, state)
+        # x: (T, N) integer ids; logits: (T*N, V); state: (h, c) of (1, N, H)
+        out, state = self.lstm(self.embed(x), state)
         T, N, H = out.shape
         return self.head(out.reshape(T * N, H)), state
 
     def backward(self, dlogits):
-        # dlogits: (T*N, V) -> dx: (T, N, V)
+        # dlogits: (T*N, V) -> None (ids have no gradient); adds every weight's gradient
         T, N = self.lstm.cache[1]
-        return self.lstm.backward(self.head.backward(dlogits).reshape(T, N, self.hidden))
+        return self.embed.backward(self.lstm.backward(self.head.backward(dlogits).reshape(T, N, self.hidden)))
 
 
 def sample(model, stoi, itos, start, length, temperature, rng):
     """Feeds `start`, then draws `length` characters one at a time, carrying the LSTM state."""
     V = len(itos)
     model.eval()
-    onehot = np.eye(V, dtype=np.float32)
-    logits, state = model(onehot[[stoi[c] for c in start]][:, None, :])
+    logits, state = model(np.array([stoi[c] for c in start])[:, None])
     out = []
     for _ in range(length):
         z = logits.get()[-1].astype(np.float64) / temperature    # host-side sampler, not a training path
         p = np.exp(z - z.max())
         ch = int(rng.choice(V, p=p / p.sum()))
         out.append(itos[ch])
-        logits, state = model(onehot[[ch]][:, None, :], state)
+        logits, state = model(np.array([[ch]]), state)
     model.train()
     return start + "".join(out)
 
@@ -97,13 +97,12 @@ def main(argv=None):
     crit = nn.SoftmaxCrossEntropy()
     opt = nn.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     sched = nn.CosineLR(opt, T_max=args.steps)
-    onehot = np.eye(V, dtype=np.float32)
     start = time.perf_counter()
     first = smooth = None
     with tqdm(total=args.steps, desc="lstm", unit="step", file=sys.stderr, disable=args.quiet) as bar:
         for step in range(1, args.steps + 1):
             idx = rng.integers(0, len(data) - T - 1, N)[None, :] + np.arange(T)[:, None]   # (T, N)
-            logits, _ = model(onehot[data[idx]])
+            logits, _ = model(data[idx])
             loss = crit(logits, data[idx + 1].reshape(-1))
             if not math.isfinite(loss):
                 print(f"lstm: loss became {loss} at step {step}; stopping (try a smaller --lr)", file=sys.stderr)
