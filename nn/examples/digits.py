@@ -65,8 +65,8 @@ def shifted(X, rng):
 
 OPTIMIZERS = {   # name: (constructor taking (parameters, lr), default lr)
     "sgd": (lambda params, lr: nn.SGD(params, lr=lr, momentum=0.9, nesterov=True, weight_decay=1e-4), 0.05),
-    "adam": (lambda params, lr: nn.Adam(params, lr=lr), 0.002),
-    "adamw": (lambda params, lr: nn.AdamW(params, lr=lr, weight_decay=0.01), 0.002),
+    "adam": (lambda params, lr: nn.Adam(params, lr=lr), 0.01),     # 0.005 and 0.002 reached 95.8 % only
+    "adamw": (lambda params, lr: nn.AdamW(params, lr=lr, weight_decay=0.01), 0.01),
 }
 
 
@@ -76,7 +76,7 @@ def main(argv=None):
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--optimizer", choices=sorted(OPTIMIZERS), default="sgd",
                    help="sgd (Nesterov momentum 0.9, weight decay 1e-4), adam or adamw")
-    p.add_argument("--lr", type=float, help="learning rate (default: 0.05 for sgd, 0.002 for adam and adamw)")
+    p.add_argument("--lr", type=float, help="learning rate (default: 0.05 for sgd, 0.01 for adam and adamw)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--width", type=int, default=16, help="channels of the first conv layer")
     p.add_argument("--dropout", type=float, default=0.25)
