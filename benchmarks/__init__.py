@@ -13,8 +13,10 @@ Suites, in the order `python -m benchmarks` runs them:
   launch    Python-side cost of one small kernel launch
   train     time per training step of nn's digits CNN and an LSTM vs a NumPy step
   scaling   the digits CNN data-parallel on 1 and N MPI ranks (run under mpiexec -n N)
+  gemm      the GEMM v2 kernels (FP32, split-K, TF32) against cuBLAS, in % of cuBLAS
+  sass      registers, spills, occupancy and SASS instruction mix of every kernel (nvcc + cuobjdump)
 """
-SUITES = ("transfer", "compute", "roofline", "offload", "overlap", "launch", "train", "scaling")
+SUITES = ("transfer", "compute", "roofline", "offload", "overlap", "launch", "train", "scaling", "gemm", "sass")
 
 
 def main(argv=None):

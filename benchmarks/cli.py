@@ -36,6 +36,7 @@ def parser():
     p.add_argument("--repeats", type=int, default=0, help="timed samples per measurement (default 10, quick 3)")
     p.add_argument("--backend", choices=("sim", "cuda"), help="backend (default: GPUBLAS_BACKEND or autodetect)")
     p.add_argument("--no-progress", action="store_true", help="no tqdm progress bars")
+    p.add_argument("--arch", default="sm_90", help="sass: the GPU architecture to compile for (default sm_90)")
     return p
 
 
@@ -105,7 +106,7 @@ def main(argv=None):
     if args.out:
         Path(args.out).mkdir(parents=True, exist_ok=True)
     ctx = Context(quick=args.quick, sizes=tuple(args.sizes), repeats=args.repeats,
-                  progress=not args.no_progress)
+                  progress=not args.no_progress, arch=args.arch)
     print(banner(ctx))
     suites = args.suites or list(SUITES)
     many = len(suites) > 1

@@ -38,6 +38,7 @@ class Context:
     sizes: tuple = ()          # raw --sizes strings; each suite parses them its own way
     repeats: int = 0           # 0: the default for quick/full
     progress: bool = True
+    arch: str = "sm_90"        # the sass suite's target architecture
 
     def __post_init__(self):
         self.backend = gpublas.backend()

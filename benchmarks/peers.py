@@ -85,6 +85,11 @@ class TorchPeer:
 
         return Clock()
 
+    def set_tf32(self, on):
+        """Lets cuBLAS GEMM use TF32 tensor cores (on) or not; True when the switch took."""
+        self.torch.backends.cuda.matmul.allow_tf32 = bool(on)
+        return True
+
     def gemm(self, a, b, out=None):
         return self.torch.matmul(a, b, out=out)
 
@@ -141,6 +146,15 @@ class CupyPeer:
                 return cp.cuda.get_elapsed_time(self.b, self.e)
 
         return Clock()
+
+    def set_tf32(self, on):
+        """Lets cuBLAS GEMM use TF32 tensor cores (on) or not; True when the switch took."""
+        try:
+            from cupy._core import _routines_linalg as linalg
+            linalg.set_compute_type(np.float32, linalg.COMPUTE_TYPE_TF32 if on else linalg.COMPUTE_TYPE_DEFAULT)
+            return True
+        except (ImportError, AttributeError):  # a CuPy without the switch: FP32 only
+            return not on
 
     def gemm(self, a, b, out=None):
         return self.cp.matmul(a, b, out=out)

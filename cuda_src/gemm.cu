@@ -29,16 +29,13 @@
 //                staged through shared memory. float only, sm_80+ on the cuda backend, also on sim (opt-in: kernel="wmma";
 //                on other targets the kernel compiles to an empty body and the launcher refuses it).
 #include "common.cuh"
+#include "gemm_common.cuh"
 
 // op(P)[r, c] for a row-major P with leading dimension ld, transposed when `trans`.
 __device__ __forceinline__ real op_at(const real* __restrict__ p, int ld, int trans, int r, int c) {
     return trans ? p[(long long)c * ld + r] : p[(long long)r * ld + c];
 }
 
-// C[idx] = alpha * acc + beta * C[idx], without reading C when beta == 0.
-__device__ __forceinline__ void store_c(real* __restrict__ c, long long idx, real alpha, real acc, real beta) {
-    c[idx] = beta == (real)0 ? alpha * acc : alpha * acc + beta * c[idx];
-}
 
 // ---------------------------------------------------------------------------------------------------
 // gemm_naive

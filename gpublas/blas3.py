@@ -5,10 +5,13 @@
     c = gpublas.gemm_batched(a3, b3)                         # (batch, M, K) @ (batch, K, N)
     c = a @ b                                                # DeviceArray.__matmul__ -> ops.matmul
 
-gemm.cu holds a ladder of kernels with one signature; `choose_kernel` picks one by shape (tiny ->
-naive, medium -> tiled, large -> regblock) unless the caller forces one with kernel="..." or the
-environment variable GPUBLAS_GEMM_KERNEL. kernel="wmma" (TF32 tensor cores) is opt-in only: float32,
-cuda backend, compute capability 8.0 or newer.
+gemm.cu holds a ladder of kernels with one signature (naive, tiled, regblock, wmma); gemm_v2.cu the v2
+kernels (cp.async pipelines, warp tiles; gpublas/gemm_v2.py launches them). `choose_kernel` picks one by
+shape, transposes, alignment and SM count (the table in gemm_v2.py's docstring) unless the caller forces
+one with kernel="..." or the environment variable GPUBLAS_GEMM_KERNEL: a ladder step, 'v2' (v2 with the
+configuration chosen by shape), 'v2_large' / 'v2_medium' / 'v2_small' (128x128, 64x64, 32x64 tiles),
+'splitk' or 'tf32'. The TF32 kernels ('wmma', 'tf32') are opt-in only: float32, and on the cuda backend
+compute capability 8.0 or newer.
 
 BLAS semantics: beta == 0 never reads c; alpha == 0 (or K == 0) reads neither a nor b and only scales
 c; M == 0 or N == 0 returns an empty result. Transposes are strides inside the kernels, never copies.
@@ -18,7 +21,7 @@ import os
 
 import numpy as np
 
-from . import backends
+from . import backends, gemm_v2
 from .array import empty
 from .blas1 import dot, scale_output
 from .blas2 import gemv
@@ -26,34 +29,42 @@ from .checks import blas_operand, check_operands, write_back
 from .launch import ceil_div, get_kernel, simulated
 from .layout import may_share_memory
 
-KERNELS = ("naive", "tiled", "regblock", "wmma")
+LADDER = ("naive", "tiled", "regblock", "wmma")
+KERNELS = LADDER + gemm_v2.NAMES
+TF32 = ("wmma", "tf32")
 ENV_KERNEL = "GPUBLAS_GEMM_KERNEL"
 MAX_GRID_Z = 65535  # batches per launch
 
 
 # -- choosing a kernel ----------------------------------------------------------------------------
-def choose_kernel(m, n, k, sim=False):
-    """The ladder step the dispatcher uses for an (m x k) @ (k x n) product: 'naive' for tiny products
-    (launch cost dominates), 'regblock' once both output dimensions fill a 128-wide block tile,
-    'tiled' in between. On the simulator (sim=True) barriers cost a fiber switch per thread, so
-    'tiled' never wins there: 'naive' (no barriers) for thin products, else 'regblock'."""
+def choose_kernel(m, n, k, sim=False, batch=1, sms=132, lds=(0,), dtype=np.float32):
+    """The kernel the dispatcher uses for an (m x k) @ (k x n) product (a stack of `batch`) on a device with
+    `sms` SMs: 'naive' for tiny products (launch cost dominates); else a v2 configuration or 'splitk' as
+    gemm_v2.choose says, or 'regblock' where a leading dimension in `lds` is too large for v2's 32-bit
+    tile index math. On the simulator (sim=True) barriers cost a fiber switch per thread, so the
+    barrier-per-K-step kernels never win there: 'naive' (no barriers) for thin products, else 'regblock'."""
     if m * n * k <= 32 ** 3:
         return "naive"
     if sim:
         return "naive" if min(m, n) < 32 else "regblock"
-    if m >= 128 and n >= 128 and k >= 16:
+    if not gemm_v2.indexable(*lds):
         return "regblock"
-    return "tiled"
+    kernel, config, _ = gemm_v2.choose(m, n, k, batch, sms, dtype)
+    return "splitk" if kernel == "splitk" else f"v2_{config}"
 
 
-def _kernel_name(kernel, m, n, k):
+def _kernel_name(kernel, m, n, k, batch, lds, dtype):
     kernel = kernel or os.environ.get(ENV_KERNEL) or "auto"
     kernel = kernel.strip().lower()
     if kernel == "auto":
-        return choose_kernel(m, n, k, sim=simulated())
+        sim = simulated()
+        return choose_kernel(m, n, k, sim, batch, 0 if sim else gemm_v2.multiprocessors(), lds, dtype)
     if kernel not in KERNELS:
         raise ValueError(f"gemm: unknown kernel '{kernel}'; choose one of {', '.join(KERNELS)} or 'auto' "
                          f"(argument kernel= or ${ENV_KERNEL})")
+    if kernel not in LADDER and not gemm_v2.indexable(*lds):
+        raise ValueError(f"gemm: kernel '{kernel}' indexes tiles with 32-bit math: leading dimensions {lds} "
+                         f"must stay below 2^31 / 128; use 'regblock' or 'auto'")
     return kernel
 
 
@@ -82,13 +93,13 @@ def _launch_wmma(args, m, n, batch, dtype, stream):
 _LAUNCHERS = {"naive": _launch_naive, "tiled": _launch_tiled, "regblock": _launch_regblock, "wmma": _launch_wmma}
 
 
-def _check_wmma(dtype):
+def _check_tf32(name, dtype):
     b = backends.current()
     if b.name == "cuda" and b.cc < 80:
-        raise ValueError(f"gemm: kernel 'wmma' needs TF32 tensor cores (compute capability 8.0 or newer); "
+        raise ValueError(f"gemm: kernel '{name}' needs TF32 tensor cores (compute capability 8.0 or newer); "
                          f"this device has {b.cc // 10}.{b.cc % 10}")
     if dtype != np.float32:
-        raise ValueError(f"gemm: kernel 'wmma' computes in TF32 and takes float32 operands, not {dtype}")
+        raise ValueError(f"gemm: kernel '{name}' computes in TF32 and takes float32 operands, not {dtype}")
 
 
 # -- shape checks -----------------------------------------------------------------------------------
@@ -130,7 +141,7 @@ def _output(routine, a, c, shape, beta, inputs):
 # -- the routines -----------------------------------------------------------------------------------
 def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, stream=None, kernel=None):
     """c = alpha * op(a) @ op(b) + beta * c with op(x) = x or x.T; returns c (new when not given).
-    kernel: 'naive', 'tiled', 'regblock', 'wmma' or 'auto' (default: $GPUBLAS_GEMM_KERNEL, else auto)."""
+    kernel: one of KERNELS or 'auto' (default: $GPUBLAS_GEMM_KERNEL, else auto)."""
     operands = dict(a=a, b=b) if c is None else dict(a=a, b=b, c=c)
     dtype = check_operands("gemm", **operands)
     for name, x in (("a", a), ("b", b)) + ((("c", c),) if c is not None else ()):
@@ -172,22 +183,56 @@ def _run(a, b, c, m, n, k, batch, strides, alpha, beta, trans_a, trans_b, dtype,
         _run(a, b, cc, m, n, k, batch, strides, alpha, beta, trans_a, trans_b, dtype, kernel, stream)
         write_back(c, cc, stream)
         return
-    name = _kernel_name(kernel, m, n, k)
-    if name == "wmma":
-        _check_wmma(dtype)
+    name = _kernel_name(kernel, m, n, k, batch, (a.shape[-1], b.shape[-1], n), dtype)
+    if name in TF32:
+        _check_tf32(name, dtype)
     if m == 0 or n == 0 or batch == 0:
         return
     if alpha == 0 or k == 0:
         scale_output(c, beta, stream=stream)
         return
-    sa, sb, sc = strides
-    item = np.dtype(dtype).itemsize
-    for z0 in range(0, batch, MAX_GRID_Z):
-        nz = min(MAX_GRID_Z, batch - z0)
-        pa, pb, pc = (a, b, c) if z0 == 0 else (a.ptr + z0 * sa * item, b.ptr + z0 * sb * item, c.ptr + z0 * sc * item)
+    if name not in LADDER:
+        _run_v2(name, a, b, c, m, n, k, batch, strides, alpha, beta, (bool(trans_a), bool(trans_b)), dtype, stream)
+        return
+    for pa, pb, pc, nz in _chunks(a, b, c, batch, strides):
         args = (m, n, k, alpha, pa, a.shape[-1], int(bool(trans_a)), pb, b.shape[-1], int(bool(trans_b)),
-                beta, pc, n, sa, sb, sc)
+                beta, pc, n, *strides)
         _LAUNCHERS[name](args, m, n, nz, dtype, stream)
+
+
+def _chunks(a, b, c, batch, strides):
+    """(A, B, C, batches) per launch: at most MAX_GRID_Z batches each (grid z)."""
+    item = a.dtype.itemsize
+    for z0 in range(0, batch, MAX_GRID_Z):
+        sa, sb, sc = (s * z0 * item for s in strides)
+        yield ((a, b, c) if z0 == 0 else (a.ptr + sa, b.ptr + sb, c.ptr + sc)) + (min(MAX_GRID_Z, batch - z0),)
+
+
+def _run_v2(name, a, b, c, m, n, k, batch, strides, alpha, beta, trans, dtype, stream):
+    """Launches a gemm_v2.cu kernel: 'v2' and 'splitk' take their configuration from the shape."""
+    vec = gemm_v2.vector_copies(a, b, m, n, k, *trans, strides)
+    sim = simulated()
+    auto, config, splits = gemm_v2.choose(m, n, k, batch, 8 if sim else gemm_v2.multiprocessors(), dtype)
+    if name.startswith("v2_"):
+        config = name[3:]
+    elif name == "tf32":
+        config = "large"
+    for pa, pb, pc, nz in _chunks(a, b, c, batch, strides):
+        if name == "splitk":
+            splits = splits if auto == "splitk" else gemm_v2.forced_splits(k, dtype)
+            item = a.dtype.itemsize
+            for z in range(nz):  # split-K runs one product at a time
+                args = (m, n, k, alpha, _ptr(pa) + z * strides[0] * item, a.shape[-1],
+                        _ptr(pb) + z * strides[1] * item, b.shape[-1], beta, _ptr(pc) + z * strides[2] * item, n)
+                gemm_v2.launch_splitk(args, m, n, k, trans, vec, dtype, config, splits, stream)
+            continue
+        args = (m, n, k, alpha, pa, a.shape[-1], pb, b.shape[-1], beta, pc, n, *strides)
+        prefix = "gemm_tf32" if name == "tf32" else "gemm_v2"
+        gemm_v2.launch_tiles(prefix, config, args, m, n, nz, trans, vec, dtype, stream)
+
+
+def _ptr(p):
+    return p if isinstance(p, int) else p.ptr
 
 
 def _broadcast_gemm(a, b, kernel=None):
@@ -198,7 +243,7 @@ def _broadcast_gemm(a, b, kernel=None):
     if a3.shape[0] != b3.shape[0] and 1 not in (a3.shape[0], b3.shape[0]):
         raise ValueError(f"matmul: batch sizes differ: a {a.shape}, b {b.shape}")
     m, n, k = _check_inner("matmul", a3, b3, False, False)
-    batch = max(a3.shape[0], b3.shape[0])
+    batch = a3.shape[0] if b3.shape[0] == 1 else b3.shape[0]  # NumPy broadcasting: 1 stretches, 0 stays 0
     c = empty((batch, m, n), dtype)
     strides = (m * k if a3.shape[0] > 1 else 0, k * n if b3.shape[0] > 1 else 0, m * n)
     _run(a3, b3, c, m, n, k, batch, strides, 1.0, 0.0, False, False, dtype, kernel, None)

@@ -22,6 +22,7 @@ _SCALARS = {
     "long": "q", "unsigned long long": "Q", "uint64_t": "Q", "size_t": "Q", "unsigned long": "Q",
     "bool": "?", "char": "b", "unsigned char": "B", "short": "h", "unsigned short": "H",
 }
+_OBJECT_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+(\S[^\n]*?)[ \t]*$", re.M)
 _QUALIFIERS = {"const", "volatile", "__restrict__", "__restrict", "restrict", "struct"}
 
 
@@ -99,9 +100,17 @@ def param_code(param):
         raise TypeError(f"kernel parameter '{param.strip()}': unsupported type '{type_name}'") from None
 
 
+def expand_object_macros(text):
+    """`text` with its one-line object-like #defines (`#define PARAMS int n, float* x`) expanded, so that
+    a family may spell a kernel parameter list once; function-like macros are left alone."""
+    for name, body in _OBJECT_MACRO.findall(text):
+        text = re.sub(rf"\b{name}\b", lambda _: body, text)
+    return text
+
+
 def kernel_signatures(source, defines=None):
     """{kernel name: struct codes of its parameters} for every __global__ function in `source`."""
-    text = apply_defines(strip_comments(source), defines)
+    text = apply_defines(expand_object_macros(strip_comments(source)), defines)
     sigs = {}
     for m in _KERNEL.finditer(text):
         params = [p for p in m.group("params").split(",") if p.strip() and p.strip() != "void"]

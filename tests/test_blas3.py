@@ -4,11 +4,13 @@ import pytest
 from scipy.linalg import blas as sblas
 
 import gpublas
-from gpublas import blas3
+from gpublas import blas3, gemm_v2
 from reference import assert_close
 
 DTYPES = [np.float32, np.float64]
 LADDER = ["naive", "tiled", "regblock"]
+V2 = ["v2_large", "v2_medium", "v2_small", "splitk"]
+ALL = LADDER + V2
 TRANS = [(False, False), (False, True), (True, False), (True, True)]
 # (M, N, K): ones, primes, and non-multiples of every tile (16, 64, 128) on each side; the last has every
 # dimension a multiple of 4, so gemm_regblock takes its vector loads in all four orientations
@@ -40,7 +42,7 @@ def test_gemm_ladder(rng, dtype, kernel, trans_a, trans_b, m, n, k):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("kernel", LADDER)
+@pytest.mark.parametrize("kernel", ALL)
 @pytest.mark.parametrize("alpha,beta", [(2.5, 0.0), (0.5, -1.5), (1.0, 1.0), (-1.0, 0.25)])
 def test_gemm_alpha_beta(rng, dtype, kernel, alpha, beta):
     m, n, k = 33, 31, 17
@@ -52,7 +54,7 @@ def test_gemm_alpha_beta(rng, dtype, kernel, alpha, beta):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("kernel", LADDER)
+@pytest.mark.parametrize("kernel", ALL)
 def test_gemm_beta_zero_never_reads_c(rng, dtype, kernel):
     a, b = operands(rng, dtype, 31, 33, 7, False, False)
     c = gpublas.to_device(np.full((31, 33), np.nan, dtype))
@@ -70,7 +72,7 @@ def test_gemm_alpha_zero_reads_no_input(rng, dtype, beta):
     a = np.full((7, 5), np.nan, dtype)
     b = np.full((5, 9), np.inf, dtype)
     c = rng.standard_normal((7, 9)).astype(dtype)
-    for kernel in LADDER:
+    for kernel in ALL:
         got = gpublas.gemm(gpublas.to_device(a), gpublas.to_device(b), gpublas.to_device(c), alpha=0.0, beta=beta,
                            kernel=kernel)
         assert_close(got, beta * c)
@@ -93,7 +95,7 @@ def test_gemm_zero_sized(rng, dtype):
     assert_close(got, -2.0 * c)
 
 
-@pytest.mark.parametrize("kernel", LADDER)
+@pytest.mark.parametrize("kernel", ALL)
 def test_gemm_views_and_self_product(rng, kernel):
     # a view that starts mid-allocation (not 16-byte aligned) forces scalar loads in gemm_regblock
     base = rng.standard_normal((66, 33)).astype(np.float32)
@@ -111,23 +113,31 @@ def test_gemm_large_regblock(rng, dtype):
 
 
 def test_gemm_identical_under_thread_orders(rng, sim_order):
+    # split-K reduces its slices in a fixed order: the same bits every run, as every other kernel
     a, b = operands(rng, np.float32, 129, 67, 45, True, True)
     da, db = gpublas.to_device(a), gpublas.to_device(b)
-    first = {kernel: gpublas.gemm(da, db, trans_a=True, trans_b=True, kernel=kernel).get() for kernel in LADDER}
+    first = {kernel: gpublas.gemm(da, db, trans_a=True, trans_b=True, kernel=kernel).get() for kernel in ALL}
     if gpublas.backend() == "sim":
         gpublas.sim_thread_order("random")
-    for kernel in LADDER:
+    for kernel in ALL:
         np.testing.assert_array_equal(gpublas.gemm(da, db, trans_a=True, trans_b=True, kernel=kernel).get(),
                                       first[kernel], err_msg=f"{kernel} under {sim_order} vs random order")
 
 
 def test_dispatcher_and_forcing(rng, monkeypatch):
     assert blas3.choose_kernel(4, 4, 4) == "naive"
-    assert blas3.choose_kernel(64, 64, 64) == "tiled"
-    assert blas3.choose_kernel(100, 1000, 1000) == "tiled"
-    assert blas3.choose_kernel(256, 256, 256) == "regblock"
+    # an H100's 132 SMs: the largest tile that still gives every SM a block, split-K for small M x N
+    assert blas3.choose_kernel(4096, 4096, 4096, sms=132) == "v2_large"
+    assert blas3.choose_kernel(1024, 1024, 1024, sms=132) == "v2_medium"  # 64 blocks of 128x128 < 132
+    assert blas3.choose_kernel(1024, 1024, 1024, sms=40) == "v2_large"
+    assert blas3.choose_kernel(256, 256, 64, sms=132) == "v2_small"
+    assert blas3.choose_kernel(64, 128, 8192, sms=132) == "splitk"     # a weight gradient: K = batch x spatial
+    assert blas3.choose_kernel(64, 128, 8192, batch=8, sms=132) == "v2_small"
+    assert blas3.choose_kernel(256, 256, 256, lds=(2 ** 24, 256)) == "regblock"  # 32-bit tile index math
     assert blas3.choose_kernel(64, 64, 64, sim=True) == "regblock"
     assert blas3.choose_kernel(4096, 16, 9, sim=True) == "naive"
+    kernel, config, splits = gemm_v2.choose(64, 128, 8192, sms=132)
+    assert (kernel, config) == ("splitk", "small") and 2 <= splits <= gemm_v2.MAX_SPLITS
     used = []
     for name in LADDER:
         real = blas3._LAUNCHERS[name]
@@ -147,10 +157,11 @@ def test_dispatcher_and_forcing(rng, monkeypatch):
         gpublas.gemm(da, db)
 
 
-def test_wmma_refuses_float64():
+@pytest.mark.parametrize("kernel", ["wmma", "tf32"])
+def test_tf32_kernels_refuse_float64(kernel):
     a = gpublas.zeros((4, 4), np.float64)
-    with pytest.raises(ValueError, match="wmma.*float64"):
-        gpublas.gemm(a, a, kernel="wmma")
+    with pytest.raises(ValueError, match=f"{kernel}.*float64"):
+        gpublas.gemm(a, a, kernel=kernel)
 
 
 def test_wmma_tf32(rng):
@@ -158,6 +169,20 @@ def test_wmma_tf32(rng):
     a, b = operands(rng, np.float32, m, n, k, False, True)
     got = gpublas.gemm(gpublas.to_device(a), gpublas.to_device(b), trans_b=True, kernel="wmma")
     want = a.astype(np.float64) @ b.T
+    assert_close(got, want, rtol=5e-3, atol=5e-3 * np.sqrt(k))  # TF32: 10-bit mantissa
+
+
+@pytest.mark.parametrize("trans_a,trans_b", TRANS)
+@pytest.mark.parametrize("m,n,k,offset", [(1, 1, 1, 0), (37, 70, 33, 0), (132, 136, 36, 0), (132, 136, 36, 1)])
+def test_tf32_v2(rng, trans_a, trans_b, m, n, k, offset):
+    # offset 1: both operands one element into their allocation (no 16-byte copies); alpha/beta epilogue
+    a, b = operands(rng, np.float32, m, n, k, trans_a, trans_b)
+    c = rng.standard_normal((m, n)).astype(np.float32)
+    da, db = (gpublas.to_device(np.concatenate([[0] * offset, x.ravel()]).astype(np.float32))[offset:]
+              .reshape(x.shape) for x in (a, b))
+    got = gpublas.gemm(da, db, gpublas.to_device(c), alpha=0.5, beta=2.0, trans_a=trans_a, trans_b=trans_b,
+                       kernel="tf32")
+    want = 0.5 * ((a.T if trans_a else a).astype(np.float64) @ (b.T if trans_b else b)) + 2.0 * c
     assert_close(got, want, rtol=5e-3, atol=5e-3 * np.sqrt(k))  # TF32: 10-bit mantissa
 
 
@@ -184,7 +209,7 @@ def test_gemm_errors_name_shapes():
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("kernel", LADDER)
+@pytest.mark.parametrize("kernel", ALL)
 @pytest.mark.parametrize("trans_a,trans_b", TRANS)
 def test_gemm_batched(rng, dtype, kernel, trans_a, trans_b):
     batch, m, n, k = 3, 17, 33, 9
@@ -198,6 +223,16 @@ def test_gemm_batched(rng, dtype, kernel, trans_a, trans_b):
 
 def test_gemm_batched_empty_batch():
     assert gpublas.gemm_batched(gpublas.zeros((0, 3, 4)), gpublas.zeros((0, 4, 2))).shape == (0, 3, 2)
+
+
+@pytest.mark.parametrize("sa,sb", [((0, 3, 2), (2, 4)), ((3, 2), (0, 2, 4)), ((0, 3, 2), (1, 2, 4)),
+                                   ((1, 3, 2), (0, 2, 4)), ((1, 3, 2), (2, 4))])
+def test_matmul_zero_and_one_batches_broadcast_as_numpy(rng, sa, sb):
+    a, b = rng.standard_normal(sa).astype(np.float32), rng.standard_normal(sb).astype(np.float32)
+    got = gpublas.to_device(a) @ gpublas.to_device(b)
+    want = a @ b
+    assert got.shape == want.shape
+    assert_close(got, want, k=2)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -231,7 +266,7 @@ except ImportError:  # hypothesis is optional
 if given is not None:
     @settings(max_examples=25, deadline=None)
     @given(m=st.integers(1, 70), n=st.integers(1, 70), k=st.integers(0, 70), trans_a=st.booleans(),
-           trans_b=st.booleans(), kernel=st.sampled_from(LADDER + ["auto"]), double=st.booleans())
+           trans_b=st.booleans(), kernel=st.sampled_from(ALL + ["auto"]), double=st.booleans())
     def test_gemm_property(m, n, k, trans_a, trans_b, kernel, double):
         dtype = np.float64 if double else np.float32
         rng = np.random.default_rng(m * 10007 + n * 101 + k)
@@ -248,3 +283,41 @@ def test_gemm_batched_more_than_grid_z(rng):
     b = rng.standard_normal((70_000, 2, 1)).astype(np.float32)
     got = gpublas.gemm_batched(gpublas.to_device(a), gpublas.to_device(b), kernel="naive")
     assert_close(got, a @ b, k=2)
+
+
+# -- GEMM v2 (gemm_v2.cu): every configuration x transpose x dtype x edge shape -------------------------
+# (M, N, K): ones; primes (lda/ldb not multiples of 4: one-element copies); every dimension a multiple of 4
+# (16-byte cp.async) but not of any tile; K over several K steps with a partial last one
+V2_SHAPES = [(1, 1, 1), (37, 70, 33), (132, 260, 36), (5, 129, 64)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kernel", V2)
+@pytest.mark.parametrize("trans_a,trans_b", TRANS)
+@pytest.mark.parametrize("m,n,k", V2_SHAPES)
+def test_gemm_v2(rng, dtype, kernel, trans_a, trans_b, m, n, k):
+    a, b = operands(rng, dtype, m, n, k, trans_a, trans_b)
+    got = gpublas.gemm(gpublas.to_device(a), gpublas.to_device(b), trans_a=trans_a, trans_b=trans_b, kernel=kernel)
+    assert_close(got, ref_gemm(dtype, 1.0, a, b, trans_a=trans_a, trans_b=trans_b), k=k)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("trans_a,trans_b", TRANS)
+def test_gemm_v2_copy_width_follows_alignment(rng, dtype, trans_a, trans_b):
+    # the same 68 x 36 x 44 product from aligned arrays (16-byte copies) and from views one element into
+    # their allocation (16-byte alignment broken: one-element copies); both match NumPy
+    m, n, k = 68, 36, 44
+    a, b = operands(rng, dtype, m, n, k, trans_a, trans_b)
+    da, db = gpublas.to_device(a), gpublas.to_device(b)
+    va, vb = (gpublas.to_device(np.concatenate([[0], x.ravel()]).astype(dtype))[1:].reshape(x.shape) for x in (a, b))
+    assert gemm_v2.vector_copies(da, db, m, n, k, trans_a, trans_b, (0, 0))
+    assert not gemm_v2.vector_copies(va, vb, m, n, k, trans_a, trans_b, (0, 0))
+    want = ref_gemm(dtype, 1.0, a, b, trans_a=trans_a, trans_b=trans_b)
+    for x, y in ((da, db), (va, vb)):
+        for kernel in ("v2_large", "v2_small"):
+            assert_close(gpublas.gemm(x, y, trans_a=trans_a, trans_b=trans_b, kernel=kernel), want, k=k)
+
+
+def test_gemm_v2_refuses_leading_dimensions_beyond_32_bit_tiles():
+    with pytest.raises(ValueError, match="32-bit"):
+        blas3._kernel_name("v2", 2, 2, 2, 1, (2 ** 24, 2), np.float32)

@@ -9,6 +9,7 @@
 //   scheduler.h   the block loop, fibers, __syncthreads and the warp barrier, launch errors
 //   intrinsics.h  warp shuffles and votes, atomics, math and bit intrinsics
 //   wmma.h        nvcuda::wmma (tensor cores), warp-collective
+//   cuda_pipeline.h  cp.async (__pipeline_memcpy_async / commit / wait_prior), synchronous
 // How it was designed and what it costs: docs/sim-backend.md. cuda_runtime.h and mma.h here are
 // empty stand-ins so that a .cu's own #include lines resolve.
 #pragma once
@@ -17,3 +18,4 @@
 #include "scheduler.h"
 #include "intrinsics.h"
 #include "wmma.h"
+#include "cuda_pipeline.h"  // cp.async pipeline primitives as synchronous copies

@@ -1,0 +1,230 @@
+"""sass: what nvcc makes of every kernel in cuda_src/, read from the compiled code (no GPU needed).
+
+`python -m benchmarks sass [--arch sm_90] [--json F]` compiles every kernel family in float and double for
+the architecture, then reports per kernel: registers, spilled bytes (local memory), static shared memory,
+theoretical occupancy (from registers, shared memory and the block size its __launch_bounds__ names, else
+256 threads), the SASS instruction mix, and for the largest loop body (a GEMM's main loop): its length,
+its FFMA/DFMA/HMMA share and the FLOPs it does per byte it reads from shared memory. Those bound what a
+kernel can reach on a GPU: LDGSTS (cp.async) means global loads overlap the math, LDS.128 means one shared
+load feeds four FMAs' operands, and a fat FMA share means the issue slots go to math.
+
+nvcc comes from the PATH; cuobjdump from the PATH or the `nvidia-cuda-cuobjdump` wheel (the `sass` extra).
+Builds are cached beside the kernel cache, so the tests (tests/test_nvcc.py, tests/test_sass.py) and this
+suite compile each family once.
+"""
+import collections
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from gpublas import compiler, source
+
+from .harness import Report
+
+DESCRIPTION = "registers, spills, occupancy and SASS instruction mix of every kernel (nvcc + cuobjdump)"
+ARCHS = ("sm_80", "sm_90")  # what the tests build; another --arch is built on its own
+MIX = ("FFMA", "DFMA", "HMMA", "LDS", "LDS.128", "LDG", "LDG.128", "LDGSTS", "BAR")
+# per SM: max warps, registers, shared memory (bytes), max blocks
+LIMITS = {70: (64, 65536, 96 << 10, 32), 75: (32, 65536, 64 << 10, 16), 80: (64, 65536, 164 << 10, 32),
+          86: (48, 65536, 100 << 10, 16), 89: (48, 65536, 100 << 10, 24), 90: (64, 65536, 228 << 10, 32)}
+_INSTR = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);", re.M)
+_FUNC = re.compile(r"Function : (\w+)")
+_RES = re.compile(r"Function (\w+):\s*REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)")
+_BOUNDS = re.compile(r"__launch_bounds__\s*\(\s*(\d+)[^)]*\)\s*(\w+)\s*\(")
+
+
+# -- tools and builds -----------------------------------------------------------------------------
+def tool(name):
+    """Path of a CUDA binary tool (cuobjdump, nvdisasm): the PATH, else the NVIDIA pip wheels' bin/."""
+    found = shutil.which(name)
+    if found:
+        return found
+    for root in sys.path:
+        for cand in sorted(glob.glob(os.path.join(root or ".", "nvidia", "*", "bin", name))):
+            if os.access(cand, os.X_OK):
+                return cand
+    return None
+
+
+def missing():
+    """Why this machine cannot make the report ('' when it can)."""
+    if shutil.which("nvcc") is None:
+        return "nvcc is not on the PATH"
+    if tool("cuobjdump") is None:
+        return "cuobjdump not found (pip install 'gpublas[sass]': nvidia-cuda-cuobjdump)"
+    return ""
+
+
+def _nvcc_version():
+    out = subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout.strip().splitlines()
+    return out[-1] if out else ""
+
+
+def build(family, real, archs=ARCHS):
+    """(fatbin path, ptxas -v log) of cuda_src/<family>.cu with `real` for `archs`, cached on disk."""
+    flags = ["-fatbin", "-std=c++17", "-O3", "-Xptxas", "-v", f"-Dreal={real}"]
+    flags += [f"-gencode=arch=compute_{a[3:]},code={a}" for a in archs]
+    key = compiler.cache_key(source.read(family), source.headers_digest(), " ".join(flags), _nvcc_version())
+    out = compiler.cache_dir() / f"sass-{family}-{real}-{key}.fatbin"
+    log = out.with_suffix(".log")
+    if out.exists() and log.exists():
+        return out, log.read_text()
+    with tempfile.TemporaryDirectory(prefix="gpublas-sass-") as tmp:
+        binary = Path(tmp) / "out.fatbin"
+        cmd = ["nvcc", *flags, "-I", str(source.src_dir()), str(source.path(family)), "-o", str(binary)]
+        text = compiler.run_compiler(cmd, what=f"nvcc ({', '.join(archs)})", output=binary,
+                                     source_name=str(source.path(family)))
+        for src, dst, data in ((None, log, text), (binary, out, None)):
+            part = dst.with_name(f"{dst.name}.{os.getpid()}.part")
+            part.write_text(data) if src is None else part.write_bytes(src.read_bytes())
+            os.replace(part, dst)
+    return out, text
+
+
+# -- reading the binary ---------------------------------------------------------------------------
+def resources(binary, arch):
+    """{kernel: {'regs', 'stack', 'smem', 'local'}} for `arch` from cuobjdump -res-usage."""
+    out = subprocess.run([tool("cuobjdump"), "-res-usage", "-arch", arch, str(binary)], capture_output=True,
+                         text=True, check=True).stdout
+    return {m[0]: dict(regs=int(m[1]), stack=int(m[2]), smem=int(m[3]), local=int(m[4])) for m in _RES.findall(out)}
+
+
+def functions(binary, arch):
+    """{kernel: [(address, opcode, operands)]} of the SASS for `arch` (e.g. 'sm_90')."""
+    out = subprocess.run([tool("cuobjdump"), "-sass", "-arch", arch, str(binary)], capture_output=True,
+                         text=True, check=True).stdout
+    funcs = {}
+    parts = _FUNC.split(out)
+    for name, body in zip(parts[1::2], parts[2::2]):
+        funcs[name] = [(int(a, 16), op, rest.strip()) for a, op, rest in _INSTR.findall(body)]
+    return funcs
+
+
+def mix(instrs):
+    """Counts of the MIX categories in a list of (address, opcode, operands)."""
+    c = collections.Counter()
+    for _, op, _ in instrs:
+        base, wide = op.split(".")[0], ".128" in op
+        if base in ("FFMA", "DFMA", "HMMA", "LDGSTS", "BAR"):
+            c[base] += 1
+        elif base in ("LDS", "LDG"):
+            c[base] += 1
+            c[base + ".128"] += wide
+    return {k: c[k] for k in MIX}
+
+
+def main_loop(instrs):
+    """The instructions of the largest loop body: from a backward branch's target to the branch."""
+    best = []
+    for i, (addr, op, rest) in enumerate(instrs):
+        m = re.match(r"0x([0-9a-f]+)", rest)
+        if op.startswith("BRA") and m and int(m.group(1), 16) <= addr:
+            body = [x for x in instrs[:i + 1] if x[0] >= int(m.group(1), 16)]
+            if len(body) > len(best):
+                best = body
+    return best
+
+
+def _lds_bytes(op):
+    if op.startswith("LDSM"):
+        return 4 * (4 if op.endswith(".4") else 2 if op.endswith(".2") else 1)
+    width = re.search(r"\.(128|64|U8|S8|U16|S16)\b", op)
+    return {"128": 16, "64": 8, "U8": 1, "S8": 1, "U16": 2, "S16": 2}[width.group(1)] if width else 4
+
+
+def _mma_volume(op):
+    """m*n*k of one HMMA (a warp's): HMMA.1688 is 16x8x8, HMMA.16816 16x8x16, HMMA.884 8x8x4."""
+    d = re.match(r"HMMA\.(\d+)", op)
+    d = d.group(1) if d else "1688"
+    m, rest = (16, d[2:]) if d.startswith("16") else (int(d[0]), d[1:])
+    return m * int(rest[0]) * int(rest[1:])
+
+
+def loop_figures(body):
+    """{'loop_instr', 'loop_fma', 'fma_share', 'flop_per_smem_byte'} of a loop body, per thread."""
+    flops, fma, smem = 0.0, 0, 0
+    for _, op, _ in body:
+        base = op.split(".")[0]
+        if base in ("FFMA", "DFMA"):
+            fma += 1
+            flops += 2
+        elif base == "HMMA":
+            fma += 1
+            flops += 2.0 * _mma_volume(op) / 32
+        elif base in ("LDS", "LDSM"):
+            smem += _lds_bytes(op)
+    n = len(body)
+    return dict(loop_instr=n, loop_fma=fma, fma_share=fma / n if n else 0.0,
+                flop_per_smem_byte=flops / smem if smem else 0.0)
+
+
+def occupancy(regs, smem, threads, arch):
+    """Theoretical occupancy (resident warps / max warps) on `arch` for one kernel."""
+    max_warps, max_regs, max_smem, max_blocks = LIMITS.get(int(arch[3:]), LIMITS[90])
+    warps = -(-threads // 32)
+    per_warp = -(-max(regs, 1) * 32 // 256) * 256
+    by_regs = (max_regs // per_warp) // warps
+    by_smem = max_smem // (smem + 1024) if smem else max_blocks
+    blocks = min(by_regs, by_smem, max_warps // warps, max_blocks)
+    return blocks * warps / max_warps
+
+
+def block_sizes(family):
+    """{kernel: threads} for the kernels of a family that name a block size in __launch_bounds__."""
+    text = source.expand_object_macros(source.strip_comments(source.read(family)))
+    return {name: int(t) for t, name in _BOUNDS.findall(text)}
+
+
+def family_rows(family, real, arch):
+    """One row per kernel of cuda_src/<family>.cu compiled with `real` for `arch`."""
+    binary, _ = build(family, real, ARCHS if arch in ARCHS else (arch,))
+    res = resources(binary, arch)
+    threads = block_sizes(family)
+    rows = []
+    for name, instrs in sorted(functions(binary, arch).items()):
+        r = res.get(name, dict(regs=0, stack=0, smem=0, local=0))
+        t = threads.get(name, 256)
+        row = dict(family=family, kernel=name, real=real, regs=r["regs"], spill_bytes=r["local"],
+                   stack=r["stack"], smem=r["smem"], threads=t, occupancy=occupancy(r["regs"], r["smem"], t, arch),
+                   instructions=len(instrs), **mix(instrs), **loop_figures(main_loop(instrs)))
+        rows.append(row)
+    return rows
+
+
+# -- the suite ------------------------------------------------------------------------------------
+COLUMNS = [("kernel", "kernel", "s"), ("real", "real", "s"), ("regs", "regs", "d"), ("spill_bytes", "spill B", "d"),
+           ("smem", "smem B", "d"), ("threads", "threads", "d"), ("occupancy", "occ", ".0%"),
+           ("FFMA", "FFMA", "d"), ("DFMA", "DFMA", "d"), ("HMMA", "HMMA", "d"), ("LDS", "LDS", "d"),
+           ("LDS.128", "LDS.128", "d"), ("LDG", "LDG", "d"), ("LDG.128", "LDG.128", "d"), ("LDGSTS", "LDGSTS", "d"),
+           ("BAR", "BAR", "d"), ("loop_instr", "loop", "d"), ("loop_fma", "loop FMA", "d"),
+           ("fma_share", "FMA share", ".0%"), ("flop_per_smem_byte", "FLOP/smem B", ".2f")]
+
+
+def run(ctx):
+    report = Report("sass", ctx)
+    arch = ctx.arch or "sm_90"
+    why = missing()
+    if why:
+        report.skip("SASS report", why)
+        report.note(f"no report: {why}")
+        return report
+    families = sorted(p.stem for p in source.src_dir().glob("*.cu"))
+    if ctx.quick:
+        families = [f for f in families if f.startswith("gemm")]
+    for family in families:
+        for real in ("float", "double"):
+            for row in family_rows(family, real, arch):
+                report.add(**row)
+    spilling = [f"{r['kernel']} ({r['real']})" for r in report.rows if r["spill_bytes"]]
+    report.checks.append({"name": "no kernel spills registers", "passed": not spilling, "detail": spilling})
+    report.columns = COLUMNS
+    report.note(f"{arch}; FMA share and FLOP/smem B are the largest loop body's (the main loop of a GEMM), per "
+                "thread; occupancy assumes the block size in __launch_bounds__, else 256 threads")
+    if ctx.quick:
+        report.note("--quick: the GEMM families only")
+    return report

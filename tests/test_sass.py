@@ -1,0 +1,46 @@
+"""The GEMM v2 kernels, read as compiled code (benchmarks/sass.py: nvcc for sm_90, cuobjdump -sass): the
+FP32 kernel's main loop is fed by cp.async (LDGSTS) and 128-bit shared loads and holds >= 512 FFMA; the
+TF32 kernel's runs HMMA on LDGSTS-filled tiles; no kernel spills. Needs nvcc and cuobjdump (the `sass`
+extra); skipped, saying which is missing, elsewhere."""
+import pytest
+
+from benchmarks import sass
+
+pytestmark = [pytest.mark.nvcc, pytest.mark.skipif(bool(sass.missing()), reason=sass.missing() or "-")]
+
+
+@pytest.fixture(scope="module")
+def v2_float():
+    binary, _ = sass.build("gemm_v2", "float")
+    return {name: instrs for name, instrs in sass.functions(binary, "sm_90").items()}, sass.resources(binary, "sm_90")
+
+
+@pytest.mark.parametrize("t", ["nn", "nt", "tn", "tt"])
+def test_fp32_v2_main_loop_is_cp_async_fed_and_fma_dense(v2_float, t):
+    funcs, res = v2_float
+    name = f"gemm_v2_large_{t}_vec"
+    whole, loop = sass.mix(funcs[name]), sass.main_loop(funcs[name])
+    body = sass.mix(loop)
+    fig = sass.loop_figures(loop)
+    assert whole["LDGSTS"] > 0 and body["LDGSTS"] > 0, "global->shared copies must be cp.async"
+    assert body["LDS.128"] > 0 and body["LDS"] == body["LDS.128"], "every shared load in the main loop is 128-bit"
+    assert fig["loop_fma"] >= 512 and body["FFMA"] >= 512, fig
+    assert fig["fma_share"] > 0.75, fig
+    assert body["BAR"] == 1, "one barrier per K step"
+    assert res[name]["local"] == 0, f"{name} spills"
+
+
+def test_no_v2_kernel_spills(v2_float):
+    _, res = v2_float
+    assert res and all(r["local"] == 0 and r["stack"] == 0 for r in res.values()), res
+
+
+def test_occupancy_and_loop_figures_by_hand():
+    # 128 registers, 40 KB shared, 256 threads on sm_90: 2 blocks (registers) -> 16 of 64 warps
+    assert sass.occupancy(128, 40960, 256, "sm_90") == 0.25
+    assert sass.occupancy(32, 0, 256, "sm_90") == 1.0
+    body = [(0, "FFMA", ""), (16, "FFMA", ""), (32, "LDS.128", ""), (48, "BRA", "0x0")]
+    fig = sass.loop_figures(body)
+    assert fig["loop_fma"] == 2 and fig["fma_share"] == 0.5 and fig["flop_per_smem_byte"] == 4 / 16
+    assert sass._mma_volume("HMMA.1688.F32.TF32") == 16 * 8 * 8
+    assert sass._mma_volume("HMMA.16816.F32") == 16 * 8 * 16
