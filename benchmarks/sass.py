@@ -1,16 +1,15 @@
 """sass: what nvcc makes of every kernel in cuda_src/, read from the compiled code (no GPU needed).
 
-`python -m benchmarks sass [--arch sm_90] [--json F]` compiles every kernel family in float and double for
-the architecture, then reports per kernel: registers, spilled bytes (local memory), static shared memory,
-theoretical occupancy (from registers, shared memory and the block size its __launch_bounds__ names, else
-256 threads), the SASS instruction mix, and for the largest loop body (a GEMM's main loop): its length,
-its FFMA/DFMA/HMMA share and the FLOPs it does per byte it reads from shared memory. Those bound what a
-kernel can reach on a GPU: LDGSTS (cp.async) means global loads overlap the math, LDS.128 means one shared
-load feeds four FMAs' operands, and a fat FMA share means the issue slots go to math.
+`python -m benchmarks sass [--arch sm_90] [--json F]` compiles every kernel family (cuda_src/ and nn/cuda/)
+in float and double for the architecture, then reports per kernel: registers, spilled bytes (local memory),
+static shared memory, theoretical occupancy (from registers, shared memory and the block size its
+__launch_bounds__ names, else 256 threads), the SASS instruction mix, and for the largest loop body (a
+GEMM's main loop): its length, its FFMA/DFMA/HMMA share and the FLOPs it does per byte it reads from shared
+memory. Those bound what a kernel can reach on a GPU: LDGSTS (cp.async) means global loads overlap the math,
+LDS.128 means one shared load feeds four FMAs' operands, and a fat FMA share means the issue slots go to math.
 
 nvcc comes from the PATH; cuobjdump from the PATH or the `nvidia-cuda-cuobjdump` wheel (the `sass` extra).
-Builds are cached beside the kernel cache, so the tests (tests/test_nvcc.py, tests/test_sass.py) and this
-suite compile each family once.
+Builds are cached beside the kernel cache, so tests/test_sass.py and this suite compile each family once.
 """
 import collections
 import glob
@@ -27,12 +26,11 @@ from gpublas import compiler, source
 from .harness import Report
 
 DESCRIPTION = "registers, spills, occupancy and SASS instruction mix of every kernel (nvcc + cuobjdump)"
-ARCHS = ("sm_80", "sm_90")  # what the tests build; another --arch is built on its own
 MIX = ("FFMA", "DFMA", "HMMA", "LDS", "LDS.128", "LDG", "LDG.128", "LDGSTS", "BAR")
 # per SM: max warps, registers, shared memory (bytes), max blocks
 LIMITS = {70: (64, 65536, 96 << 10, 32), 75: (32, 65536, 64 << 10, 16), 80: (64, 65536, 164 << 10, 32),
           86: (48, 65536, 100 << 10, 16), 89: (48, 65536, 100 << 10, 24), 90: (64, 65536, 228 << 10, 32)}
-_INSTR = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);", re.M)
+_INSTR = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);", re.M)
 _FUNC = re.compile(r"Function : (\w+)")
 _RES = re.compile(r"Function (\w+):\s*REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)")
 _BOUNDS = re.compile(r"__launch_bounds__\s*\(\s*(\d+)[^)]*\)\s*(\w+)\s*\(")
@@ -65,20 +63,19 @@ def _nvcc_version():
     return out[-1] if out else ""
 
 
-def build(family, real, archs=ARCHS):
-    """(fatbin path, ptxas -v log) of cuda_src/<family>.cu with `real` for `archs`, cached on disk."""
-    flags = ["-fatbin", "-std=c++17", "-O3", "-Xptxas", "-v", f"-Dreal={real}"]
-    flags += [f"-gencode=arch=compute_{a[3:]},code={a}" for a in archs]
-    key = compiler.cache_key(source.read(family), source.headers_digest(), " ".join(flags), _nvcc_version())
-    out = compiler.cache_dir() / f"sass-{family}-{real}-{key}.fatbin"
+def build(family, real, arch="sm_90", root=None):
+    """(cubin path, ptxas -v log) of <root>/<family>.cu (root: cuda_src/) with `real` for `arch`, cached."""
+    flags = ["-cubin", "-std=c++17", "-O3", "-Xptxas", "-v", f"-Dreal={real}", f"-arch={arch}"]
+    key = compiler.cache_key(source.read(family, root), source.headers_digest(), " ".join(flags), _nvcc_version())
+    out = compiler.cache_dir() / f"sass-{family}-{real}-{key}.cubin"
     log = out.with_suffix(".log")
     if out.exists() and log.exists():
         return out, log.read_text()
     with tempfile.TemporaryDirectory(prefix="gpublas-sass-") as tmp:
-        binary = Path(tmp) / "out.fatbin"
-        cmd = ["nvcc", *flags, "-I", str(source.src_dir()), str(source.path(family)), "-o", str(binary)]
-        text = compiler.run_compiler(cmd, what=f"nvcc ({', '.join(archs)})", output=binary,
-                                     source_name=str(source.path(family)))
+        binary = Path(tmp) / "out.cubin"
+        cmd = ["nvcc", *flags, "-I", str(source.src_dir()), str(source.path(family, root)), "-o", str(binary)]
+        text = compiler.run_compiler(cmd, what=f"nvcc ({arch})", output=binary,
+                                     source_name=str(source.path(family, root)))
         for src, dst, data in ((None, log, text), (binary, out, None)):
             part = dst.with_name(f"{dst.name}.{os.getpid()}.part")
             part.write_text(data) if src is None else part.write_bytes(src.read_bytes())
@@ -95,13 +92,15 @@ def resources(binary, arch):
 
 
 def functions(binary, arch):
-    """{kernel: [(address, opcode, operands)]} of the SASS for `arch` (e.g. 'sm_90')."""
+    """{kernel: [(address, opcode, operands)]} of the SASS for `arch` (e.g. 'sm_90'), without the
+    never-executed fillers (`@!PT LDS RZ, [RZ]` beside cp.async)."""
     out = subprocess.run([tool("cuobjdump"), "-sass", "-arch", arch, str(binary)], capture_output=True,
                          text=True, check=True).stdout
     funcs = {}
     parts = _FUNC.split(out)
     for name, body in zip(parts[1::2], parts[2::2]):
-        funcs[name] = [(int(a, 16), op, rest.strip()) for a, op, rest in _INSTR.findall(body)]
+        funcs[name] = [(int(a, 16), op, rest.strip()) for a, pred, op, rest in _INSTR.findall(body)
+                       if pred.strip() != "@!PT"]
     return funcs
 
 
@@ -174,17 +173,17 @@ def occupancy(regs, smem, threads, arch):
     return blocks * warps / max_warps
 
 
-def block_sizes(family):
+def block_sizes(family, root=None):
     """{kernel: threads} for the kernels of a family that name a block size in __launch_bounds__."""
-    text = source.expand_object_macros(source.strip_comments(source.read(family)))
+    text = source.expand_object_macros(source.strip_comments(source.read(family, root)))
     return {name: int(t) for t, name in _BOUNDS.findall(text)}
 
 
-def family_rows(family, real, arch):
-    """One row per kernel of cuda_src/<family>.cu compiled with `real` for `arch`."""
-    binary, _ = build(family, real, ARCHS if arch in ARCHS else (arch,))
+def family_rows(family, real, arch, root=None):
+    """One row per kernel of <root>/<family>.cu compiled with `real` for `arch`."""
+    binary, _ = build(family, real, arch, root)
     res = resources(binary, arch)
-    threads = block_sizes(family)
+    threads = block_sizes(family, root)
     rows = []
     for name, instrs in sorted(functions(binary, arch).items()):
         r = res.get(name, dict(regs=0, stack=0, smem=0, local=0))
@@ -213,12 +212,13 @@ def run(ctx):
         report.skip("SASS report", why)
         report.note(f"no report: {why}")
         return report
-    families = sorted(p.stem for p in source.src_dir().glob("*.cu"))
+    from nn.kernels import KERNELS as NN_KERNELS
+    families = [(None, f) for f in source.families()] + [(NN_KERNELS, f) for f in source.families(NN_KERNELS)]
     if ctx.quick:
-        families = [f for f in families if f.startswith("gemm")]
-    for family in families:
+        families = [(root, f) for root, f in families if f.startswith("gemm")]
+    for root, family in families:
         for real in ("float", "double"):
-            for row in family_rows(family, real, arch):
+            for row in family_rows(family, real, arch, root):
                 report.add(**row)
     spilling = [f"{r['kernel']} ({r['real']})" for r in report.rows if r["spill_bytes"]]
     report.checks.append({"name": "no kernel spills registers", "passed": not spilling, "detail": spilling})

@@ -29,7 +29,9 @@
 // gemm_tf32_large: TF32 tensor cores (nvcuda::wmma m16n16k8, float accumulation), float only, sm_80+
 //   (elsewhere an empty body; the launcher refuses it). 256 threads (2 x 4 warps of 64 x 32 = 4 x 2
 //   fragments), K in steps of 16, the same tiles and 2-stage cp.async pipeline (fragments load row- or
-//   column-major to match the stored layout); the epilogue stages each fragment through shared memory.
+//   column-major to match the stored layout); the tensor cores read the top 19 bits of each float (TF32
+//   by truncation, no conversion instructions); the epilogue stages each fragment through shared memory.
+//   wmma's loads take generic pointers, so they compile to LD, not LDS (an mma.sync version would fix it).
 // gemm_splitk_reduce: grid-stride over M x N; C = alpha * (W[0] + W[1] + ... + W[S-1]) + beta * C, summed in
 //   slice order (deterministic: no atomics). W holds the S partial products of a split-K GEMM, each made by
 //   a gemm_v2 kernel over one K slice (the launcher runs the slices as a batch).
@@ -297,15 +299,11 @@ __device__ __forceinline__ void gemm_tf32_body(GEMM_V2_PARAMS) {
                     for (int i = 0; i < FM; ++i) {
                         const int m = wm + 16 * i;
                         wmma::load_matrix_sync(fa[i], sa + (TA ? k * TileA::PITCH + m : m * TileA::PITCH + k), TileA::PITCH);
-#pragma unroll
-                        for (int e = 0; e < fa[i].num_elements; ++e) fa[i].x[e] = wmma::__float_to_tf32(fa[i].x[e]);
                     }
 #pragma unroll
                     for (int j = 0; j < FN; ++j) {
                         const int n = wn + 16 * j;
                         wmma::load_matrix_sync(fb[j], sb + (TB ? n * TileB::PITCH + k : k * TileB::PITCH + n), TileB::PITCH);
-#pragma unroll
-                        for (int e = 0; e < fb[j].num_elements; ++e) fb[j].x[e] = wmma::__float_to_tf32(fb[j].x[e]);
                     }
 #pragma unroll
                     for (int i = 0; i < FM; ++i)

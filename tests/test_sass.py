@@ -11,7 +11,7 @@ pytestmark = [pytest.mark.nvcc, pytest.mark.skipif(bool(sass.missing()), reason=
 
 @pytest.fixture(scope="module")
 def v2_float():
-    binary, _ = sass.build("gemm_v2", "float")
+    binary, _ = sass.build("gemm_v2", "float", "sm_90")
     return {name: instrs for name, instrs in sass.functions(binary, "sm_90").items()}, sass.resources(binary, "sm_90")
 
 
@@ -44,3 +44,12 @@ def test_occupancy_and_loop_figures_by_hand():
     assert fig["loop_fma"] == 2 and fig["fma_share"] == 0.5 and fig["flop_per_smem_byte"] == 4 / 16
     assert sass._mma_volume("HMMA.1688.F32.TF32") == 16 * 8 * 8
     assert sass._mma_volume("HMMA.16816.F32") == 16 * 8 * 16
+
+
+@pytest.mark.parametrize("t", ["nn", "tt"])
+def test_tf32_v2_main_loop_runs_hmma_on_cp_async_tiles(v2_float, t):
+    funcs, res = v2_float
+    name = f"gemm_tf32_large_{t}_vec"
+    body = sass.mix(sass.main_loop(funcs[name]))
+    assert body["HMMA"] >= 32 and body["LDGSTS"] > 0 and body["BAR"] == 1, body
+    assert res[name]["local"] == 0
