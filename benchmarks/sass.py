@@ -228,3 +228,19 @@ def run(ctx):
     if ctx.quick:
         report.note("--quick: the GEMM families only")
     return report
+
+
+def draw(plt, report):
+    """The main loop's FMA (HMMA) share and the registers of each float GEMM kernel."""
+    rows = [r for r in report.rows if r["real"] == "float" and r["loop_fma"]] or report.rows
+    fig, axes = plt.subplots(1, 2, figsize=(11, 0.22 * len(rows) + 1.5), sharey=True)
+    names = [r["kernel"] for r in rows]
+    axes[0].barh(names, [100 * r["fma_share"] for r in rows])
+    axes[0].set_xlabel("FFMA / HMMA share of the largest loop body (%)")
+    axes[1].barh(names, [r["regs"] for r in rows])
+    axes[1].set_xlabel("registers per thread")
+    for ax in axes:
+        ax.grid(True, axis="x", alpha=0.3)
+        ax.tick_params(axis="y", labelsize=6)
+    axes[0].invert_yaxis()
+    return fig

@@ -21,6 +21,10 @@ def _missing(suite):
     """Why `suite` cannot run yet (a piece another issue lands), or None."""
     need = {"compute": ["gemm", "gemv", "axpy", "sum", "dot"], "roofline": ["gemm"], "offload": ["gemm"]}
     gone = [f"gpublas.{n}" for n in need.get(suite, []) if not hasattr(gpublas, n)]
+    if suite == "sass":
+        from benchmarks import sass
+        if sass.missing():
+            gone.append(sass.missing())
     if suite == "train":
         try:
             import nn  # noqa: F401

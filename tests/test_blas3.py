@@ -30,11 +30,18 @@ def operands(rng, dtype, m, n, k, trans_a, trans_b, batch=None):
     return rng.standard_normal(sa).astype(dtype), rng.standard_normal(sb).astype(dtype)
 
 
+# GEMM v2 (gemm_v2.cu), every configuration: ones; primes (lda/ldb not multiples of 4: one-element copies);
+# every dimension a multiple of 4 (16-byte cp.async) but not of any tile; K over several K steps with a partial
+# last one
+V2_SHAPES = [(1, 1, 1), (37, 70, 33), (132, 260, 36), (5, 129, 64)]
+KERNEL_SHAPES = [(kern, s) for kern in LADDER for s in SHAPES] + [(kern, s) for kern in V2 for s in V2_SHAPES]
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("kernel", LADDER)
 @pytest.mark.parametrize("trans_a,trans_b", TRANS)
-@pytest.mark.parametrize("m,n,k", SHAPES)
-def test_gemm_ladder(rng, dtype, kernel, trans_a, trans_b, m, n, k):
+@pytest.mark.parametrize("kernel,shape", KERNEL_SHAPES)
+def test_gemm_every_kernel(rng, dtype, kernel, trans_a, trans_b, shape):
+    m, n, k = shape
     a, b = operands(rng, dtype, m, n, k, trans_a, trans_b)
     got = gpublas.gemm(gpublas.to_device(a), gpublas.to_device(b), trans_a=trans_a, trans_b=trans_b, kernel=kernel)
     assert got.shape == (m, n) and got.dtype == dtype
@@ -285,22 +292,7 @@ def test_gemm_batched_more_than_grid_z(rng):
     assert_close(got, a @ b, k=2)
 
 
-# -- GEMM v2 (gemm_v2.cu): every configuration x transpose x dtype x edge shape -------------------------
-# (M, N, K): ones; primes (lda/ldb not multiples of 4: one-element copies); every dimension a multiple of 4
-# (16-byte cp.async) but not of any tile; K over several K steps with a partial last one
-V2_SHAPES = [(1, 1, 1), (37, 70, 33), (132, 260, 36), (5, 129, 64)]
-
-
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("kernel", V2)
-@pytest.mark.parametrize("trans_a,trans_b", TRANS)
-@pytest.mark.parametrize("m,n,k", V2_SHAPES)
-def test_gemm_v2(rng, dtype, kernel, trans_a, trans_b, m, n, k):
-    a, b = operands(rng, dtype, m, n, k, trans_a, trans_b)
-    got = gpublas.gemm(gpublas.to_device(a), gpublas.to_device(b), trans_a=trans_a, trans_b=trans_b, kernel=kernel)
-    assert_close(got, ref_gemm(dtype, 1.0, a, b, trans_a=trans_a, trans_b=trans_b), k=k)
-
-
+# -- GEMM v2 (gemm_v2.cu): copy width, index limits --------------------------------------------------
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("trans_a,trans_b", TRANS)
 def test_gemm_v2_copy_width_follows_alignment(rng, dtype, trans_a, trans_b):
