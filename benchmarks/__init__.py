@@ -15,6 +15,9 @@ Suites, in the order `python -m benchmarks` runs them:
   scaling   the digits CNN data-parallel on 1 and N MPI ranks (run under mpiexec -n N)
   gemm      the GEMM v2 kernels (FP32, split-K, TF32) against cuBLAS, in % of cuBLAS
   sass      registers, spills, occupancy and SASS instruction mix of every kernel (nvcc + cuobjdump)
+
+And one command that is not a suite: `python -m benchmarks profile [--top N] -- CMD ...` runs CMD
+with the gpublas profiler on and prints its kernels and transfers by total time.
 """
 SUITES = ("transfer", "compute", "roofline", "offload", "overlap", "launch", "train", "scaling", "gemm", "sass")
 

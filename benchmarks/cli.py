@@ -94,6 +94,10 @@ def mpi_rank():
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["profile"]:  # a command, not a suite: `profile -- CMD` runs CMD under the profiler
+        from .profile import main as profile_main
+        return profile_main(argv[1:])
     args = parser().parse_args(argv)
     if mpi_rank() > 0:  # under mpiexec (the scaling suite) rank 0 prints and writes the files
         sys.stdout = open(os.devnull, "w")

@@ -9,6 +9,7 @@ from .backends import backend, current as _current_backend, device_info, free_ca
 from .errors import CompileError, FreedArrayError, GpublasError, IllegalAddressError, LaunchError, OutOfMemoryError
 from .launch import ceil_div, get_kernel, load_source
 from .layout import may_share_memory
+from .profiler import Profile, profile
 from .pinned import PageableMemoryWarning, is_pinned, pinned_empty
 from .stream import Event, Stream, current_stream, synchronize
 
@@ -38,3 +39,6 @@ from .reduction import argmax, argmin, logsumexp, max, mean, min, softmax, sum
 from .blas1 import asum, axpy, copy, dot, iamax, nrm2, scal, swap
 from .blas2 import gemv, ger
 from .blas3 import gemm, gemm_batched, matmul
+
+from . import profiler as _profiler  # noqa: E402
+_profiler._from_environment()  # GPUBLAS_PROFILE=1: profile the whole process

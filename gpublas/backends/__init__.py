@@ -38,11 +38,17 @@ def _default():
         return _make("sim")
 
 
+def _chosen(b):
+    from .. import profiler
+    profiler.track(b)  # an open profile counts this backend's copies too
+
+
 def current():
     """The active backend object, chosen on first use."""
     global _active
     if _active is None:
         _active = _default()
+        _chosen(_active)
     return _active
 
 
@@ -51,6 +57,7 @@ def use(name):
     working with their own memory but cannot be mixed with the new one's."""
     global _active
     _active = _make(name)
+    _chosen(_active)
     return _active
 
 
