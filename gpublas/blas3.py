@@ -37,28 +37,53 @@ MAX_GRID_Z = 65535  # batches per launch
 
 
 # -- choosing a kernel ----------------------------------------------------------------------------
-def choose_kernel(m, n, k, sim=False, batch=1, sms=132, lds=(0,), dtype=np.float32):
+def choose_kernel(m, n, k, sim=False, batch=1, sms=132, lds=(0,), dtype=np.float32, trans_a=False, trans_b=False):
     """The kernel the dispatcher uses for an (m x k) @ (k x n) product (a stack of `batch`) on a device with
     `sms` SMs: 'naive' for tiny products (launch cost dominates); else a v2 configuration or 'splitk' as
     gemm_v2.choose says, or 'regblock' where a leading dimension in `lds` is too large for v2's 32-bit
     tile index math. On the simulator (sim=True) barriers cost a fiber switch per thread, so the
-    barrier-per-K-step kernels never win there: 'naive' (no barriers) for thin products, else 'regblock'."""
+    barrier-per-K-step kernels never win there: sim_kernel() picks 'naive' or 'regblock' by their CPU cost."""
     if m * n * k <= 32 ** 3:
         return "naive"
     if sim:
-        return "naive" if min(m, n) < 32 else "regblock"
+        return sim_kernel(m, n, k, trans_a, trans_b, dtype)
     if not gemm_v2.indexable(*lds):
         return "regblock"
     kernel, config, _ = gemm_v2.choose(m, n, k, batch, sms, dtype)
     return "splitk" if kernel == "splitk" else f"v2_{config}"
 
 
-def _kernel_name(kernel, m, n, k, batch, lds, dtype):
+# -- the simulator's choice: a CPU cost model -------------------------------------------------------
+# On sim, regblock pays for every multiply-add of its zero-padded tiles (a 32-row product in a
+# 128-row tile does 4x the work) plus a fiber switch per thread at each barrier; naive pays for the
+# real multiply-adds only, more when an operand is read across K with a stride, and a call per output.
+# CPU ns measured with one OpenMP thread on a 2-core AMD EPYC (2026-11-23) over nn's digits shapes
+# (conv 32x512x144, 32x144x512, 144x512x32, 16x2048x9, dense 32x64x128 ...), both dtypes; re-measure
+# when the simulator's barrier cost changes.
+SIM_NAIVE_NS = {4: (1.2, 0.65), 8: (1.1, 1.2)}  # itemsize -> (per multiply-add, extra per strided operand)
+SIM_NAIVE_OUTPUT_NS = 20.0                        # per C element (one simulated thread)
+SIM_REGBLOCK_NS = {4: 0.36, 8: 1.0}               # per multiply-add of the padded tile steps
+
+
+def sim_kernel(m, n, k, trans_a=False, trans_b=False, dtype=np.float32):
+    """'naive' or 'regblock' for an (m x k) @ (k x n) product on the simulator, whichever the cost
+    model above says is cheaper on the CPU."""
+    size = np.dtype(dtype).itemsize
+    tile, bk = (128, 8) if size == 4 else (64, 16)  # gemm_regblock's BM = BN and BK for `real`
+    padded = ceil_div(m, tile) * ceil_div(n, tile) * ceil_div(k, bk) * tile * tile * bk
+    base, strided = SIM_NAIVE_NS[size]
+    per_fma = base + strided * (bool(trans_a) + (not trans_b))  # op(A) strided along K when transposed, B when not
+    naive = m * n * k * per_fma + m * n * SIM_NAIVE_OUTPUT_NS
+    return "regblock" if padded * SIM_REGBLOCK_NS[size] < naive else "naive"
+
+
+def _kernel_name(kernel, m, n, k, batch, lds, dtype, trans_a=False, trans_b=False):
     kernel = kernel or os.environ.get(ENV_KERNEL) or "auto"
     kernel = kernel.strip().lower()
     if kernel == "auto":
         sim = simulated()
-        return choose_kernel(m, n, k, sim, batch, 0 if sim else gemm_v2.multiprocessors(), lds, dtype)
+        return choose_kernel(m, n, k, sim, batch, 0 if sim else gemm_v2.multiprocessors(), lds, dtype, trans_a,
+                             trans_b)
     if kernel not in KERNELS:
         raise ValueError(f"gemm: unknown kernel '{kernel}'; choose one of {', '.join(KERNELS)} or 'auto' "
                          f"(argument kernel= or ${ENV_KERNEL})")
@@ -183,7 +208,7 @@ def _run(a, b, c, m, n, k, batch, strides, alpha, beta, trans_a, trans_b, dtype,
         _run(a, b, cc, m, n, k, batch, strides, alpha, beta, trans_a, trans_b, dtype, kernel, stream)
         write_back(c, cc, stream)
         return
-    name = _kernel_name(kernel, m, n, k, batch, (a.shape[-1], b.shape[-1], n), dtype)
+    name = _kernel_name(kernel, m, n, k, batch, (a.shape[-1], b.shape[-1], n), dtype, trans_a, trans_b)
     if name in TF32:
         _check_tf32(name, dtype)
     if m == 0 or n == 0 or batch == 0:

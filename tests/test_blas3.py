@@ -313,3 +313,17 @@ def test_gemm_v2_copy_width_follows_alignment(rng, dtype, trans_a, trans_b):
 def test_gemm_v2_refuses_leading_dimensions_beyond_32_bit_tiles():
     with pytest.raises(ValueError, match="32-bit"):
         blas3._kernel_name("v2", 2, 2, 2, 1, (2 ** 24, 2), np.float32)
+
+
+def test_sim_cost_model_picks_by_padding_and_strides():
+    # nn's digits conv2 at batch 32: the forward product fills a quarter of regblock's 128-row tiles
+    # and still wins; the weight gradient (K = 512 across 64 K steps of one 32-row tile) goes naive
+    assert blas3.choose_kernel(32, 512, 144, sim=True) == "regblock"
+    assert blas3.choose_kernel(32, 144, 512, sim=True, trans_b=True) == "naive"
+    assert blas3.choose_kernel(144, 512, 32, sim=True, trans_a=True) == "regblock"
+    for dtype in (np.float32, np.float64):
+        assert blas3.sim_kernel(16, 9, 2048, trans_b=True, dtype=dtype) == "naive"   # thin: 1/14 of a tile
+        assert blas3.sim_kernel(256, 256, 256, dtype=dtype) == "regblock"            # full tiles
+    # strides make naive dearer: the same shape flips once both operands are read across K with a stride
+    assert blas3.sim_kernel(32, 128, 128, trans_b=True) == "naive"
+    assert blas3.sim_kernel(32, 128, 128, trans_a=True) == "regblock"
