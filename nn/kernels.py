@@ -10,19 +10,20 @@ import numpy as np
 
 import gpublas
 from gpublas import launch, reduction
+from gpublas.elementwise import BLOCK, grid_for
 from gpublas.launch import ceil_div
 
 KERNELS = Path(__file__).resolve().parent / "cuda"   # nn's .cu files, shipped as package data
 
-BLOCK = 256
-GRID_CAP = 4096        # grid-stride loops: enough blocks to fill a GPU, few enough to launch cheaply
 BN_THREADS = 256       # threads per block of nn/cuda/batchnorm.cu's per-channel kernels
 EMB_THREADS = 128      # at most nn/cuda/embedding.cu's EMB_THREADS
 ACT = {None: 0, "identity": 0, "relu": 1, "tanh": 2, "sigmoid": 3}
 
 
 def _grid(n):
-    return max(1, min(ceil_div(int(n), BLOCK), GRID_CAP))
+    """Blocks of BLOCK threads for a grid-stride loop over n elements: gpublas' rule for its own
+    elementwise kernels (on sim, several elements per thread: a simulated thread costs a call)."""
+    return max(1, grid_for(int(n)))
 
 
 def get_kernel(family, name, dtype):

@@ -1,0 +1,63 @@
+"""Launch shapes picked per backend and the cached launch plan: what the profiler sees nn's launchers
+and the GEMM dispatcher launch, and that a cached shape behaves as a fresh one."""
+import numpy as np
+import pytest
+
+import gpublas
+import nn
+from gpublas import LaunchError
+from gpublas.elementwise import grid_for
+from nn import kernels as K
+
+
+def _launches(p):
+    return {(e.name, e.grid, e.block): e.count for e in p.key_averages() if e.kind == "kernel"}
+
+
+def test_nn_grid_stride_launchers_follow_the_backends_rule():
+    x = gpublas.to_device(np.linspace(-1, 1, 32768).astype(np.float32))
+    with gpublas.profile() as p:
+        y = K.act_forward(x, gpublas.empty_like(x), K.act_code("relu"))
+    blocks = 16 if gpublas.backend() == "sim" else 128  # sim: 8 elements per thread
+    assert grid_for(x.size) == blocks
+    assert _launches(p) == {("act_forward", (blocks, 1, 1), (256, 1, 1)): 1}
+    np.testing.assert_array_equal(y.get(), np.maximum(x.get(), 0))
+
+
+@pytest.mark.parametrize("n", [1, 255, 2049])
+def test_grid_stride_launchers_cover_every_element(n):
+    x = gpublas.to_device(np.arange(n, dtype=np.float32) - n / 2)
+    y = K.act_forward(x, gpublas.empty_like(x), K.act_code("relu"))
+    np.testing.assert_array_equal(y.get(), np.maximum(x.get(), 0))
+
+
+def test_gemm_dispatch_on_the_digits_conv_shapes():
+    rng = np.random.default_rng(0)
+    w, cols = rng.standard_normal((32, 144)).astype(np.float32), rng.standard_normal((144, 512)).astype(np.float32)
+    dw, dcols = gpublas.to_device(w), gpublas.to_device(cols)
+    with gpublas.profile() as p:
+        y = gpublas.gemm(dw, dcols)                        # forward: 32 x 512 x 144
+        g = gpublas.gemm(y, dcols, trans_b=True)           # weight gradient: 32 x 144 x 512
+    names = sorted(name for name, _, _ in _launches(p))
+    if gpublas.backend() == "sim":
+        assert names == ["gemm_naive", "gemm_regblock"]
+    np.testing.assert_allclose(g.get(), (w @ cols) @ cols.T, rtol=2e-4, atol=2e-2)
+
+
+def test_cached_plan_behaves_as_a_fresh_launch():
+    k = gpublas.get_kernel("memory", "fill_real", np.float32)
+    a = gpublas.zeros(600, np.float32)
+    for value in (1.0, 2.0):
+        k(3, 256, a, value, 600)                  # the second call takes the cached plan
+        np.testing.assert_array_equal(a.get(), np.full(600, value, np.float32))
+    assert k._plans[3, 256, 0] == ((3, 1, 1), (256, 1, 1))
+    k([1, 1], [256], a, 5.0, 256)                 # lists are not hashable: converted every time
+    np.testing.assert_array_equal(a.get()[:256], 5.0)
+    k(0, 256, a, 9.0, 600)                        # an empty grid launches nothing, cached as such
+    assert k._plans[0, 256, 0] is None and a.get()[-1] == 2.0
+    for _ in range(2):                            # a refused shape is never cached
+        with pytest.raises(LaunchError, match="block.x = 1025"):
+            k(1, 1025, a, 0.0, 1)
+    assert (1, 1025, 0) not in k._plans
+    with pytest.raises(TypeError, match="takes 3 arguments"):
+        k(3, 256, a, 1.0)                         # a cached shape still checks its arguments
