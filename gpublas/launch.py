@@ -15,6 +15,7 @@ from .stream import current_stream
 MAX_THREADS_PER_BLOCK = 1024
 MAX_BLOCK = (1024, 1024, 64)
 MAX_GRID = (2**31 - 1, 65535, 65535)
+MAX_PLANS = 64  # launch shapes remembered per kernel (a launcher repeats a few)
 SHARED_DEFAULT = 48 * 1024  # static + dynamic shared memory per block without an opt-in
 REAL = {np.dtype(np.float32): "float", np.dtype(np.float64): "double", np.dtype(np.int32): "int",
         np.dtype(np.int64): "long long", np.dtype(np.uint8): "unsigned char", np.dtype(np.bool_): "bool"}
@@ -87,6 +88,7 @@ class Kernel:
         self.static_shared = limits["static_shared"]
         self.max_shared_optin = limits["max_shared_optin"]
         self.max_dynamic_shared = max(0, SHARED_DEFAULT - self.static_shared)
+        self._plans = {}  # (grid, block, shared) as given -> checked 3-tuples; see _plan
 
     def allow_shared(self, nbytes):
         """Opts this kernel in to `nbytes` of dynamic shared memory per block beyond the default 48 KB
@@ -100,17 +102,16 @@ class Kernel:
         return self
 
     def __call__(self, grid, block, *args, shared=0, stream=None, views=False):
-        grid, block = _dim3(grid), _dim3(block)
+        try:
+            plan = self._plans[grid, block, shared]  # this launch shape, converted and checked before
+        except (KeyError, TypeError):                # a new shape, or one given as a list
+            plan = self._plan(grid, block, shared)
         if len(args) != len(self.argcodes):
             raise TypeError(f"kernel '{self.name}' takes {len(self.argcodes)} arguments "
                             f"({self.argcodes}), {len(args)} given")
-        (gx, gy, gz), (bx, by, bz) = grid, block
-        if (bx * by * bz > self.max_threads or bx > 1024 or by > 1024 or bz > 64 or min(bx, by, bz) < 1
-                or gx > MAX_GRID[0] or gy > 65535 or gz > 65535 or min(gx, gy, gz) < 0
-                or not 0 <= shared <= self.max_dynamic_shared):
-            raise LaunchError(self._refusal(grid, block, shared))
-        if min(grid) == 0:
+        if plan is None:  # an empty grid: nothing to run
             return
+        grid, block = plan
         values = [_pointer(a, self.name, views) if p else a for a, p in zip(args, self._pointer)]
         if stream is None:
             stream = current_stream()
@@ -123,6 +124,25 @@ class Kernel:
             profiler.launch(self, grid, block, shared, stream, values)
         else:
             self._launch(grid, block, shared, stream, values)
+
+    def _plan(self, grid, block, shared):
+        """(grid, block) as 3-tuples once they pass the limits a GPU checks, None for an empty grid;
+        kept per (grid, block, shared) as the launcher gave them, so a repeated shape costs one dict
+        lookup (a refusal is never kept: allow_shared can only make more shapes legal)."""
+        key = (grid, block, shared)
+        grid, block = _dim3(grid), _dim3(block)
+        (gx, gy, gz), (bx, by, bz) = grid, block
+        if (bx * by * bz > self.max_threads or bx > 1024 or by > 1024 or bz > 64 or min(bx, by, bz) < 1
+                or gx > MAX_GRID[0] or gy > 65535 or gz > 65535 or min(gx, gy, gz) < 0
+                or not 0 <= shared <= self.max_dynamic_shared):
+            raise LaunchError(self._refusal(grid, block, shared))
+        plan = None if min(grid) == 0 else (grid, block)
+        if len(self._plans) < MAX_PLANS:
+            try:
+                self._plans[key] = plan
+            except TypeError:  # unhashable (a list): converted again next time
+                pass
+        return plan
 
     def _refusal(self, grid, block, shared):
         """Why a GPU would refuse this launch configuration, naming the kernel and the limit."""
