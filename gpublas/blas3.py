@@ -34,6 +34,7 @@ KERNELS = LADDER + gemm_v2.NAMES
 TF32 = ("wmma", "tf32")
 ENV_KERNEL = "GPUBLAS_GEMM_KERNEL"
 MAX_GRID_Z = 65535  # batches per launch
+ROWS_PER_LAUNCH = 65535 * 16  # grid.y <= 65,535 with the smallest row tile (16 rows: naive, tiled)
 
 
 # -- choosing a kernel ----------------------------------------------------------------------------
@@ -219,18 +220,26 @@ def _run(a, b, c, m, n, k, batch, strides, alpha, beta, trans_a, trans_b, dtype,
     if name not in LADDER:
         _run_v2(name, a, b, c, m, n, k, batch, strides, alpha, beta, (bool(trans_a), bool(trans_b)), dtype, stream)
         return
-    for pa, pb, pc, nz in _chunks(a, b, c, batch, strides):
-        args = (m, n, k, alpha, pa, a.shape[-1], int(bool(trans_a)), pb, b.shape[-1], int(bool(trans_b)),
+    for pa, pb, pc, nz, rows in _chunks(a, b, c, batch, strides, m, trans_a):
+        args = (rows, n, k, alpha, pa, a.shape[-1], int(bool(trans_a)), pb, b.shape[-1], int(bool(trans_b)),
                 beta, pc, n, *strides)
-        _LAUNCHERS[name](args, m, n, nz, dtype, stream)
+        _LAUNCHERS[name](args, rows, n, nz, dtype, stream)
 
 
-def _chunks(a, b, c, batch, strides):
-    """(A, B, C, batches) per launch: at most MAX_GRID_Z batches each (grid z)."""
+def _chunks(a, b, c, batch, strides, m, trans_a):
+    """(A, B, C, batches, rows) per launch: at most MAX_GRID_Z batches (grid z) and ROWS_PER_LAUNCH
+    rows of op(A) and C (grid y) each, so no launch asks more of the grid than a GPU allows."""
     item = a.dtype.itemsize
+    row_a, row_c = item * (1 if trans_a else a.shape[-1]), item * c.shape[-1]  # bytes from row to row
     for z0 in range(0, batch, MAX_GRID_Z):
         sa, sb, sc = (s * z0 * item for s in strides)
-        yield ((a, b, c) if z0 == 0 else (a.ptr + sa, b.ptr + sb, c.ptr + sc)) + (min(MAX_GRID_Z, batch - z0),)
+        nz = min(MAX_GRID_Z, batch - z0)
+        for m0 in range(0, m, ROWS_PER_LAUNCH):
+            rows = min(ROWS_PER_LAUNCH, m - m0)
+            if z0 == 0 and m0 == 0:
+                yield a, b, c, nz, rows
+            else:
+                yield _ptr(a) + sa + m0 * row_a, _ptr(b) + sb, _ptr(c) + sc + m0 * row_c, nz, rows
 
 
 def _run_v2(name, a, b, c, m, n, k, batch, strides, alpha, beta, trans, dtype, stream):
@@ -242,18 +251,18 @@ def _run_v2(name, a, b, c, m, n, k, batch, strides, alpha, beta, trans, dtype, s
         config = name[3:]
     elif name == "tf32":
         config = "large"
-    for pa, pb, pc, nz in _chunks(a, b, c, batch, strides):
+    for pa, pb, pc, nz, rows in _chunks(a, b, c, batch, strides, m, trans[0]):
         if name == "splitk":
             splits = splits if auto == "splitk" else gemm_v2.forced_splits(k, dtype)
             item = a.dtype.itemsize
             for z in range(nz):  # split-K runs one product at a time
-                args = (m, n, k, alpha, _ptr(pa) + z * strides[0] * item, a.shape[-1],
+                args = (rows, n, k, alpha, _ptr(pa) + z * strides[0] * item, a.shape[-1],
                         _ptr(pb) + z * strides[1] * item, b.shape[-1], beta, _ptr(pc) + z * strides[2] * item, n)
-                gemm_v2.launch_splitk(args, m, n, k, trans, vec, dtype, config, splits, stream)
+                gemm_v2.launch_splitk(args, rows, n, k, trans, vec, dtype, config, splits, stream)
             continue
-        args = (m, n, k, alpha, pa, a.shape[-1], pb, b.shape[-1], beta, pc, n, *strides)
+        args = (rows, n, k, alpha, pa, a.shape[-1], pb, b.shape[-1], beta, pc, n, *strides)
         prefix = "gemm_tf32" if name == "tf32" else "gemm_v2"
-        gemm_v2.launch_tiles(prefix, config, args, m, n, nz, trans, vec, dtype, stream)
+        gemm_v2.launch_tiles(prefix, config, args, rows, n, nz, trans, vec, dtype, stream)
 
 
 def _ptr(p):

@@ -327,3 +327,14 @@ def test_sim_cost_model_picks_by_padding_and_strides():
     # strides make naive dearer: the same shape flips once both operands are read across K with a stride
     assert blas3.sim_kernel(32, 128, 128, trans_b=True) == "naive"
     assert blas3.sim_kernel(32, 128, 128, trans_a=True) == "regblock"
+
+
+@pytest.mark.parametrize("trans_a", [False, True])
+def test_gemm_chunks_rows_beyond_grid_y(trans_a):
+    rng = np.random.default_rng(7)
+    from gpublas.blas3 import ROWS_PER_LAUNCH
+    m = ROWS_PER_LAUNCH + 17  # two row chunks: the second starts mid-tile for every kernel
+    a = rng.integers(-3, 4, (m, 2)).astype(np.float32)
+    b = rng.integers(-3, 4, (2, 3)).astype(np.float32)
+    da = gpublas.to_device(np.ascontiguousarray(a.T) if trans_a else a)
+    np.testing.assert_array_equal(gpublas.gemm(da, gpublas.to_device(b), trans_a=trans_a).get(), a @ b)
