@@ -10,6 +10,7 @@ the (blocking) streams' work, so they bracket the whole pipeline.
 import numpy as np
 
 import gpublas
+from gpublas.launch import BLOCK, grid_1d
 
 from .harness import DeviceClock, Report, fmt_bytes, measure, parse_size
 
@@ -40,7 +41,7 @@ def _work_kernel():
 
 def _launch(kernel, x, y, iters, stream=None):
     n = x.size
-    kernel(min(gpublas.ceil_div(n, 256), 4096), 256, x, y, iters, n, stream=stream)
+    kernel(grid_1d(n), BLOCK, x, y, iters, n, stream=stream)
 
 
 def run(ctx):

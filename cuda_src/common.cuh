@@ -15,6 +15,8 @@
 //                                    called back to back
 //   block_reduce_pair(v, i, better)  (value, index) version for argmax / argmin: `better(bv, bi, av, ai)`
 //                                    says whether candidate (bv, bi) beats (av, ai); valid in thread 0
+//   ACT_*, act_apply, act_grad_from_output   the fused activations of nn's kernels (nn.kernels.ACT reads
+//                                    the ACT_* codes from here); the gradient from the forward OUTPUT
 //   FastDivmod, div_mod(n, d, rem)   n / d and n % d for 0 <= n, d < 2^31 with one __umulhi and a
 //                                    shift (CUTLASS's FastDivmod): the multiplier is computed on the
 //                                    host (gpublas.launch.fast_divisor packs it with d into one
@@ -114,6 +116,34 @@ __device__ void block_reduce_pair(T& v, I& i, Better better) {
         i = part_i[from];
         warp_reduce_pair(v, i, better);
     }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Activations, fused into nn's kernels (bias + activation, conv output, LSTM gates)
+// ---------------------------------------------------------------------------------------------------
+#define ACT_IDENTITY 0
+#define ACT_RELU 1
+#define ACT_TANH 2
+#define ACT_SIGMOID 3
+
+template <class T>
+__device__ __forceinline__ T sigmoid(T v) { return (T)1 / ((T)1 + exp(-v)); }
+
+template <class T>
+__device__ __forceinline__ T act_apply(T v, int act) {
+    if (act == ACT_RELU) return v > (T)0 ? v : (T)0;
+    if (act == ACT_TANH) return tanh(v);
+    if (act == ACT_SIGMOID) return sigmoid(v);
+    return v;
+}
+
+// act'(x) written in terms of the forward output y = act(x): relu y > 0, tanh 1 - y^2, sigmoid y (1 - y)
+template <class T>
+__device__ __forceinline__ T act_grad_from_output(T y, int act) {
+    if (act == ACT_RELU) return y > (T)0 ? (T)1 : (T)0;
+    if (act == ACT_TANH) return (T)1 - y * y;
+    if (act == ACT_SIGMOID) return y * ((T)1 - y);
+    return (T)1;
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -15,10 +15,8 @@ import numpy as np
 
 from .array import DeviceArray, empty
 from .checks import check_operands, contiguous, vector, write_back
-from .launch import ceil_div, get_kernel, simulated
+from .launch import BLOCK, ceil_div, get_kernel, grid_1d, simulated
 
-BLOCK = 256
-MAX_BLOCKS = 4096     # element-wise grid-stride kernels
 MAX_PARTIALS = 1024   # reductions: partials per pass-1 launch
 SIM_PARTIALS = 16     # ... on the sim backend
 
@@ -30,10 +28,6 @@ def _check_pair(routine, x, y):
     return dtype
 
 
-def _grid(n):
-    return max(1, min(ceil_div(n, BLOCK), MAX_BLOCKS))
-
-
 # -- element-wise ---------------------------------------------------------------------------------
 def axpy(alpha, x, y, stream=None):
     """y += alpha * x, in place; returns y. alpha == 0 reads nothing (BLAS returns at once)."""
@@ -41,7 +35,7 @@ def axpy(alpha, x, y, stream=None):
     if y.size == 0 or alpha == 0:
         return y
     (xv, incx), (yv, incy) = vector(x, stream), vector(y, stream)
-    get_kernel("blas1", "axpy_real", dtype)(_grid(y.size), BLOCK, y.size, alpha, xv, incx, yv, incy, stream=stream,
+    get_kernel("blas1", "axpy_real", dtype)(grid_1d(y.size), BLOCK, y.size, alpha, xv, incx, yv, incy, stream=stream,
                                             views=True)
     return write_back(y, yv, stream)
 
@@ -51,7 +45,7 @@ def scal(alpha, x, stream=None):
     dtype = check_operands("scal", x=x)
     if x.size:
         xv, incx = vector(x, stream)
-        get_kernel("blas1", "scal_real", dtype)(_grid(x.size), BLOCK, x.size, alpha, xv, incx, stream=stream,
+        get_kernel("blas1", "scal_real", dtype)(grid_1d(x.size), BLOCK, x.size, alpha, xv, incx, stream=stream,
                                                 views=True)
         write_back(x, xv, stream)
     return x
@@ -63,7 +57,7 @@ def scale_output(x, beta, stream=None):
         return x.fill(0, stream)
     if x.size:
         xc = contiguous(x, stream)
-        get_kernel("blas1", "scal_beta", x.dtype)(_grid(x.size), BLOCK, x.size, beta, xc, stream=stream)
+        get_kernel("blas1", "scal_beta", x.dtype)(grid_1d(x.size), BLOCK, x.size, beta, xc, stream=stream)
         write_back(x, xc, stream)
     return x
 
@@ -73,7 +67,7 @@ def copy(x, y, stream=None):
     dtype = _check_pair("copy", x, y)
     if y.size:
         (xv, incx), (yv, incy) = vector(x, stream), vector(y, stream)
-        get_kernel("blas1", "copy_real", dtype)(_grid(y.size), BLOCK, y.size, xv, incx, yv, incy, stream=stream,
+        get_kernel("blas1", "copy_real", dtype)(grid_1d(y.size), BLOCK, y.size, xv, incx, yv, incy, stream=stream,
                                                 views=True)
         write_back(y, yv, stream)
     return y
@@ -84,7 +78,7 @@ def swap(x, y, stream=None):
     dtype = _check_pair("swap", x, y)
     if y.size:
         (xv, incx), (yv, incy) = vector(x, stream), vector(y, stream)
-        get_kernel("blas1", "swap_real", dtype)(_grid(y.size), BLOCK, y.size, xv, incx, yv, incy, stream=stream,
+        get_kernel("blas1", "swap_real", dtype)(grid_1d(y.size), BLOCK, y.size, xv, incx, yv, incy, stream=stream,
                                                 views=True)
         write_back(x, xv, stream)
         write_back(y, yv, stream)

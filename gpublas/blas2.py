@@ -13,7 +13,7 @@ vectors, go through contiguous temporaries (an output view is written back).
 from .array import empty
 from .blas1 import scale_output
 from .checks import blas_matrix, check_operands, contiguous, write_back
-from .launch import ceil_div, get_kernel
+from .launch import BLOCK, ceil_div, get_kernel, grid_1d
 from .layout import may_share_memory
 
 WARPS_PER_BLOCK = 8      # gemv_n_warp: one warp per row
@@ -78,7 +78,7 @@ def _launch_gemv_t(a, lda, x, y, alpha, beta, stream):
     k((ceil_div(n, 32), nchunks), (32, 8), m, n, a, lda, x, rows_per_chunk, partial, stream=stream,
       views=True)
     k = get_kernel("gemv", "gemv_t_finish", a.dtype)
-    k(min(ceil_div(n, 256), 4096), 256, n, nchunks, partial, alpha, beta, y, stream=stream)
+    k(grid_1d(n), BLOCK, n, nchunks, partial, alpha, beta, y, stream=stream)
 
 
 def ger(alpha, x, y, a, stream=None):

@@ -17,9 +17,8 @@ import numpy as np
 
 from . import elementwise as ew
 from .array import DeviceArray
-from .launch import ceil_div, load_source
+from .launch import BLOCK, ceil_div, load_source
 
-BLOCK = 256
 MAX_REDUCE_BLOCKS = 256  # partials per reduction: one block of BLOCK threads finishes them
 
 # C pointee type -> the DeviceArray dtype it must be handed

@@ -17,12 +17,24 @@ MAX_BLOCK = (1024, 1024, 64)
 MAX_GRID = (2**31 - 1, 65535, 65535)
 MAX_PLANS = 64  # launch shapes remembered per kernel (a launcher repeats a few)
 SHARED_DEFAULT = 48 * 1024  # static + dynamic shared memory per block without an opt-in
+BLOCK = 256              # threads per block of every 1-D kernel launch
+GRID_STRIDE_BLOCKS = 4096  # a grid-stride loop needs no more blocks than keep a GPU busy
+# On the sim backend a thread costs far more than an element (a function call per thread), so its
+# grid-stride loops get 8 elements per thread: the same kernels, an eighth of the threads.
+SIM_ELEMENTS_PER_THREAD = 8
 REAL = {np.dtype(np.float32): "float", np.dtype(np.float64): "double", np.dtype(np.int32): "int",
         np.dtype(np.int64): "long long", np.dtype(np.uint8): "unsigned char", np.dtype(np.bool_): "bool"}
 
 
 def ceil_div(a, b):
     return -(-a // b)
+
+
+def grid_1d(n, block=BLOCK, cap=GRID_STRIDE_BLOCKS):
+    """Blocks of `block` threads for a grid-stride loop over n elements: enough for one element per
+    thread (eight on the sim), at most `cap`; 0 for n == 0 (the launch is skipped)."""
+    per_block = block * (SIM_ELEMENTS_PER_THREAD if simulated() else 1)
+    return min(ceil_div(int(n), per_block), cap)
 
 
 def fast_divisor(d):

@@ -12,11 +12,13 @@ import builtins
 
 import numpy as np
 
+from . import source
 from .array import DeviceArray
 from .checks import as_array, check_float
 from .launch import ceil_div, get_kernel, simulated
 
-SUM, MAX, MIN = 0, 1, 2  # RED_* of cuda_src/reduce.cu
+_OPS = source.int_defines("reduce.cu", "RED_")
+SUM, MAX, MIN = _OPS["RED_SUM"], _OPS["RED_MAX"], _OPS["RED_MIN"]
 PART = 4096        # elements per block before a row is split into parts (two passes)
 MAX_BLOCKS = 512   # parts are added only while rows * parts stays below this
 

@@ -78,6 +78,22 @@ def with_includes(text, _seen=None):
     return _INCLUDE.sub(inline, text)
 
 
+_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(?P<name>\w+)[ \t]+(?P<value>-?(?:0x[0-9a-fA-F]+|\d+))[uUlL]*[ \t]*(?://.*)?$",
+                     re.M)
+
+
+@functools.lru_cache(maxsize=None)
+def int_defines(filename, prefix="", root=None):
+    """{name: value} of the integer #defines whose name starts with `prefix` in <root>/<filename>
+    (a .cu or .cuh file; root defaults to cuda_src/): Python reads a kernel's constants (op codes,
+    tile sizes) from the source instead of mirroring them by hand."""
+    p = Path(root or src_dir()) / filename
+    found = {m["name"]: int(m["value"], 0) for m in _DEFINE.finditer(p.read_text()) if m["name"].startswith(prefix)}
+    if not found:
+        raise LookupError(f"no integer #define starting with {prefix!r} in {p}")
+    return found
+
+
 def strip_comments(source):
     return _COMMENTS.sub(lambda m: "\n" * m.group(0).count("\n"), source)
 

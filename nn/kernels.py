@@ -9,21 +9,17 @@ from pathlib import Path
 import numpy as np
 
 import gpublas
-from gpublas import launch, reduction
-from gpublas.elementwise import BLOCK, grid_for
-from gpublas.launch import ceil_div
+from gpublas import launch, reduction, source
+from gpublas.launch import BLOCK, ceil_div, grid_1d
+from gpublas.launch import fast_divisor as fd
 
 KERNELS = Path(__file__).resolve().parent / "cuda"   # nn's .cu files, shipped as package data
 
 BN_THREADS = 256       # threads per block of nn/cuda/batchnorm.cu's per-channel kernels
 EMB_THREADS = 128      # at most nn/cuda/embedding.cu's EMB_THREADS
-ACT = {None: 0, "identity": 0, "relu": 1, "tanh": 2, "sigmoid": 3}
-
-
-def _grid(n):
-    """Blocks of BLOCK threads for a grid-stride loop over n elements: gpublas' rule for its own
-    elementwise kernels (on sim, several elements per thread: a simulated thread costs a call)."""
-    return max(1, grid_for(int(n)))
+# activation codes: common.cuh's ACT_IDENTITY, ACT_RELU, ... read from the header
+ACT = {name[4:].lower(): code for name, code in source.int_defines("common.cuh", "ACT_").items()}
+ACT[None] = ACT["identity"]
 
 
 def get_kernel(family, name, dtype):
@@ -56,7 +52,7 @@ def act_forward(x, y, act):
     """y = act(x) elementwise (y may be x)."""
     if x.size != y.size:
         raise ValueError(f"act_forward: {x.shape} vs {y.shape}")
-    get_kernel("activation", "act_forward", _same("act_forward", x, y))(_grid(x.size), BLOCK, x, y, x.size, act)
+    get_kernel("activation", "act_forward", _same("act_forward", x, y))(grid_1d(x.size), BLOCK, x, y, x.size, act)
     return y
 
 
@@ -65,7 +61,7 @@ def act_backward(y, dy, dx, act):
     if not y.size == dy.size == dx.size:
         raise ValueError(f"act_backward: sizes {y.shape}, {dy.shape}, {dx.shape} differ")
     get_kernel("activation", "act_backward", _same("act_backward", y, dy, dx))(
-        _grid(y.size), BLOCK, y, dy, dx, y.size, act)
+        grid_1d(y.size), BLOCK, y, dy, dx, y.size, act)
     return dx
 
 
@@ -74,7 +70,7 @@ def bias_act_forward(x, b, y, channels, inner, act):
     if b.size != channels or x.size % (channels * inner):
         raise ValueError(f"bias_act_forward: bias {b.shape} does not fit x {x.shape} as (*, {channels}, {inner})")
     get_kernel("activation", "bias_act_forward", _same("bias_act_forward", x, b, y))(
-        _grid(x.size), BLOCK, x, b, y, x.size, channels, inner, act)
+        grid_1d(x.size), BLOCK, x, b, y, x.size, fd(channels), fd(inner), act)
     return y
 
 
@@ -97,13 +93,20 @@ def bias_grad_sum(dy, db, channels, inner):
 
 
 # -- conv.cu ----------------------------------------------------------------------------------------
+def _conv_sizes(N, C, H, W, geom):
+    """conv.cu's size arguments: every size it divides by packed as a FastDivmod divisor."""
+    kh, kw, sh, sw, ph, pw, dh, dw, OH, OW = geom
+    return (*map(fd, (N, C, H, W, kh, kw, sh, sw)), ph, pw, dh, dw, fd(OH), fd(OW))
+
+
 def im2col(x, cols, geom):
     """cols (C*kh*kw, N*OH*OW) from x (N, C, H, W); geom = (kh, kw, sh, sw, ph, pw, dh, dw, OH, OW)."""
     N, C, H, W = x.shape
     kh, kw, _, _, _, _, _, _, OH, OW = geom
     if cols.shape != (C * kh * kw, N * OH * OW):
         raise ValueError(f"im2col: cols {cols.shape}, expected {(C * kh * kw, N * OH * OW)}")
-    get_kernel("conv", "im2col_nchw", _same("im2col", x, cols))(_grid(cols.size), BLOCK, x, cols, N, C, H, W, *geom)
+    get_kernel("conv", "im2col_nchw", _same("im2col", x, cols))(
+        grid_1d(cols.size), BLOCK, x, cols, *_conv_sizes(N, C, H, W, geom))
     return cols
 
 
@@ -113,7 +116,8 @@ def col2im(dcols, dx, geom):
     kh, kw, _, _, _, _, _, _, OH, OW = geom
     if dcols.shape != (C * kh * kw, N * OH * OW):
         raise ValueError(f"col2im: dcols {dcols.shape}, expected {(C * kh * kw, N * OH * OW)}")
-    get_kernel("conv", "col2im_nchw", _same("col2im", dcols, dx))(_grid(dx.size), BLOCK, dcols, dx, N, C, H, W, *geom)
+    get_kernel("conv", "col2im_nchw", _same("col2im", dcols, dx))(
+        grid_1d(dx.size), BLOCK, dcols, dx, *_conv_sizes(N, C, H, W, geom))
     return dx
 
 
@@ -124,11 +128,17 @@ def cnp_to_nchw_bias(Y, b, y, act):
     if Y.size != y.size or Y.shape[0] != C:
         raise ValueError(f"cnp_to_nchw_bias: Y {Y.shape} does not fit y {y.shape}")
     get_kernel("conv", "cnp_to_nchw_bias", _same("cnp_to_nchw_bias", Y, b, y))(
-        _grid(y.size), BLOCK, Y, b, y, N, C, P, act)
+        grid_1d(y.size), BLOCK, Y, b, y, N, fd(C), fd(P), act)
     return y
 
 
 # -- pool.cu ----------------------------------------------------------------------------------------
+def _pool_sizes(N, C, H, W, OH, OW, geom):
+    """pool.cu's size arguments (planes, H, W, OH, OW, kh, kw, sh, sw, ph, pw), divisors packed."""
+    kh, kw, sh, sw, ph, pw = geom
+    return N * C, fd(H), fd(W), fd(OH), fd(OW), kh, kw, fd(sh), fd(sw), ph, pw
+
+
 def maxpool_forward(x, y, idx, geom):
     """y, idx (N, C, OH, OW) = the max over each window and its flat position in the input plane."""
     N, C, H, W = x.shape
@@ -136,7 +146,7 @@ def maxpool_forward(x, y, idx, geom):
     if idx.dtype != np.int32 or idx.shape != y.shape:
         raise ValueError(f"maxpool_forward: idx must be int32 {y.shape}, got {idx.dtype} {idx.shape}")
     get_kernel("pool", "maxpool_forward", _same("maxpool_forward", x, y))(
-        _grid(y.size), BLOCK, x, y, idx, N * C, H, W, OH, OW, *geom)
+        grid_1d(y.size), BLOCK, x, y, idx, *_pool_sizes(N, C, H, W, OH, OW, geom))
     return y
 
 
@@ -145,7 +155,7 @@ def maxpool_backward(dy, idx, dx, geom):
     N, C, H, W = dx.shape
     OH, OW = dy.shape[2:]
     get_kernel("pool", "maxpool_backward", _same("maxpool_backward", dy, dx))(
-        _grid(dx.size), BLOCK, dy, idx, dx, N * C, H, W, OH, OW, *geom)
+        grid_1d(dx.size), BLOCK, dy, idx, dx, *_pool_sizes(N, C, H, W, OH, OW, geom))
     return dx
 
 
@@ -153,7 +163,7 @@ def avgpool_forward(x, y, geom):
     N, C, H, W = x.shape
     OH, OW = y.shape[2:]
     get_kernel("pool", "avgpool_forward", _same("avgpool_forward", x, y))(
-        _grid(y.size), BLOCK, x, y, N * C, H, W, OH, OW, *geom)
+        grid_1d(y.size), BLOCK, x, y, *_pool_sizes(N, C, H, W, OH, OW, geom))
     return y
 
 
@@ -161,7 +171,7 @@ def avgpool_backward(dy, dx, geom):
     N, C, H, W = dx.shape
     OH, OW = dy.shape[2:]
     get_kernel("pool", "avgpool_backward", _same("avgpool_backward", dy, dx))(
-        _grid(dx.size), BLOCK, dy, dx, N * C, H, W, OH, OW, *geom)
+        grid_1d(dx.size), BLOCK, dy, dx, *_pool_sizes(N, C, H, W, OH, OW, geom))
     return dx
 
 
@@ -172,14 +182,14 @@ def dropout_forward(x, y, mask, p, seed, offset):
         raise ValueError(f"dropout_forward: x {x.shape}, y {y.shape}, mask {mask.dtype} {mask.shape}")
     scale = 1.0 / (1.0 - p)
     get_kernel("dropout", "dropout_forward", _same("dropout_forward", x, y))(
-        _grid(x.size), BLOCK, x, y, mask, x.size, p, scale, seed, offset)
+        grid_1d(x.size), BLOCK, x, y, mask, x.size, p, scale, seed, offset)
     return y
 
 
 def dropout_backward(dy, mask, dx, p):
     scale = 1.0 / (1.0 - p)
     get_kernel("dropout", "dropout_backward", _same("dropout_backward", dy, dx))(
-        _grid(dy.size), BLOCK, dy, mask, dx, dy.size, scale)
+        grid_1d(dy.size), BLOCK, dy, mask, dx, dy.size, scale)
     return dx
 
 
@@ -190,7 +200,7 @@ def softmax_xent_forward(logits, labels, dlogits, row_loss):
     if labels.dtype != np.int32 or labels.shape != (N,):
         raise ValueError(f"softmax_xent_forward: labels must be int32 ({N},), got {labels.dtype} {labels.shape}")
     get_kernel("loss", "softmax_xent_forward", _same("softmax_xent_forward", logits, dlogits, row_loss))(
-        _grid(N), BLOCK, logits, labels, dlogits, row_loss, N, C)
+        grid_1d(N), BLOCK, logits, labels, dlogits, row_loss, N, C)
     return row_loss
 
 
@@ -199,7 +209,7 @@ def mse_forward(pred, target, dpred, sq):
     if not pred.size == target.size == dpred.size == sq.size:
         raise ValueError(f"mse_forward: sizes {pred.shape}, {target.shape}, {dpred.shape}, {sq.shape} differ")
     get_kernel("loss", "mse_forward", _same("mse_forward", pred, target, dpred, sq))(
-        _grid(pred.size), BLOCK, pred, target, dpred, sq, pred.size)
+        grid_1d(pred.size), BLOCK, pred, target, dpred, sq, pred.size)
     return sq
 
 
@@ -220,7 +230,7 @@ def sgd_update(p, grad, buf, lr, momentum, dampening, weight_decay, nesterov, fi
     if momentum != 0 and buf is None:
         raise ValueError("sgd_update: momentum needs a buffer")
     get_kernel("optim", "sgd_update", _same("sgd_update", p, grad, buf))(
-        _grid(p.size), BLOCK, p, grad, buf, p.size, lr, momentum, dampening, weight_decay, int(nesterov), int(first))
+        grid_1d(p.size), BLOCK, p, grad, buf, p.size, lr, momentum, dampening, weight_decay, int(nesterov), int(first))
     return p
 
 
@@ -237,7 +247,7 @@ def adam_update(p, grad, m, v, vmax, lr, beta1, beta2, eps, weight_decay, decoup
     step_size = lr / (1.0 - beta1 ** step)
     bc2_sqrt = math.sqrt(1.0 - beta2 ** step)
     get_kernel("optim", "adam_update", _same("adam_update", p, grad, m, v, vmax))(
-        _grid(p.size), BLOCK, p, grad, m, v, vmax, p.size, lr, beta1, beta2, eps, weight_decay, int(decoupled),
+        grid_1d(p.size), BLOCK, p, grad, m, v, vmax, p.size, lr, beta1, beta2, eps, weight_decay, int(decoupled),
         step_size, bc2_sqrt)
     return p
 
@@ -251,7 +261,7 @@ def sumsq(x, out, slot):
 
 
 def scale_inplace(x, s):
-    get_kernel("optim", "scale_inplace", x.dtype)(_grid(x.size), BLOCK, x, x.size, s)
+    get_kernel("optim", "scale_inplace", x.dtype)(grid_1d(x.size), BLOCK, x, x.size, s)
     return x
 
 
@@ -284,7 +294,7 @@ def bn_forward(x, mean, invstd, gamma, beta, y):
     if y.shape != x.shape:
         raise ValueError(f"bn_forward: y {y.shape} differs from x {x.shape}")
     get_kernel("batchnorm", "bn_forward", _same("bn_forward", x, mean, invstd, gamma, beta, y))(
-        _grid(x.size), BLOCK, x, mean, invstd, gamma, beta, y, x.size, C, L)
+        grid_1d(x.size), BLOCK, x, mean, invstd, gamma, beta, y, x.size, C, L)
     return y
 
 
@@ -313,7 +323,7 @@ def embedding_forward(weight, idx, y):
     if y.shape != (idx.size, D):
         raise ValueError(f"embedding_forward: y {y.shape}, expected {(idx.size, D)}")
     get_kernel("embedding", "embedding_forward", _same("embedding_forward", weight, y))(
-        _grid(y.size), BLOCK, weight, idx, y, idx.size, D)
+        grid_1d(y.size), BLOCK, weight, idx, y, idx.size, D)
     return y
 
 
@@ -337,7 +347,7 @@ def lstm_gates_forward(gates, b_ih, b_hh, c_prev, h, c):
     if gates.shape != (N, 4 * H) or c_prev.shape != (N, H) or h.shape != (N, H):
         raise ValueError(f"lstm_gates_forward: gates {gates.shape}, c_prev {c_prev.shape}, h {h.shape}, c {c.shape}")
     get_kernel("lstm", "lstm_gates_forward", _same("lstm_gates_forward", gates, b_ih, b_hh, c_prev, h, c))(
-        _grid(N * H), BLOCK, gates, b_ih, b_hh, c_prev, h, c, N, H)
+        grid_1d(N * H), BLOCK, gates, b_ih, b_hh, c_prev, h, c, N, H)
     return h
 
 
@@ -348,7 +358,7 @@ def lstm_gates_backward(gates, c_prev, c, d_out, dh_rec, dc, dgates):
         raise ValueError(f"lstm_gates_backward: gates {gates.shape}, dgates {dgates.shape}, dc {dc.shape}")
     dtype = _same("lstm_gates_backward", gates, c_prev, c, d_out, dh_rec, dc, dgates)
     get_kernel("lstm", "lstm_gates_backward", dtype)(
-        _grid(N * H), BLOCK, gates, c_prev, c, d_out, dh_rec, dc, dgates, N, H)
+        grid_1d(N * H), BLOCK, gates, c_prev, c, d_out, dh_rec, dc, dgates, N, H)
     return dgates
 
 
@@ -359,5 +369,5 @@ def swap01(x, y):
     if y.shape != (B, A) + x.shape[2:]:
         raise ValueError(f"swap01: y {y.shape}, expected {(B, A) + x.shape[2:]}")
     launch.get_kernel("transpose", "swap01", _same("swap01", x, y))(
-        _grid(x.size), BLOCK, x, y, launch.fast_divisor(A), B, launch.fast_divisor(K))
+        grid_1d(x.size), BLOCK, x, y, launch.fast_divisor(A), B, launch.fast_divisor(K))
     return y

@@ -43,3 +43,20 @@ def test_fast_divisor_packs_and_checks_range():
     assert fast_divisor(7) & 0xFFFFFFFF == 7 and fast_divisor(2**31 - 1) < 2**64
     with pytest.raises(ValueError, match="outside"):
         fast_divisor(2**31)
+
+
+def test_constants_come_from_the_sources():
+    from gpublas import reduction, source
+    from nn import kernels
+    assert kernels.ACT == {"identity": 0, "relu": 1, "tanh": 2, "sigmoid": 3, None: 0}
+    assert (reduction.SUM, reduction.MAX, reduction.MIN) == (0, 1, 2)
+    with pytest.raises(LookupError, match="NO_SUCH_"):
+        source.int_defines("common.cuh", "NO_SUCH_")
+
+
+def test_grid_1d():
+    from gpublas import launch
+    per_block = launch.BLOCK * (launch.SIM_ELEMENTS_PER_THREAD if launch.simulated() else 1)
+    assert launch.grid_1d(0) == 0 and launch.grid_1d(1) == 1
+    assert launch.grid_1d(per_block) == 1 and launch.grid_1d(per_block + 1) == 2
+    assert launch.grid_1d(10**12) == launch.GRID_STRIDE_BLOCKS and launch.grid_1d(10**6, cap=7) == 7

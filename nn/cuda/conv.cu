@@ -10,67 +10,114 @@
 //                   whose tap lands on (h, w) and sums dcols there, in a fixed order (no atomics, so the
 //                   result does not depend on thread order). Writes (not adds) dx.
 // cnp_to_nchw_bias: grid-stride loop, one thread per y element (n, c, p): y[n,c,p] = Y[c,n,p] + b[c],
-//                   then the activation `act` (0 none, 1 relu, 2 tanh, 3 sigmoid); b may be null.
+//                   then the activation `act` (common.cuh's ACT_*); b may be null.
 // Its inverse without bias (dY (C, N*P) from dy (N, C, P)) is gpublas' swap01 (cuda_src/transpose.cu).
+//
+// Index math: every size a kernel divides by (N, C, H, W, kh, kw, sh, sw, OH, OW; P for cnp_to_nchw_bias)
+// arrives as a FastDivmod divisor (gpublas.launch.fast_divisor), and each kernel body is a template on
+// its index type: 32-bit (unsigned, __umulhi + shift per division) when every array it touches has
+// fewer than 2^31 elements, else 64-bit with plain divisions.
 #include "common.cuh"
 
-__device__ __forceinline__ real conv_act(real v, int act) {
-    if (act == 1) return v > (real)0 ? v : (real)0;
-    if (act == 2) return tanh(v);
-    if (act == 3) return (real)1 / ((real)1 + exp(-v));
-    return v;
+// The sizes of one convolution, each usable as a value (.d) and as a divisor.
+struct ConvGeom {
+    FastDivmod N, C, H, W, kh, kw, sh, sw, OH, OW;
+    int ph, pw, dh, dw;
+};
+
+// Both kernels take the same arguments: x or dx, cols or dcols, then these (divisors packed by the host).
+__device__ __forceinline__ ConvGeom conv_geom(unsigned long long N, unsigned long long C, unsigned long long H,
+                                              unsigned long long W, unsigned long long kh, unsigned long long kw,
+                                              unsigned long long sh, unsigned long long sw, int ph, int pw, int dh,
+                                              int dw, unsigned long long OH, unsigned long long OW) {
+    return ConvGeom{FastDivmod(N), FastDivmod(C), FastDivmod(H), FastDivmod(W), FastDivmod(kh), FastDivmod(kw),
+                    FastDivmod(sh), FastDivmod(sw), FastDivmod(OH), FastDivmod(OW), ph, pw, dh, dw};
 }
 
-extern "C" __global__ void im2col_nchw(const real* __restrict__ x, real* __restrict__ cols, int N, int C, int H,
-                                       int W, int kh, int kw, int sh, int sw, int ph, int pw, int dh, int dw,
-                                       int OH, int OW) {
-    const long long P = (long long)OH * OW, NP = N * P;
-    const long long total = (long long)C * kh * kw * NP;
-    GRID_STRIDE_LOOP(long long, e, total) {
-        long long k = e / NP, col = e - k * NP;
-        int n = (int)(col / P), p = (int)(col - (long long)n * P);
-        int oh = p / OW, ow = p - oh * OW;
-        int j = (int)(k % kw), i = (int)((k / kw) % kh), c = (int)(k / ((long long)kw * kh));
-        int h = oh * sh - ph + i * dh, w = ow * sw - pw + j * dw;
-        cols[e] = (h >= 0 && h < H && w >= 0 && w < W) ? x[(((long long)n * C + c) * H + h) * W + w] : (real)0;
+// cols element e = ((k * N + n) * OH + oh) * OW + ow with k = (c * kh + i) * kw + j
+template <class I>
+__device__ __forceinline__ void im2col_loop(const real* __restrict__ x, real* __restrict__ cols, I total,
+                                            const ConvGeom& g) {
+    GRID_STRIDE_LOOP(I, e, total) {
+        I ow, oh, n, j, i;
+        const I c = div_mod(div_mod(div_mod(div_mod(div_mod(e, g.OW, ow), g.OH, oh), g.N, n), g.kw, j), g.kh, i);
+        const int h = (int)oh * g.sh.d - g.ph + (int)i * g.dh, w = (int)ow * g.sw.d - g.pw + (int)j * g.dw;
+        cols[e] = (h >= 0 && h < g.H.d && w >= 0 && w < g.W.d)
+                      ? x[((n * (I)g.C.d + c) * (I)g.H.d + (I)h) * (I)g.W.d + (I)w] : (real)0;
     }
 }
 
-extern "C" __global__ void col2im_nchw(const real* __restrict__ dcols, real* __restrict__ dx, int N, int C, int H,
-                                       int W, int kh, int kw, int sh, int sw, int ph, int pw, int dh, int dw,
-                                       int OH, int OW) {
-    const long long P = (long long)OH * OW, NP = N * P;
-    const long long total = (long long)N * C * H * W;
-    GRID_STRIDE_LOOP(long long, e, total) {
-        int w = (int)(e % W), h = (int)((e / W) % H), c = (int)((e / ((long long)W * H)) % C);
-        int n = (int)(e / ((long long)W * H * C));
+extern "C" __global__ void im2col_nchw(const real* __restrict__ x, real* __restrict__ cols, unsigned long long N, unsigned long long C,
+                                       unsigned long long H, unsigned long long W, unsigned long long kh,
+                                       unsigned long long kw, unsigned long long sh, unsigned long long sw, int ph,
+                                       int pw, int dh, int dw, unsigned long long OH, unsigned long long OW) {
+    const ConvGeom g = conv_geom(N, C, H, W, kh, kw, sh, sw, ph, pw, dh, dw, OH, OW);
+    const long long total = (long long)g.C.d * g.kh.d * g.kw.d * g.N.d * g.OH.d * g.OW.d;
+    if (small_index(total) && small_index((long long)g.N.d * g.C.d * g.H.d * g.W.d))
+        im2col_loop<unsigned>(x, cols, (unsigned)total, g);
+    else
+        im2col_loop<long long>(x, cols, total, g);
+}
+
+// dx element e = ((n * C + c) * H + h) * W + w
+template <class I>
+__device__ __forceinline__ void col2im_loop(const real* __restrict__ dcols, real* __restrict__ dx, I total,
+                                            const ConvGeom& g) {
+    const I P = (I)g.OH.d * (I)g.OW.d, NP = (I)g.N.d * P;
+    GRID_STRIDE_LOOP(I, e, total) {
+        I w, h, c;
+        const I n = div_mod(div_mod(div_mod(e, g.W, w), g.H, h), g.C, c);
         real s = 0;
-        for (int i = 0; i < kh; ++i) {
-            int th = h + ph - i * dh;             // = oh * sh when tap i of output row oh lands on h
-            if (th < 0 || th % sh) continue;
-            int oh = th / sh;
-            if (oh >= OH) continue;
-            for (int j = 0; j < kw; ++j) {
-                int tw = w + pw - j * dw;
-                if (tw < 0 || tw % sw) continue;
-                int ow = tw / sw;
-                if (ow >= OW) continue;
-                long long k = ((long long)c * kh + i) * kw + j;
-                s += dcols[k * NP + (long long)n * P + (long long)oh * OW + ow];
+        for (int i = 0; i < g.kh.d; ++i) {
+            const int th = (int)h + g.ph - i * g.dh;  // = oh * sh when tap i of output row oh lands on h
+            if (th < 0) continue;
+            unsigned oh, rh;
+            oh = div_mod((unsigned)th, g.sh, rh);
+            if (rh || (int)oh >= g.OH.d) continue;
+            for (int j = 0; j < g.kw.d; ++j) {
+                const int tw = (int)w + g.pw - j * g.dw;
+                if (tw < 0) continue;
+                unsigned ow, rw;
+                ow = div_mod((unsigned)tw, g.sw, rw);
+                if (rw || (int)ow >= g.OW.d) continue;
+                const I k = (c * (I)g.kh.d + (I)i) * (I)g.kw.d + (I)j;
+                s += dcols[k * NP + n * P + (I)oh * (I)g.OW.d + (I)ow];
             }
         }
         dx[e] = s;
     }
 }
 
-extern "C" __global__ void cnp_to_nchw_bias(const real* __restrict__ Y, const real* __restrict__ b, real* __restrict__ y,
-                                            int N, int C, long long P, int act) {
-    const long long total = (long long)N * C * P;
-    GRID_STRIDE_LOOP(long long, e, total) {
-        long long p = e % P;
-        int c = (int)((e / P) % C), n = (int)(e / (P * C));
-        real v = Y[((long long)c * N + n) * P + p];
+extern "C" __global__ void col2im_nchw(const real* __restrict__ dcols, real* __restrict__ dx, unsigned long long N, unsigned long long C,
+                                       unsigned long long H, unsigned long long W, unsigned long long kh,
+                                       unsigned long long kw, unsigned long long sh, unsigned long long sw, int ph,
+                                       int pw, int dh, int dw, unsigned long long OH, unsigned long long OW) {
+    const ConvGeom g = conv_geom(N, C, H, W, kh, kw, sh, sw, ph, pw, dh, dw, OH, OW);
+    const long long total = (long long)g.N.d * g.C.d * g.H.d * g.W.d;
+    if (small_index(total) && small_index((long long)g.C.d * g.kh.d * g.kw.d * g.N.d * g.OH.d * g.OW.d))
+        col2im_loop<unsigned>(dcols, dx, (unsigned)total, g);
+    else
+        col2im_loop<long long>(dcols, dx, total, g);
+}
+
+// y element e = (n * C + c) * P + p; Y element (c * N + n) * P + p
+template <class I>
+__device__ __forceinline__ void cnp_to_nchw_loop(const real* __restrict__ Y, const real* __restrict__ b,
+                                                 real* __restrict__ y, I total, I N, const FastDivmod& C,
+                                                 const FastDivmod& P, int act) {
+    GRID_STRIDE_LOOP(I, e, total) {
+        I p, c;
+        const I n = div_mod(div_mod(e, P, p), C, c);
+        real v = Y[(c * N + n) * (I)P.d + p];
         if (b) v += b[c];
-        y[e] = conv_act(v, act);
+        y[e] = act_apply(v, act);
     }
+}
+
+extern "C" __global__ void cnp_to_nchw_bias(const real* __restrict__ Y, const real* __restrict__ b, real* __restrict__ y,
+                                            long long N, unsigned long long C_, unsigned long long P_, int act) {
+    const FastDivmod C(C_), P(P_);
+    const long long total = N * C.d * P.d;
+    if (small_index(total)) cnp_to_nchw_loop<unsigned>(Y, b, y, (unsigned)total, (unsigned)N, C, P, act);
+    else cnp_to_nchw_loop<long long>(Y, b, y, total, N, C, P, act);
 }

@@ -12,8 +12,6 @@
 // batch_first <-> time-major is gpublas' swap01 (cuda_src/transpose.cu).
 #include "common.cuh"
 
-__device__ __forceinline__ real lstm_sigmoid(real v) { return (real)1 / ((real)1 + exp(-v)); }
-
 extern "C" __global__ void lstm_gates_forward(real* __restrict__ gates, const real* __restrict__ b_ih,
                                               const real* __restrict__ b_hh, const real* __restrict__ c_prev,
                                               real* __restrict__ h, real* __restrict__ c, int N, int H) {
@@ -24,7 +22,7 @@ extern "C" __global__ void lstm_gates_forward(real* __restrict__ gates, const re
         real ai = a[j], af = a[H + j], ag = a[2 * H + j], ao = a[3 * H + j];
         if (b_ih) { ai += b_ih[j]; af += b_ih[H + j]; ag += b_ih[2 * H + j]; ao += b_ih[3 * H + j]; }
         if (b_hh) { ai += b_hh[j]; af += b_hh[H + j]; ag += b_hh[2 * H + j]; ao += b_hh[3 * H + j]; }
-        const real i = lstm_sigmoid(ai), f = lstm_sigmoid(af), g = tanh(ag), o = lstm_sigmoid(ao);
+        const real i = sigmoid(ai), f = sigmoid(af), g = tanh(ag), o = sigmoid(ao);
         a[j] = i; a[H + j] = f; a[2 * H + j] = g; a[3 * H + j] = o;
         const real cn = f * c_prev[e] + i * g;
         c[e] = cn;

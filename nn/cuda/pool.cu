@@ -11,89 +11,124 @@
 // avgpool_forward:  grid-stride loop, one thread per output element: the window sum / (kh*kw).
 // avgpool_backward: grid-stride loop, one thread per input element: gathers dy / (kh*kw) over the
 //                   windows that cover it.
+//
+// Sizes a kernel divides by (H, W, OH, OW, sh, sw) arrive as FastDivmod divisors (gpublas.launch.
+// fast_divisor); each body is a template on its index type, 32-bit below 2^31 elements (see conv.cu).
 #include "common.cuh"
 
-extern "C" __global__ void maxpool_forward(const real* __restrict__ x, real* __restrict__ y, int* __restrict__ idx,
-                                           long long planes, int H, int W, int OH, int OW, int kh, int kw,
-                                           int sh, int sw, int ph, int pw) {
-    const long long total = planes * OH * OW;
-    GRID_STRIDE_LOOP(long long, e, total) {
-        int ow = (int)(e % OW), oh = (int)((e / OW) % OH);
-        long long plane = e / ((long long)OW * OH);
-        const real* xp = x + plane * H * W;
+struct PoolGeom {
+    FastDivmod H, W, OH, OW, sh, sw;
+    int kh, kw, ph, pw;
+};
+
+// Every pool kernel takes (inputs..., planes, then these); the divisors are packed by the host.
+__device__ __forceinline__ PoolGeom pool_geom(unsigned long long H, unsigned long long W, unsigned long long OH,
+                                              unsigned long long OW, int kh, int kw, unsigned long long sh,
+                                              unsigned long long sw, int ph, int pw) {
+    return PoolGeom{FastDivmod(H), FastDivmod(W), FastDivmod(OH), FastDivmod(OW), FastDivmod(sh), FastDivmod(sw),
+                    kh, kw, ph, pw};
+}
+
+__device__ __forceinline__ bool pool_small(long long planes, const PoolGeom& g) {
+    return small_index(planes * g.H.d * g.W.d) && small_index(planes * g.OH.d * g.OW.d);
+}
+
+// The output rows [lo, hi] (and columns) whose window covers input position h:
+// oh * sh - ph <= h <= oh * sh - ph + kh - 1
+__device__ __forceinline__ void covering(int h, int pad, int k, const FastDivmod& s, int out, int& lo, int& hi) {
+    lo = h + pad - k + 1;
+    lo = lo <= 0 ? 0 : (int)s.div((unsigned)(lo + s.d - 1));
+    hi = (int)s.div((unsigned)(h + pad));
+    if (hi > out - 1) hi = out - 1;
+}
+
+// y element e = (plane * OH + oh) * OW + ow
+template <class I, bool MAX>
+__device__ __forceinline__ void pool_forward_loop(const real* __restrict__ x, real* __restrict__ y,
+                                                  int* __restrict__ idx, I total, const PoolGeom& g) {
+    const real inv = (real)1 / (real)(g.kh * g.kw);
+    GRID_STRIDE_LOOP(I, e, total) {
+        I ow, oh;
+        const I plane = div_mod(div_mod(e, g.OW, ow), g.OH, oh);
+        const real* xp = x + plane * (I)g.H.d * (I)g.W.d;
         int best = -1;
-        real m = 0;
-        for (int i = 0; i < kh; ++i) {
-            int h = oh * sh - ph + i;
-            if (h < 0 || h >= H) continue;
-            for (int j = 0; j < kw; ++j) {
-                int w = ow * sw - pw + j;
-                if (w < 0 || w >= W) continue;
-                real v = xp[h * W + w];
-                if (best < 0 || v > m || (v != v && m == m)) { m = v; best = h * W + w; }
+        real m = 0, s = 0;
+        for (int i = 0; i < g.kh; ++i) {
+            const int h = (int)oh * g.sh.d - g.ph + i;
+            if (h < 0 || h >= g.H.d) continue;
+            for (int j = 0; j < g.kw; ++j) {
+                const int w = (int)ow * g.sw.d - g.pw + j;
+                if (w < 0 || w >= g.W.d) continue;
+                const real v = xp[h * g.W.d + w];
+                if (!MAX) s += v;
+                else if (best < 0 || v > m || (v != v && m == m)) { m = v; best = h * g.W.d + w; }
             }
         }
-        y[e] = best < 0 ? (real)0 : m;
-        idx[e] = best;
+        if (MAX) {
+            y[e] = best < 0 ? (real)0 : m;
+            idx[e] = best;
+        } else {
+            y[e] = s * inv;
+        }
     }
+}
+
+// dx element e = (plane * H + h) * W + w
+template <class I, bool MAX>
+__device__ __forceinline__ void pool_backward_loop(const real* __restrict__ dy, const int* __restrict__ idx,
+                                                   real* __restrict__ dx, I total, const PoolGeom& g) {
+    const real inv = (real)1 / (real)(g.kh * g.kw);
+    GRID_STRIDE_LOOP(I, e, total) {
+        I w, h;
+        const I plane = div_mod(div_mod(e, g.W, w), g.H, h);
+        const I base = plane * (I)g.OH.d * (I)g.OW.d;
+        const int me = (int)h * g.W.d + (int)w;
+        int oh_lo, oh_hi, ow_lo, ow_hi;
+        covering((int)h, g.ph, g.kh, g.sh, g.OH.d, oh_lo, oh_hi);
+        covering((int)w, g.pw, g.kw, g.sw, g.OW.d, ow_lo, ow_hi);
+        real s = 0;
+        for (int oh = oh_lo; oh <= oh_hi; ++oh)
+            for (int ow = ow_lo; ow <= ow_hi; ++ow) {
+                const I o = base + (I)(oh * g.OW.d + ow);
+                if (!MAX) s += dy[o];
+                else if (idx[o] == me) s += dy[o];
+            }
+        dx[e] = MAX ? s : s * inv;
+    }
+}
+
+extern "C" __global__ void maxpool_forward(const real* __restrict__ x, real* __restrict__ y, int* __restrict__ idx,
+        long long planes, unsigned long long H, unsigned long long W, unsigned long long OH, unsigned long long OW,
+        int kh, int kw, unsigned long long sh, unsigned long long sw, int ph, int pw) {
+    const PoolGeom g = pool_geom(H, W, OH, OW, kh, kw, sh, sw, ph, pw);
+    const long long total = planes * g.OH.d * g.OW.d;
+    if (pool_small(planes, g)) pool_forward_loop<unsigned, true>(x, y, idx, (unsigned)total, g);
+    else pool_forward_loop<long long, true>(x, y, idx, total, g);
 }
 
 extern "C" __global__ void maxpool_backward(const real* __restrict__ dy, const int* __restrict__ idx, real* __restrict__ dx,
-                                            long long planes, int H, int W, int OH, int OW, int kh, int kw,
-                                            int sh, int sw, int ph, int pw) {
-    const long long total = planes * H * W;
-    GRID_STRIDE_LOOP(long long, e, total) {
-        int w = (int)(e % W), h = (int)((e / W) % H);
-        long long plane = e / ((long long)W * H);
-        const long long base = plane * OH * OW;
-        const int me = h * W + w;
-        // output rows whose window covers h: oh*sh - ph <= h <= oh*sh - ph + kh - 1
-        int oh_lo = h + ph - kh + 1; oh_lo = oh_lo <= 0 ? 0 : (oh_lo + sh - 1) / sh;
-        int oh_hi = (h + ph) / sh; if (oh_hi > OH - 1) oh_hi = OH - 1;
-        int ow_lo = w + pw - kw + 1; ow_lo = ow_lo <= 0 ? 0 : (ow_lo + sw - 1) / sw;
-        int ow_hi = (w + pw) / sw; if (ow_hi > OW - 1) ow_hi = OW - 1;
-        real s = 0;
-        for (int oh = oh_lo; oh <= oh_hi; ++oh)
-            for (int ow = ow_lo; ow <= ow_hi; ++ow)
-                if (idx[base + oh * OW + ow] == me) s += dy[base + oh * OW + ow];
-        dx[e] = s;
-    }
+        long long planes, unsigned long long H, unsigned long long W, unsigned long long OH, unsigned long long OW,
+        int kh, int kw, unsigned long long sh, unsigned long long sw, int ph, int pw) {
+    const PoolGeom g = pool_geom(H, W, OH, OW, kh, kw, sh, sw, ph, pw);
+    const long long total = planes * g.H.d * g.W.d;
+    if (pool_small(planes, g)) pool_backward_loop<unsigned, true>(dy, idx, dx, (unsigned)total, g);
+    else pool_backward_loop<long long, true>(dy, idx, dx, total, g);
 }
 
-extern "C" __global__ void avgpool_forward(const real* __restrict__ x, real* __restrict__ y, long long planes, int H,
-                                           int W, int OH, int OW, int kh, int kw, int sh, int sw, int ph, int pw) {
-    const long long total = planes * OH * OW;
-    const real inv = (real)1 / (real)(kh * kw);
-    GRID_STRIDE_LOOP(long long, e, total) {
-        int ow = (int)(e % OW), oh = (int)((e / OW) % OH);
-        const real* xp = x + (e / ((long long)OW * OH)) * H * W;
-        real s = 0;
-        for (int i = 0; i < kh; ++i) {
-            int h = oh * sh - ph + i;
-            if (h < 0 || h >= H) continue;
-            for (int j = 0; j < kw; ++j) {
-                int w = ow * sw - pw + j;
-                if (w >= 0 && w < W) s += xp[h * W + w];
-            }
-        }
-        y[e] = s * inv;
-    }
+extern "C" __global__ void avgpool_forward(const real* __restrict__ x, real* __restrict__ y,
+        long long planes, unsigned long long H, unsigned long long W, unsigned long long OH, unsigned long long OW,
+        int kh, int kw, unsigned long long sh, unsigned long long sw, int ph, int pw) {
+    const PoolGeom g = pool_geom(H, W, OH, OW, kh, kw, sh, sw, ph, pw);
+    const long long total = planes * g.OH.d * g.OW.d;
+    if (pool_small(planes, g)) pool_forward_loop<unsigned, false>(x, y, nullptr, (unsigned)total, g);
+    else pool_forward_loop<long long, false>(x, y, nullptr, total, g);
 }
 
-extern "C" __global__ void avgpool_backward(const real* __restrict__ dy, real* __restrict__ dx, long long planes, int H,
-                                            int W, int OH, int OW, int kh, int kw, int sh, int sw, int ph, int pw) {
-    const long long total = planes * H * W;
-    const real inv = (real)1 / (real)(kh * kw);
-    GRID_STRIDE_LOOP(long long, e, total) {
-        int w = (int)(e % W), h = (int)((e / W) % H);
-        const long long base = (e / ((long long)W * H)) * OH * OW;
-        int oh_lo = h + ph - kh + 1; oh_lo = oh_lo <= 0 ? 0 : (oh_lo + sh - 1) / sh;
-        int oh_hi = (h + ph) / sh; if (oh_hi > OH - 1) oh_hi = OH - 1;
-        int ow_lo = w + pw - kw + 1; ow_lo = ow_lo <= 0 ? 0 : (ow_lo + sw - 1) / sw;
-        int ow_hi = (w + pw) / sw; if (ow_hi > OW - 1) ow_hi = OW - 1;
-        real s = 0;
-        for (int oh = oh_lo; oh <= oh_hi; ++oh)
-            for (int ow = ow_lo; ow <= ow_hi; ++ow) s += dy[base + oh * OW + ow];
-        dx[e] = s * inv;
-    }
+extern "C" __global__ void avgpool_backward(const real* __restrict__ dy, real* __restrict__ dx,
+        long long planes, unsigned long long H, unsigned long long W, unsigned long long OH, unsigned long long OW,
+        int kh, int kw, unsigned long long sh, unsigned long long sw, int ph, int pw) {
+    const PoolGeom g = pool_geom(H, W, OH, OW, kh, kw, sh, sw, ph, pw);
+    const long long total = planes * g.H.d * g.W.d;
+    if (pool_small(planes, g)) pool_backward_loop<unsigned, false>(dy, nullptr, dx, (unsigned)total, g);
+    else pool_backward_loop<long long, false>(dy, nullptr, dx, total, g);
 }
