@@ -106,6 +106,21 @@ def first_array_size(kernel_name, args):
     raise ValueError(f"{kernel_name}: no array argument to take the size from; pass n= or range=")
 
 
+INDEX_LIMIT = 1 << 63  # the generated kernels index with long long
+
+
+def check_index_range(kernel_name, spec, args, what, last):
+    """Raises ValueError when `last` (the largest index i a launch reaches, or -1 for none) does not
+    fit the kernel's 64-bit index or falls outside an array argument, naming that argument."""
+    if last >= INDEX_LIMIT:
+        raise ValueError(f"{kernel_name}: {what} reaches index {last}, beyond the kernel's 64-bit index "
+                         f"(at most {INDEX_LIMIT - 1})")
+    for (name, _, pointer), a in zip(spec, args):
+        if pointer and isinstance(a, DeviceArray) and last >= a.size:
+            raise ValueError(f"{kernel_name}: {what} reaches index {last} but argument '{name}' has "
+                             f"only {a.size} elements")
+
+
 class ElementwiseKernel:
     """`operation` (C statements using index i) for every i of a range, in a grid-stride loop."""
 
@@ -124,8 +139,12 @@ class ElementwiseKernel:
             if step <= 0 or stop is None:
                 raise ValueError(f"{self.name}: range needs a stop and a positive step, got {range}")
         else:
-            start, stop, step = 0, (first_array_size(self.name, args) if n is None else n), 1
+            start, stop, step = 0, (first_array_size(self.name, args) if n is None else int(n)), 1
+        if start < 0:
+            raise ValueError(f"{self.name}: range starts at {start}; indices must not be negative")
         count = builtins.max(0, ceil_div(stop - start, step))
+        what = f"n={stop}" if range is None else f"range={range}"
+        check_index_range(self.name, self.spec, args, what, start + (count - 1) * step if count else -1)
         if count:
             self.kernel(ew.grid_for(count), BLOCK, *args, start, stop, step, stream=stream)
 
@@ -160,6 +179,7 @@ class ReductionKernel:
         """The reduction over i in range(n), n defaulting to the size of the first array argument."""
         check_arguments(self.name, self.spec, args)
         n = first_array_size(self.name, args) if n is None else int(n)
+        check_index_range(self.name, self.spec, args, f"n={n}", n - 1 if n > 0 else -1)
         out = DeviceArray((), self.dtype)
         blocks = builtins.max(1, builtins.min(ew.grid_for(n), MAX_REDUCE_BLOCKS))
         if blocks == 1:

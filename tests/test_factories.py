@@ -65,6 +65,31 @@ def test_elementwise_kernel_argument_checks(lin_comb):
         lin_comb(1.0, np.zeros(8, np.float32), x32, x32)
 
 
+def test_n_beyond_an_array_or_the_index_type_raises_naming_it():
+    # issue 14 item 2: these segfaulted (n past the array) or silently did nothing (2**70 wrapped)
+    k = gpublas.ElementwiseKernel("float* x, const float* y", "x[i] = y[i] + 1", "y_plus_one")
+    x, y = gpublas.zeros(4), gpublas.zeros(3)
+    with pytest.raises(ValueError, match=r"n=65536 reaches index 65535 but argument 'x' has only 4 elements"):
+        k(x, y, n=1 << 16)
+    with pytest.raises(ValueError, match="argument 'y' has only 3 elements"):
+        k(x, y, n=4)
+    with pytest.raises(ValueError, match="64-bit index"):
+        k(x, y, n=2**70)
+    with pytest.raises(ValueError, match=r"range=range\(0, 4, 3\) reaches index 3 but argument 'y' has only 3"):
+        k(x, y, range=range(0, 4, 3))
+    with pytest.raises(ValueError, match="must not be negative"):
+        k(x, y, range=range(-2, 2))
+    k(x, y, range=range(0, 4, 2))  # last index 2: inside both
+    np.testing.assert_array_equal(x.get(), [1, 0, 1, 0])
+    k(x, y, n=0)
+    r = gpublas.ReductionKernel(np.float32, "0", "a+b", "x[i]", "const float* x")
+    with pytest.raises(ValueError, match="argument 'x' has only 4 elements"):
+        r(x, n=1 << 16)
+    with pytest.raises(ValueError, match="64-bit index"):
+        r(x, n=2**70)
+    assert float(r(x, n=3)) == 2.0
+
+
 def test_compile_error_carries_the_log():
     with pytest.raises(gpublas.CompileError) as e:
         gpublas.ElementwiseKernel("float* z", "z[i] = no_such_variable * 2", "broken_kernel")
