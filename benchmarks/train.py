@@ -1,6 +1,6 @@
 """train: time per training step of nn's digits CNN and of an LSTM sequence classifier, split per
 layer into forward and backward, and samples/s against a NumPy implementation of the same step on
-the host CPU (written below), and against PyTorch on the same GPU when torch imports.
+the host CPU (nn/reference.py's layers, the ones the tests use), and against PyTorch on the same GPU when torch imports.
 
 A step is zero_grad, forward, softmax cross-entropy, backward and an SGD update (momentum 0.9).
 Before timing, one forward + backward with the same weights and batch is checked against the NumPy
@@ -19,225 +19,14 @@ from .harness import Report, parse_size, progress
 
 try:
     import nn
+    from nn import reference as ref
     from nn.examples import digits
 except ImportError as e:  # nn lands separately; the suite reports itself skipped without it
-    nn = digits = None
+    nn = digits = ref = None
     NN_MISSING = f"{type(e).__name__}: {e}"
 
 DESCRIPTION = "training step time per layer (forward/backward) vs a NumPy step (and PyTorch on a GPU)"
 LR, MOMENTUM = 0.01, 0.9
-
-
-# -- the NumPy reference step (CPU reference: same maths, same layouts as nn) ----------------------
-def _sigmoid(z):
-    return 1.0 / (1.0 + np.exp(-z))
-
-
-class NpConv2d:
-    """Cross-correlation via im2col; w (C_out, C_in, kh, kw), b (C_out,)."""
-
-    def __init__(self, w, b, stride, padding):
-        self.w, self.b, self.s, self.p = w, b, stride, padding
-        self.params = {"weight": w, "bias": b} if b is not None else {"weight": w}
-
-    def forward(self, x):
-        # x: (N, C, H, W) -> y: (N, C_out, OH, OW); keeps the columns for dW and the input shape
-        (sh, sw), (ph, pw) = self.s, self.p
-        co, ci, kh, kw = self.w.shape
-        xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
-        win = np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(2, 3))[:, :, ::sh, ::sw]
-        N, _, OH, OW = win.shape[:4]
-        self.cols = win.transpose(0, 2, 3, 1, 4, 5).reshape(N * OH * OW, ci * kh * kw)
-        self.shape = (x.shape, xp.shape, OH, OW)
-        y = self.cols @ self.w.reshape(co, -1).T
-        if self.b is not None:
-            y += self.b
-        return y.reshape(N, OH, OW, co).transpose(0, 3, 1, 2)
-
-    def backward(self, dy):
-        (xs, xps, OH, OW), (sh, sw), (ph, pw) = self.shape, self.s, self.p
-        co, ci, kh, kw = self.w.shape
-        N = xs[0]
-        # y = cols W^T + b  =>  dW = dy^T cols, db = sum dy, dcols = dy W
-        d2 = dy.transpose(0, 2, 3, 1).reshape(-1, co)
-        self.grads = {"weight": (d2.T @ self.cols).reshape(self.w.shape)}
-        if self.b is not None:
-            self.grads["bias"] = d2.sum(0)
-        dcols = (d2 @ self.w.reshape(co, -1)).reshape(N, OH, OW, ci, kh, kw)
-        dxp = np.zeros(xps, dy.dtype)
-        for i in range(kh):
-            for j in range(kw):
-                dxp[:, :, i:i + sh * OH:sh, j:j + sw * OW:sw] += dcols[:, :, :, :, i, j].transpose(0, 3, 1, 2)
-        return dxp[:, :, ph:ph + xs[2], pw:pw + xs[3]]
-
-
-class NpMaxPool2d:
-    """Non-overlapping windows (kernel == stride, no padding), the case the digits CNN uses."""
-
-    def __init__(self, k):
-        self.k = k
-        self.params = {}
-
-    def forward(self, x):
-        N, C, H, W = x.shape
-        k = self.k
-        OH, OW = H // k, W // k
-        win = x[:, :, :OH * k, :OW * k].reshape(N, C, OH, k, OW, k).transpose(0, 1, 2, 4, 3, 5)
-        win = win.reshape(N, C, OH, OW, k * k)
-        self.arg, self.xshape = win.argmax(-1), x.shape
-        return win.max(-1)
-
-    def backward(self, dy):
-        N, C, H, W = self.xshape
-        k, (OH, OW) = self.k, dy.shape[2:]
-        # y = x[argmax]  =>  the gradient goes to the argmax of each window only
-        dwin = np.zeros((N, C, OH, OW, k * k), dy.dtype)
-        np.put_along_axis(dwin, self.arg[..., None], dy[..., None], -1)
-        dx = np.zeros(self.xshape, dy.dtype)
-        dwin = dwin.reshape(N, C, OH, OW, k, k).transpose(0, 1, 2, 4, 3, 5)
-        dx[:, :, :OH * k, :OW * k] = dwin.reshape(N, C, OH * k, OW * k)
-        return dx
-
-
-class NpDense:
-    def __init__(self, w, b):
-        self.w, self.b = w, b
-        self.params = {"weight": w, "bias": b} if b is not None else {"weight": w}
-
-    def forward(self, x):
-        self.x = x  # kept for dW = dy^T x
-        return x @ self.w.T + (self.b if self.b is not None else 0)
-
-    def backward(self, dy):
-        self.grads = {"weight": dy.T @ self.x}
-        if self.b is not None:
-            self.grads["bias"] = dy.sum(0)
-        return dy @ self.w
-
-
-class NpAct:
-    def __init__(self, kind):
-        self.kind, self.params = kind, {}
-
-    def forward(self, x):
-        self.y = {"relu": lambda: np.maximum(x, 0), "tanh": lambda: np.tanh(x),
-                  "sigmoid": lambda: _sigmoid(x)}[self.kind]()
-        return self.y
-
-    def backward(self, dy):
-        y = self.y
-        return dy * {"relu": lambda: y > 0, "tanh": lambda: 1 - y * y, "sigmoid": lambda: y * (1 - y)}[self.kind]()
-
-
-class NpFlatten:
-    params = {}
-
-    def forward(self, x):
-        self.shape = x.shape
-        return x.reshape(x.shape[0], -1)
-
-    def backward(self, dy):
-        return dy.reshape(self.shape)
-
-
-class NpIdentity:  # Dropout with p = 0
-    params = {}
-
-    def forward(self, x):
-        return x
-
-    def backward(self, dy):
-        return dy
-
-
-class NpLSTM:
-    """One layer, PyTorch's gate order (i, f, g, o); the output is h_T (the classifier's input)."""
-
-    KEYS = ("lstm.weight_ih_l0", "lstm.weight_hh_l0", "lstm.bias_ih_l0", "lstm.bias_hh_l0")
-
-    def __init__(self, w):
-        self.params = {k: w[k] for k in self.KEYS}  # nn's names (the wrapper's child is `lstm`)
-
-    def forward(self, x):
-        # x: (T, N, I) -> h_T: (N, H); keeps every step's gates, cells and previous h
-        w_ih, w_hh, b_ih, b_hh = (self.params[k] for k in self.KEYS)
-        T, N, _ = x.shape
-        H = w_hh.shape[1]
-        h, c = np.zeros((N, H), x.dtype), np.zeros((N, H), x.dtype)
-        self.x, self.steps = x, []
-        for t in range(T):
-            a = x[t] @ w_ih.T + h @ w_hh.T + b_ih + b_hh
-            i, f, g, o = _sigmoid(a[:, :H]), _sigmoid(a[:, H:2 * H]), np.tanh(a[:, 2 * H:3 * H]), _sigmoid(a[:, 3 * H:])
-            c_prev, h_prev = c, h
-            c = f * c + i * g
-            tc = np.tanh(c)
-            h = o * tc
-            self.steps.append((i, f, g, o, c_prev, tc, h_prev))
-        return h
-
-    def backward(self, dh):
-        w_ih, w_hh = self.params[self.KEYS[0]], self.params[self.KEYS[1]]
-        dw_ih, dw_hh, db = np.zeros_like(w_ih), np.zeros_like(w_hh), np.zeros(w_ih.shape[0], w_ih.dtype)
-        dc = np.zeros_like(dh)
-        dx = np.zeros_like(self.x)
-        for t in reversed(range(len(self.steps))):
-            i, f, g, o, c_prev, tc, h_prev = self.steps[t]
-            # h = o tanh(c), c = f c_prev + i g: the chain rule through each gate's nonlinearity
-            dc = dc + dh * o * (1 - tc * tc)
-            da = np.concatenate([dc * g * i * (1 - i), dc * c_prev * f * (1 - f), dc * i * (1 - g * g),
-                                 dh * tc * o * (1 - o)], axis=1)
-            # a = x W_ih^T + h_prev W_hh^T + b_ih + b_hh
-            dw_ih += da.T @ self.x[t]
-            dw_hh += da.T @ h_prev
-            db += da.sum(0)
-            dx[t] = da @ w_ih
-            dh, dc = da @ w_hh, dc * f
-        self.grads = dict(zip(self.KEYS, (dw_ih, dw_hh, db, db.copy())))
-        return dx
-
-
-def np_softmax_xent(logits, labels):
-    """(mean loss, dL/dlogits)."""
-    z = logits - logits.max(1, keepdims=True)
-    e = np.exp(z)
-    prob = e / e.sum(1, keepdims=True)
-    n = len(labels)
-    loss = -np.log(prob[np.arange(n), labels]).mean()
-    prob[np.arange(n), labels] -= 1
-    return float(loss), prob / n
-
-
-class NpModel:
-    """The NumPy twin of an nn model: `layers` [(name, layer)], weights copied from its state_dict."""
-
-    def __init__(self, layers):
-        self.layers = layers
-        self.velocity = {}
-
-    def step(self, x, labels, timer=None):
-        """zero_grad + forward + loss + backward + SGD (momentum); timer(name) marks segment ends."""
-        mark = timer or (lambda name: None)
-        mark("start")
-        for name, layer in self.layers:
-            x = layer.forward(x)
-            mark(f"{name} fwd")
-        loss, dy = np_softmax_xent(x, labels)
-        mark("loss")
-        for name, layer in reversed(self.layers):
-            dy = layer.backward(dy)
-            mark(f"{name} bwd")
-        for name, layer in self.layers:
-            for k, w in layer.params.items():
-                v = self.velocity.setdefault((name, k), None)
-                g = layer.grads[k]
-                v = g.copy() if v is None else MOMENTUM * v + g
-                self.velocity[(name, k)] = v
-                w -= LR * v
-        mark("optimizer")
-        return loss
-
-    def grads(self):
-        return {f"{name}.{k}": layer.grads[k] for name, layer in self.layers for k in layer.params}
 
 
 def numpy_twin(layers, state):
@@ -248,27 +37,27 @@ def numpy_twin(layers, state):
         if isinstance(m, nn.Conv2d):
             if m.dilation != (1, 1):
                 raise NotImplementedError("the NumPy reference has no dilated convolution")
-            layer = NpConv2d(w["weight"], w.get("bias"), m.stride, m.padding)
+            layer = ref.NpConv2d(w["weight"], w.get("bias"), m.stride, m.padding)
         elif isinstance(m, nn.MaxPool2d):
             if m.kernel_size != m.stride or m.padding != (0, 0) or m.kernel_size[0] != m.kernel_size[1]:
                 raise NotImplementedError("the NumPy reference pools square non-overlapping windows only")
-            layer = NpMaxPool2d(m.kernel_size[0])
+            layer = ref.NpMaxPool2d(m.kernel_size[0])
         elif isinstance(m, nn.Dense):
             if m.activation:
                 raise NotImplementedError("the NumPy reference has no fused Dense activation")
-            layer = NpDense(w["weight"], w.get("bias"))
+            layer = ref.NpDense(w["weight"], w.get("bias"))
         elif isinstance(m, (nn.ReLU, nn.Tanh, nn.Sigmoid)):
-            layer = NpAct(type(m).__name__.lower())
+            layer = ref.NpAct(type(m).__name__.lower())
         elif isinstance(m, nn.Flatten):
-            layer = NpFlatten()
+            layer = ref.NpFlatten()
         elif isinstance(m, nn.Dropout) and m.p == 0:
-            layer = NpIdentity()
+            layer = ref.NpIdentity()
         elif isinstance(m, LastStateLSTM):
-            layer = NpLSTM(w)
+            layer = ref.NpLSTM(w)
         else:
             raise NotImplementedError(f"no NumPy reference for {m.describe()}")
         out.append((name, layer))
-    return NpModel(out)
+    return ref.NpModel(out, LR, MOMENTUM)
 
 
 # -- the nn models ---------------------------------------------------------------------------------
@@ -398,13 +187,13 @@ def check_step(report, label, layers, twin, x, labels):
     h = x
     for _, layer in twin.layers:
         h = layer.forward(h)
-    ref_loss, d = np_softmax_xent(h, labels)
+    ref_loss, d = ref.np_softmax_xent(h, labels)
     for _, layer in reversed(twin.layers):
         d = layer.backward(d)
     ok = report.check(f"{label}: loss", np.array([loss]), np.array([ref_loss]), rtol=1e-4, atol=1e-5)
     got = {f"{name}.{k}": p.grad.get() for name, m in layers for k, p in m.named_parameters()}
-    for k, ref in twin.grads().items():
-        ok &= report.check(f"{label}: grad {k}", got[k], ref, rtol=1e-3, atol=1e-4 * float(np.abs(ref).max() + 1e-12))
+    for k, want in twin.grads().items():
+        ok &= report.check(f"{label}: grad {k}", got[k], want, rtol=1e-3, atol=1e-4 * float(np.abs(want).max() + 1e-12))
     for _, m in layers:
         m.zero_grad()
     return ok

@@ -4,7 +4,7 @@ import pytest
 
 import gpublas
 import nn
-import nn_reference as ref
+from nn import reference as ref
 from reference import assert_close
 
 DTYPES = [np.float32, np.float64]

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import nn
-import nn_reference as ref
+from nn import reference as ref
 from reference import assert_close
 
 
