@@ -19,7 +19,7 @@ Suites, in the order `python -m benchmarks` runs them:
 And one command that is not a suite: `python -m benchmarks profile [--top N] -- CMD ...` runs CMD
 with the gpublas profiler on and prints its kernels and transfers by total time.
 """
-SUITES = ("transfer", "compute", "roofline", "offload", "overlap", "launch", "train", "scaling", "gemm", "sass")
+from .suites import SUITES  # noqa: F401 (benchmarks.SUITES)
 
 
 def main(argv=None):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import gpublas
 
-from . import SUITES
+from .suites import SUITES
 from .harness import Context, banner, device_slug, save_plot, table, today, write_json
 
 
