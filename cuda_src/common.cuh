@@ -79,17 +79,11 @@ __device__ T block_reduce(T v, Op op, T identity) {
 
 template <class T, class Op>
 __device__ T block_allreduce(T v, Op op, T identity) {
-    __shared__ T s[33];
-    const int tid = block_thread_id(), lane = tid & 31, warp = tid >> 5;
-    v = warp_reduce(v, op);
-    if (lane == 0) s[warp] = v;
+    __shared__ T result;
+    v = block_reduce(v, op, identity);
+    if (block_thread_id() == 0) result = v;
     __syncthreads();
-    if (warp == 0) {
-        v = warp_reduce(lane < block_warps() ? s[lane] : identity, op);
-        if (lane == 0) s[32] = v;
-    }
-    __syncthreads();
-    return s[32];  // the next call writes s[32] only after its first barrier, once everyone has read it
+    return result;  // the next call writes result only after its first barrier, once everyone has read it
 }
 
 template <class T, class I, class Better>

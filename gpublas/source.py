@@ -78,8 +78,8 @@ def with_includes(text, _seen=None):
     return _INCLUDE.sub(inline, text)
 
 
-_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(?P<name>\w+)[ \t]+(?P<value>-?(?:0x[0-9a-fA-F]+|\d+))[uUlL]*[ \t]*(?://.*)?$",
-                     re.M)
+_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(?P<name>\w+)[ \t]+"
+                     r"(?P<value>-?(?:0x[0-9a-fA-F]+|\d+))[uUlL]*[ \t]*(?://.*)?$", re.M)
 
 
 @functools.lru_cache(maxsize=None)

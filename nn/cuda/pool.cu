@@ -97,38 +97,39 @@ __device__ __forceinline__ void pool_backward_loop(const real* __restrict__ dy, 
     }
 }
 
+// One launch: the forward loop over y (or the backward loop over dx), 32-bit below 2^31 elements.
+template <bool MAX, bool FORWARD>
+__device__ __forceinline__ void pool_run(const real* __restrict__ src, const int* __restrict__ idx_in,
+                                         real* __restrict__ dst, int* __restrict__ idx_out, long long planes,
+                                         const PoolGeom& g) {
+    const long long total = planes * (FORWARD ? (long long)g.OH.d * g.OW.d : (long long)g.H.d * g.W.d);
+    const bool small = pool_small(planes, g);
+    if (FORWARD && small) pool_forward_loop<unsigned, MAX>(src, dst, idx_out, (unsigned)total, g);
+    else if (FORWARD) pool_forward_loop<long long, MAX>(src, dst, idx_out, total, g);
+    else if (small) pool_backward_loop<unsigned, MAX>(src, idx_in, dst, (unsigned)total, g);
+    else pool_backward_loop<long long, MAX>(src, idx_in, dst, total, g);
+}
+
 extern "C" __global__ void maxpool_forward(const real* __restrict__ x, real* __restrict__ y, int* __restrict__ idx,
         long long planes, unsigned long long H, unsigned long long W, unsigned long long OH, unsigned long long OW,
         int kh, int kw, unsigned long long sh, unsigned long long sw, int ph, int pw) {
-    const PoolGeom g = pool_geom(H, W, OH, OW, kh, kw, sh, sw, ph, pw);
-    const long long total = planes * g.OH.d * g.OW.d;
-    if (pool_small(planes, g)) pool_forward_loop<unsigned, true>(x, y, idx, (unsigned)total, g);
-    else pool_forward_loop<long long, true>(x, y, idx, total, g);
+    pool_run<true, true>(x, nullptr, y, idx, planes, pool_geom(H, W, OH, OW, kh, kw, sh, sw, ph, pw));
 }
 
 extern "C" __global__ void maxpool_backward(const real* __restrict__ dy, const int* __restrict__ idx, real* __restrict__ dx,
         long long planes, unsigned long long H, unsigned long long W, unsigned long long OH, unsigned long long OW,
         int kh, int kw, unsigned long long sh, unsigned long long sw, int ph, int pw) {
-    const PoolGeom g = pool_geom(H, W, OH, OW, kh, kw, sh, sw, ph, pw);
-    const long long total = planes * g.H.d * g.W.d;
-    if (pool_small(planes, g)) pool_backward_loop<unsigned, true>(dy, idx, dx, (unsigned)total, g);
-    else pool_backward_loop<long long, true>(dy, idx, dx, total, g);
+    pool_run<true, false>(dy, idx, dx, nullptr, planes, pool_geom(H, W, OH, OW, kh, kw, sh, sw, ph, pw));
 }
 
 extern "C" __global__ void avgpool_forward(const real* __restrict__ x, real* __restrict__ y,
         long long planes, unsigned long long H, unsigned long long W, unsigned long long OH, unsigned long long OW,
         int kh, int kw, unsigned long long sh, unsigned long long sw, int ph, int pw) {
-    const PoolGeom g = pool_geom(H, W, OH, OW, kh, kw, sh, sw, ph, pw);
-    const long long total = planes * g.OH.d * g.OW.d;
-    if (pool_small(planes, g)) pool_forward_loop<unsigned, false>(x, y, nullptr, (unsigned)total, g);
-    else pool_forward_loop<long long, false>(x, y, nullptr, total, g);
+    pool_run<false, true>(x, nullptr, y, nullptr, planes, pool_geom(H, W, OH, OW, kh, kw, sh, sw, ph, pw));
 }
 
 extern "C" __global__ void avgpool_backward(const real* __restrict__ dy, real* __restrict__ dx,
         long long planes, unsigned long long H, unsigned long long W, unsigned long long OH, unsigned long long OW,
         int kh, int kw, unsigned long long sh, unsigned long long sw, int ph, int pw) {
-    const PoolGeom g = pool_geom(H, W, OH, OW, kh, kw, sh, sw, ph, pw);
-    const long long total = planes * g.H.d * g.W.d;
-    if (pool_small(planes, g)) pool_backward_loop<unsigned, false>(dy, nullptr, dx, (unsigned)total, g);
-    else pool_backward_loop<long long, false>(dy, nullptr, dx, total, g);
+    pool_run<false, false>(dy, nullptr, dx, nullptr, planes, pool_geom(H, W, OH, OW, kh, kw, sh, sw, ph, pw));
 }
