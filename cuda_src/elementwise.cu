@@ -1,6 +1,6 @@
 // elementwise.cu: maps over arrays of `real` (-Dreal=float, double or int). Every kernel is a
 // grid-stride loop, one element per thread per step, block 256 (the launcher caps the grid). The
-// operation is an int opcode (the EW_* / BIN_* / CMP_* numbers below, mirrored in
+// operation is an int opcode (the EW_* / BIN_* / CMP_* numbers below, read by
 // gpublas/elementwise.py); each kernel switches once, outside its loop, into a loop specialised for
 // that opcode. The `_nd` kernels walk a strided N-d layout (common.cuh NdLayout: up to 8 axes, element
 // strides per operand, 0 on a broadcast axis, negative for reversed views); the others take
@@ -121,9 +121,7 @@ __device__ __forceinline__ real binary_op(real a, real b) {
     }
 }
 
-#define EW_LOOP(i, n)                                                                 \
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < (n);    \
-         i += (long long)gridDim.x * blockDim.x)
+#define EW_LOOP(i, n) GRID_STRIDE_LOOP(long long, i, n)
 
 // A contiguous layout: every operand's offset is the flat index.
 template <int K>

@@ -16,36 +16,29 @@ import math
 
 import numpy as np
 
-from . import layout
+from . import layout, source
 from .array import DeviceArray
 from .checks import as_array, check_float, common_dtype, is_scalar, make_out
-from .launch import MAX_GRID as GPU_MAX_GRID, ceil_div, get_kernel, simulated
+from .launch import BLOCK, MAX_GRID as GPU_MAX_GRID, ceil_div, get_kernel, grid_1d as grid_for
 
-BLOCK = 256
-MAX_GRID = 4096  # a grid-stride loop needs no more blocks than keep the device busy
-# On the sim backend a thread costs far more than an element (a function call per thread), so its
-# grid-stride loops get 8 elements per thread: the same kernels, a quarter to an eighth the threads.
-SIM_ELEMENTS_PER_BLOCK = 8 * BLOCK
 FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 NUMERIC = FLOATS + (np.dtype(np.int32),)  # the `real` types elementwise.cu is built for
 BOOL = np.dtype(np.bool_)
 
-# Opcodes: the EW_*, BIN_* and CMP_* numbers of cuda_src/elementwise.cu.
-NEG, EXP, LOG, SQRT, ABS, TANH, SIGMOID, RELU = range(8)
-ADD_S, SUB_S, RSUB_S, MUL_S, DIV_S, RDIV_S, POW_S, RPOW_S, MAX_S, MIN_S, CLIP = range(8, 19)
-ADD, SUB, MUL, DIV, POW, MAX, MIN = range(7)
-EQ, NE, LT, LE, GT, GE = range(6)
+# Opcodes: the EW_*, BIN_* and CMP_* #defines of cuda_src/elementwise.cu, read from the source.
+_EW, _BIN, _CMP = (source.int_defines("elementwise.cu", p) for p in ("EW_", "BIN_", "CMP_"))
+NEG, EXP, LOG, SQRT, ABS, TANH, SIGMOID, RELU = (_EW[f"EW_{n}"] for n in
+                                                 ("NEG", "EXP", "LOG", "SQRT", "ABS", "TANH", "SIGMOID", "RELU"))
+ADD_S, SUB_S, RSUB_S, MUL_S, DIV_S, RDIV_S, POW_S, RPOW_S, MAX_S, MIN_S, CLIP = (
+    _EW[f"EW_{n}"] for n in ("ADD_S", "SUB_S", "RSUB_S", "MUL_S", "DIV_S", "RDIV_S", "POW_S", "RPOW_S", "MAX_S",
+                             "MIN_S", "CLIP"))
+ADD, SUB, MUL, DIV, POW, MAX, MIN = (_BIN[f"BIN_{n}"] for n in ("ADD", "SUB", "MUL", "DIV", "POW", "MAX", "MIN"))
+EQ, NE, LT, LE, GT, GE = (_CMP[f"CMP_{n}"] for n in ("EQ", "NE", "LT", "LE", "GT", "GE"))
 INT_OPS = {ADD, SUB, MUL, MAX, MIN}  # binary opcodes int32 arrays take (DIV goes through float64)
 # binary opcode -> (array op scalar, scalar op array) unary opcodes
 SCALAR_FORMS = {ADD: (ADD_S, ADD_S), SUB: (SUB_S, RSUB_S), MUL: (MUL_S, MUL_S), DIV: (DIV_S, RDIV_S),
                 POW: (POW_S, RPOW_S), MAX: (MAX_S, MAX_S), MIN: (MIN_S, MIN_S)}
 SWAPPED = {EQ: EQ, NE: NE, LT: GT, LE: GE, GT: LT, GE: LE}  # s (cmp) a == a (SWAPPED[cmp]) s
-
-
-def grid_for(n):
-    """Blocks of BLOCK threads for a grid-stride loop over n elements."""
-    per_block = SIM_ELEMENTS_PER_BLOCK if simulated() else BLOCK
-    return min(ceil_div(n, per_block), MAX_GRID)
 
 
 # -- aliasing and layouts ---------------------------------------------------------------------------
