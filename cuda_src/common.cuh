@@ -5,6 +5,7 @@
 //   GRID_STRIDE_LOOP(I, i, n)        for i in [0, n) in a grid-stride loop of index type I: long long,
 //                                    or unsigned where small_index(n) holds (n < 2^31, so i + stride
 //                                    cannot wrap) and the loop body's index math runs in 32 bits
+//   ew_exp, ew_log, ew_sqrt, ew_abs, ew_tanh, ew_pow   float/double overloads (expf for float), int builds
 //   SumOp / MaxOp / MinOp<T>         combiners; MaxOp and MinOp propagate NaN (a NaN anywhere wins)
 //   warp_reduce(v, op)               shuffle-down tree inside a warp: lane 0 ends with op over the warp
 //   block_reduce(v, op, identity)    op over every thread of the block (1-, 2- or 3-D), valid in thread
@@ -36,6 +37,30 @@ __host__ __device__ __forceinline__ bool small_index(long long n) { return n < 0
 
 #define GRID_STRIDE_LOOP(I, i, n) \
     for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < (I)(n); i += (I)gridDim.x * blockDim.x)
+
+// ---------------------------------------------------------------------------------------------------
+// Math
+// ---------------------------------------------------------------------------------------------------
+// Math for `real` code: float and double overloads, so float code calls the single-precision
+// functions; the templates let an int build compile (int arrays only ever take +, -, *, neg, abs, max, min).
+template <class T> __device__ __forceinline__ T ew_exp(T x) { return (T)exp((double)x); }
+template <class T> __device__ __forceinline__ T ew_log(T x) { return (T)log((double)x); }
+template <class T> __device__ __forceinline__ T ew_sqrt(T x) { return (T)sqrt((double)x); }
+template <class T> __device__ __forceinline__ T ew_abs(T x) { return x < (T)0 ? -x : x; }
+template <class T> __device__ __forceinline__ T ew_tanh(T x) { return (T)tanh((double)x); }
+template <class T> __device__ __forceinline__ T ew_pow(T x, T y) { return (T)pow((double)x, (double)y); }
+__device__ __forceinline__ float ew_exp(float x) { return expf(x); }
+__device__ __forceinline__ double ew_exp(double x) { return exp(x); }
+__device__ __forceinline__ float ew_log(float x) { return logf(x); }
+__device__ __forceinline__ double ew_log(double x) { return log(x); }
+__device__ __forceinline__ float ew_sqrt(float x) { return sqrtf(x); }
+__device__ __forceinline__ double ew_sqrt(double x) { return sqrt(x); }
+__device__ __forceinline__ float ew_abs(float x) { return fabsf(x); }
+__device__ __forceinline__ double ew_abs(double x) { return fabs(x); }
+__device__ __forceinline__ float ew_tanh(float x) { return tanhf(x); }
+__device__ __forceinline__ double ew_tanh(double x) { return tanh(x); }
+__device__ __forceinline__ float ew_pow(float x, float y) { return powf(x, y); }
+__device__ __forceinline__ double ew_pow(double x, double y) { return pow(x, y); }
 
 // ---------------------------------------------------------------------------------------------------
 // Reductions

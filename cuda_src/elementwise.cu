@@ -51,26 +51,7 @@
 #define BIN_MAX 5
 #define BIN_MIN 6
 
-// float and double overloads, so `real` code calls the single-precision functions for float; the
-// templates let an int build compile (gpublas sends int arrays only +, -, *, neg, abs, max, min).
-template <class T> __device__ __forceinline__ T ew_exp(T x) { return (T)exp((double)x); }
-template <class T> __device__ __forceinline__ T ew_log(T x) { return (T)log((double)x); }
-template <class T> __device__ __forceinline__ T ew_sqrt(T x) { return (T)sqrt((double)x); }
-template <class T> __device__ __forceinline__ T ew_abs(T x) { return x < (T)0 ? -x : x; }
-template <class T> __device__ __forceinline__ T ew_tanh(T x) { return (T)tanh((double)x); }
-template <class T> __device__ __forceinline__ T ew_pow(T x, T y) { return (T)pow((double)x, (double)y); }
-__device__ __forceinline__ float ew_exp(float x) { return expf(x); }
-__device__ __forceinline__ double ew_exp(double x) { return exp(x); }
-__device__ __forceinline__ float ew_log(float x) { return logf(x); }
-__device__ __forceinline__ double ew_log(double x) { return log(x); }
-__device__ __forceinline__ float ew_sqrt(float x) { return sqrtf(x); }
-__device__ __forceinline__ double ew_sqrt(double x) { return sqrt(x); }
-__device__ __forceinline__ float ew_abs(float x) { return fabsf(x); }
-__device__ __forceinline__ double ew_abs(double x) { return fabs(x); }
-__device__ __forceinline__ float ew_tanh(float x) { return tanhf(x); }
-__device__ __forceinline__ double ew_tanh(double x) { return tanh(x); }
-__device__ __forceinline__ float ew_pow(float x, float y) { return powf(x, y); }
-__device__ __forceinline__ double ew_pow(double x, double y) { return pow(x, y); }
+// The math functions (ew_exp, ew_log, ew_sqrt, ew_abs, ew_tanh, ew_pow) are common.cuh's.
 
 // NumPy's maximum/minimum: a NaN in either operand gives NaN.
 __device__ __forceinline__ real ew_max(real a, real b) { return (a != a || a > b) ? a : b; }

@@ -23,14 +23,6 @@
 #define RED_MIN 2
 #define NO_INDEX 0x7fffffff
 
-// The templates only let the int builds compile: softmax and logsumexp run on floats alone.
-template <class T> __device__ __forceinline__ T red_exp(T x) { return (T)exp((double)x); }
-template <class T> __device__ __forceinline__ T red_log(T x) { return (T)log((double)x); }
-__device__ __forceinline__ float red_exp(float x) { return expf(x); }
-__device__ __forceinline__ double red_exp(double x) { return exp(x); }
-__device__ __forceinline__ float red_log(float x) { return logf(x); }
-__device__ __forceinline__ double red_log(double x) { return log(x); }
-
 // The identities of max (lowest) and min (highest): infinities for floats, the limits for the int
 // builds (-Dreal=int or long long: sum, max, min, argmax, argmin; softmax and logsumexp are float-only).
 __device__ __forceinline__ float red_lowest(float) { return -INFINITY; }
@@ -131,7 +123,7 @@ __device__ real row_max(const real* xr, long long n) {
 // sum over the row of exp(x - shift), handed to every thread of the block.
 __device__ real row_sumexp(const real* xr, long long n, real shift) {
     real sum = (real)0;
-    for (long long k = threadIdx.x; k < n; k += blockDim.x) sum += red_exp(xr[k] - shift);
+    for (long long k = threadIdx.x; k < n; k += blockDim.x) sum += ew_exp(xr[k] - shift);
     return block_allreduce(sum, SumOp<real>(), (real)0);
 }
 
@@ -140,7 +132,7 @@ extern "C" __global__ void softmax_rows(const real* x, real* y, long long n) {
     real* yr = y + blockIdx.x * n;
     const real m = row_max(xr, n);
     const real inv = (real)1 / row_sumexp(xr, n, m);
-    for (long long k = threadIdx.x; k < n; k += blockDim.x) yr[k] = red_exp(xr[k] - m) * inv;
+    for (long long k = threadIdx.x; k < n; k += blockDim.x) yr[k] = ew_exp(xr[k] - m) * inv;
 }
 
 // A row whose max is not finite shifts by 0 (as SciPy): all -inf gives -inf, a +inf gives +inf.
@@ -149,5 +141,5 @@ extern "C" __global__ void logsumexp_rows(const real* x, real* out, long long n)
     real m = row_max(xr, n);
     if (m - m != (real)0) m = (real)0;  // +-inf or NaN (a NaN then comes out of the sum)
     const real sum = row_sumexp(xr, n, m);
-    if (threadIdx.x == 0) out[blockIdx.x] = m + red_log(sum);
+    if (threadIdx.x == 0) out[blockIdx.x] = m + ew_log(sum);
 }
