@@ -207,8 +207,11 @@ __device__ __forceinline__ long long div_mod(long long n, const FastDivmod& d, l
 // operand k, in elements (a stride may be negative, or 0 for a broadcast operand). The walk stops
 // once the remaining index is 0, so a merged 1-D layout costs one division.
 #define ND_MAX 8
-// An _nd kernel's parameters are d0..d7 and, per operand, <p>0..<p>7 (written out: the signature
-// parser reads them); these build its NdLayout: `NdLayout<2> lay = {ND_DIMS, {ND_STRIDES(sx), ...}}`.
+// An _nd kernel's parameters are d0..d7 (ND_DIM_PARAMS) and, per operand, <p>0..<p>7
+// (ND_STRIDE_PARAMS(p)); the signature parser expands both. ND_DIMS and ND_STRIDES build its
+// NdLayout from them: `NdLayout<2> lay = {ND_DIMS, {ND_STRIDES(sx), ...}}`.
+#define ND_DIM_PARAMS long long d0, long long d1, long long d2, long long d3, long long d4, long long d5, long long d6, long long d7
+#define ND_STRIDE_PARAMS(p) long long p##0, long long p##1, long long p##2, long long p##3, long long p##4, long long p##5, long long p##6, long long p##7
 #define ND_DIMS {d0, d1, d2, d3, d4, d5, d6, d7}
 #define ND_STRIDES(p) {p##0, p##1, p##2, p##3, p##4, p##5, p##6, p##7}
 template <int K>

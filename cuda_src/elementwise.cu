@@ -153,12 +153,7 @@ extern "C" __global__ void unary_real(const real* x, real* y, int op, real p0, r
 }
 
 extern "C" __global__ void unary_nd_real(const real* x, real* y, int op, real p0, real p1, long long n,
-                                         long long d0, long long d1, long long d2, long long d3,
-                                         long long d4, long long d5, long long d6, long long d7,
-                                         long long sx0, long long sx1, long long sx2, long long sx3,
-                                         long long sx4, long long sx5, long long sx6, long long sx7,
-                                         long long sy0, long long sy1, long long sy2, long long sy3,
-                                         long long sy4, long long sy5, long long sy6, long long sy7) {
+                                         ND_DIM_PARAMS, ND_STRIDE_PARAMS(sx), ND_STRIDE_PARAMS(sy)) {
     const NdLayout<2> lay = {ND_DIMS, {ND_STRIDES(sx), ND_STRIDES(sy)}};
     unary_any(x, y, op, p0, p1, n, lay);
 }
@@ -191,14 +186,7 @@ extern "C" __global__ void binary_real(const real* a, const real* b, real* out, 
 }
 
 extern "C" __global__ void binary_nd_real(const real* a, const real* b, real* out, int op, long long n,
-                                          long long d0, long long d1, long long d2, long long d3,
-                                          long long d4, long long d5, long long d6, long long d7,
-                                          long long sa0, long long sa1, long long sa2, long long sa3,
-                                          long long sa4, long long sa5, long long sa6, long long sa7,
-                                          long long sb0, long long sb1, long long sb2, long long sb3,
-                                          long long sb4, long long sb5, long long sb6, long long sb7,
-                                          long long so0, long long so1, long long so2, long long so3,
-                                          long long so4, long long so5, long long so6, long long so7) {
+                                          ND_DIM_PARAMS, ND_STRIDE_PARAMS(sa), ND_STRIDE_PARAMS(sb), ND_STRIDE_PARAMS(so)) {
     const NdLayout<3> lay = {ND_DIMS, {ND_STRIDES(sa), ND_STRIDES(sb), ND_STRIDES(so)}};
     binary_any(a, b, out, op, n, lay);
 }
@@ -227,14 +215,7 @@ __device__ __forceinline__ void compare_loop(const real* a, const real* b, real 
 }
 
 extern "C" __global__ void compare_nd_real(const real* a, const real* b, real p0, bool* out, int op, long long n,
-                                           long long d0, long long d1, long long d2, long long d3,
-                                           long long d4, long long d5, long long d6, long long d7,
-                                           long long sa0, long long sa1, long long sa2, long long sa3,
-                                           long long sa4, long long sa5, long long sa6, long long sa7,
-                                           long long sb0, long long sb1, long long sb2, long long sb3,
-                                           long long sb4, long long sb5, long long sb6, long long sb7,
-                                           long long so0, long long so1, long long so2, long long so3,
-                                           long long so4, long long so5, long long so6, long long so7) {
+                                           ND_DIM_PARAMS, ND_STRIDE_PARAMS(sa), ND_STRIDE_PARAMS(sb), ND_STRIDE_PARAMS(so)) {
     const NdLayout<3> lay = {ND_DIMS, {ND_STRIDES(sa), ND_STRIDES(sb), ND_STRIDES(so)}};
     switch (op) {
         case CMP_EQ: compare_loop<CMP_EQ>(a, b, p0, out, n, lay); break;
@@ -248,16 +229,7 @@ extern "C" __global__ void compare_nd_real(const real* a, const real* b, real p0
 
 // Operands 0..3: cond, x, y, out.
 extern "C" __global__ void where_nd_real(const bool* cond, const real* x, const real* y, real* out, long long n,
-                                         long long d0, long long d1, long long d2, long long d3,
-                                         long long d4, long long d5, long long d6, long long d7,
-                                         long long sc0, long long sc1, long long sc2, long long sc3,
-                                         long long sc4, long long sc5, long long sc6, long long sc7,
-                                         long long sx0, long long sx1, long long sx2, long long sx3,
-                                         long long sx4, long long sx5, long long sx6, long long sx7,
-                                         long long sy0, long long sy1, long long sy2, long long sy3,
-                                         long long sy4, long long sy5, long long sy6, long long sy7,
-                                         long long so0, long long so1, long long so2, long long so3,
-                                         long long so4, long long so5, long long so6, long long so7) {
+                                         ND_DIM_PARAMS, ND_STRIDE_PARAMS(sc), ND_STRIDE_PARAMS(sx), ND_STRIDE_PARAMS(sy), ND_STRIDE_PARAMS(so)) {
     const NdLayout<4> lay = {ND_DIMS, {ND_STRIDES(sc), ND_STRIDES(sx), ND_STRIDES(sy), ND_STRIDES(so)}};
     EW_LOOP(i, n) {
         long long o[4];

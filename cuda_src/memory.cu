@@ -31,12 +31,7 @@ __device__ __forceinline__ void cast_loop(const T* x, real* y, long long n, cons
 }
 
 extern "C" __global__ void cast_nd_real(const void* x, int src, real* y, long long n,
-                                        long long d0, long long d1, long long d2, long long d3,
-                                        long long d4, long long d5, long long d6, long long d7,
-                                        long long sx0, long long sx1, long long sx2, long long sx3,
-                                        long long sx4, long long sx5, long long sx6, long long sx7,
-                                        long long sy0, long long sy1, long long sy2, long long sy3,
-                                        long long sy4, long long sy5, long long sy6, long long sy7) {
+                                        ND_DIM_PARAMS, ND_STRIDE_PARAMS(sx), ND_STRIDE_PARAMS(sy)) {
     const NdLayout<2> L = {ND_DIMS, {ND_STRIDES(sx), ND_STRIDES(sy)}};
     switch (src) {
         case SRC_FLOAT: cast_loop((const float*)x, y, n, L); break;

@@ -23,6 +23,7 @@ _SCALARS = {
     "bool": "?", "char": "b", "unsigned char": "B", "short": "h", "unsigned short": "H",
 }
 _OBJECT_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+(\S[^\n]*?)[ \t]*$", re.M)
+_PARAM_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\((\w+)\)[ \t]+(\S[^\n]*?[^\\\s])[ \t]*$", re.M)
 _QUALIFIERS = {"const", "volatile", "__restrict__", "__restrict", "restrict", "struct"}
 
 
@@ -117,16 +118,22 @@ def param_code(param):
 
 
 def expand_object_macros(text):
-    """`text` with its one-line object-like #defines (`#define PARAMS int n, float* x`) expanded, so that
-    a family may spell a kernel parameter list once; function-like macros are left alone."""
+    """`text` with its one-line #defines expanded where a kernel parameter list may use them: object-like
+    ones (`#define PARAMS int n, float* x`) and one-argument ones with token pasting
+    (`#define STRIDES(p) long long p##0, long long p##1`), so that a family spells a list once."""
     for name, body in _OBJECT_MACRO.findall(text):
         text = re.sub(rf"\b{name}\b", lambda _: body, text)
+    for name, arg, body in _PARAM_MACRO.findall(text):
+        def expand(m, arg=arg, body=body):
+            value = m.group(1).strip()
+            return re.sub(rf"\b{arg}\b", value, body.replace(f"{arg}##", value))
+        text = re.sub(rf"\b{name}\(\s*(\w+)\s*\)", expand, text)
     return text
 
 
 def kernel_signatures(source, defines=None):
     """{kernel name: struct codes of its parameters} for every __global__ function in `source`."""
-    text = apply_defines(expand_object_macros(strip_comments(source)), defines)
+    text = apply_defines(expand_object_macros(strip_comments(with_includes(source))), defines)
     sigs = {}
     for m in _KERNEL.finditer(text):
         params = [p for p in m.group("params").split(",") if p.strip() and p.strip() != "void"]
