@@ -6,8 +6,8 @@ the rules are in gpublas/indexing.py) share their base's Allocation, so freeing 
 every view: any later use raises FreedArrayError instead of reading stale memory. Kernels that take
 flat arrays refuse a non-contiguous view at launch (launch.py); the library's own launchers walk
 strides (elementwise.cu, memory.cu) or pass views through contiguous temporaries.
-Every operator is defined in the class body; the work is done by gpublas.ops, elementwise, indexing,
-reduction and interop, imported at the end of this module (they import DeviceArray from here).
+Every operator and method is defined in the class body; each hands its work to a function of
+gpublas.indexing, ops, elementwise, reduction or interop through the table `impl` (see below).
 """
 import math
 import types
@@ -42,6 +42,67 @@ def _shape(shape):
 def _stream_handle(stream):
     stream = stream if stream is not None else current_stream()
     return stream.handle if stream is not None else None
+
+
+# -- what DeviceArray's methods call ----------------------------------------------------------------
+class _Operations:
+    """The functions DeviceArray's methods hand their work to, by name: `impl.getitem` is
+    gpublas.indexing.getitem, each section of the class names the module its methods go to, and
+    `impl.copy_to` (strided copies, casts and broadcasts) is gpublas.indexing's too.
+    Those modules (indexing, ops, elementwise, reduction, interop) make DeviceArrays, so they import
+    this module and it cannot import them back: each hands its functions over with `provide(...)` on
+    its last line, run when gpublas imports it (NumPy's ndarray reaches its ufuncs the same way,
+    through the number table its umath module fills at import)."""
+
+    def __getattr__(self, name):  # reached only for a name no module has provided
+        raise AttributeError(f"no module has provided DeviceArray's operation '{name}' "
+                             "(import gpublas, which imports every module that provides one)")
+
+
+impl = _Operations()
+
+
+def provide(**functions):
+    """Makes each function the one DeviceArray's methods call as `impl.<name>` (once per name)."""
+    for name, f in functions.items():
+        if name in vars(impl):
+            raise RuntimeError(f"DeviceArray's operation '{name}' is provided twice")
+        setattr(impl, name, f)
+
+
+def _arithmetic(name, symbol):
+    """The three methods of an arithmetic operator (gpublas.ops.forward, reflected, inplace)."""
+    def forward(self, other):
+        return impl.forward(name, self, other)
+
+    def reflected(self, other):
+        return impl.reflected(name, self, other)
+
+    def inplace(self, other):
+        return impl.inplace(name, self, other)
+
+    forward.__doc__ = f"self {symbol} other, elementwise with broadcasting ({name})."
+    reflected.__doc__ = f"other {symbol} self, for a scalar or ndarray on the left ({name})."
+    inplace.__doc__ = f"self {symbol}= other, written into self, whose shape must not change ({name})."
+    return forward, reflected, inplace
+
+
+def _comparison(name):
+    """A comparison operator (gpublas.ops.comparison): a bool array, never identity."""
+    def compare(self, other):
+        return impl.comparison(name, self, other)
+
+    compare.__doc__ = f"Elementwise {name} as a bool array (arrays or scalars, broadcasting)."
+    return compare
+
+
+def _reduction(name):
+    """A reduction method over every element (a 0-d array) or along `axis` (gpublas.reduction, ops)."""
+    def reduce(self, axis=None, keepdims=False):
+        return getattr(impl, name)(self, axis, keepdims)
+
+    reduce.__doc__ = f"gpublas.{name} of this array: over every element (a 0-d array) or along `axis`."
+    return reduce
 
 
 class DeviceArray:
@@ -129,7 +190,7 @@ class DeviceArray:
         if host.dtype != self.dtype:
             raise TypeError(f"set: host dtype {host.dtype} does not match device dtype {self.dtype}")
         if not self.c_contiguous:  # through a contiguous buffer, then a strided copy
-            _indexing.copy_to(self, DeviceArray(self.shape, self.dtype).set(host, stream), stream)
+            impl.copy_to(self, DeviceArray(self.shape, self.dtype).set(host, stream), stream)
             return self
         host = np.ascontiguousarray(host)
         handle = _async_handle(host, stream, "host-to-device")
@@ -155,7 +216,7 @@ class DeviceArray:
         if self.c_contiguous:
             self.backend.dtod(out.ptr, self.ptr, self.nbytes, _stream_handle(stream))
             return out
-        return _indexing.copy_to(out, self, stream)
+        return impl.copy_to(out, self, stream)
 
     def copy_from(self, src, stream=None):
         """Copies DeviceArray `src` (same size and dtype) into this array, device to device."""
@@ -163,7 +224,7 @@ class DeviceArray:
             raise ValueError(f"copy_from: {src.dtype} {src.shape} into {self.dtype} {self.shape} "
                              "(needs the same dtype and size)")
         if not (self.c_contiguous and src.c_contiguous):
-            return _indexing.copy_to(self, src.reshape(self.shape), stream)
+            return impl.copy_to(self, src.reshape(self.shape), stream)
         self.backend.dtod(self.ptr, src.ptr, self.nbytes, _stream_handle(stream))
         return self
 
@@ -180,15 +241,15 @@ class DeviceArray:
 
     def __getitem__(self, key):
         """Basic indexing (ints, slices with any step, None, ...) returns a view, as NumPy's."""
-        return _indexing.getitem(self, key)
+        return impl.getitem(self, key)
 
     def __setitem__(self, key, value):
         """a[key] = scalar or array (broadcast, converted to a's dtype), as NumPy's."""
-        _indexing.setitem(self, key, value)
+        impl.setitem(self, key, value)
 
     def reshape(self, *shape):
         """A view with a new shape when the layout allows (always for a contiguous array), else a copy."""
-        return _indexing.reshape(self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape)
+        return impl.reshape(self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape)
 
     def ravel(self):
         """The elements as 1-D: a view when contiguous, else a copy."""
@@ -200,12 +261,12 @@ class DeviceArray:
 
     def transpose(self, *axes):
         """A view with the axes permuted (reversed by default), as NumPy's."""
-        return _indexing.transpose(self, axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else axes)
+        return impl.transpose(self, axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else axes)
 
     @property
     def T(self):
         """The transpose as a view (axes reversed); gpublas.transpose makes a contiguous copy."""
-        return _indexing.transpose(self, ())
+        return impl.transpose(self, ())
 
     # -- filling and converting ---------------------------------------------------------------
     def fill(self, value, stream=None):
@@ -213,7 +274,7 @@ class DeviceArray:
         if self.size == 0:
             return self
         if not self.c_contiguous:
-            return _indexing.copy_to(self, DeviceArray((), self.dtype).fill(value, stream), stream)
+            return impl.copy_to(self, DeviceArray((), self.dtype).fill(value, stream), stream)
         if value == 0:
             self.backend.memset_d8(self.ptr, 0, self.nbytes, _stream_handle(stream))
         else:
@@ -229,125 +290,51 @@ class DeviceArray:
         dtype = _check_dtype(dtype)
         if dtype == self.dtype:
             return self.copy()
-        return _indexing.copy_to(DeviceArray(self.shape, dtype), self)
+        return impl.copy_to(DeviceArray(self.shape, dtype), self)
 
-    # -- operators: arithmetic (gpublas.ops) ----------------------------------------------------
-    def __add__(self, other):
-        return _ops.forward("add", self, other)
-
-    def __radd__(self, other):
-        return _ops.reflected("add", self, other)
-
-    def __iadd__(self, other):
-        return _ops.inplace("add", self, other)
-
-    def __sub__(self, other):
-        return _ops.forward("subtract", self, other)
-
-    def __rsub__(self, other):
-        return _ops.reflected("subtract", self, other)
-
-    def __isub__(self, other):
-        return _ops.inplace("subtract", self, other)
-
-    def __mul__(self, other):
-        return _ops.forward("multiply", self, other)
-
-    def __rmul__(self, other):
-        return _ops.reflected("multiply", self, other)
-
-    def __imul__(self, other):
-        return _ops.inplace("multiply", self, other)
-
-    def __truediv__(self, other):
-        return _ops.forward("divide", self, other)
-
-    def __rtruediv__(self, other):
-        return _ops.reflected("divide", self, other)
-
-    def __itruediv__(self, other):
-        return _ops.inplace("divide", self, other)
-
-    def __pow__(self, other):
-        return _ops.forward("pow", self, other)
-
-    def __rpow__(self, other):
-        return _ops.reflected("pow", self, other)
-
-    def __ipow__(self, other):
-        return _ops.inplace("pow", self, other)
+    # -- operators: arithmetic, each as a + b, 2 + a and a += b (gpublas.ops) --------------------
+    __add__, __radd__, __iadd__ = _arithmetic("add", "+")
+    __sub__, __rsub__, __isub__ = _arithmetic("subtract", "-")
+    __mul__, __rmul__, __imul__ = _arithmetic("multiply", "*")
+    __truediv__, __rtruediv__, __itruediv__ = _arithmetic("divide", "/")
+    __pow__, __rpow__, __ipow__ = _arithmetic("pow", "**")
 
     def __matmul__(self, other):
-        return _ops.matmul(self, other)
+        return impl.matmul(self, other)
 
     def __rmatmul__(self, other):
-        return _ops.matmul(other, self)
+        return impl.matmul(other, self)
 
-    def __neg__(self):
-        return _ew.negative(self)
+    def __neg__(self):  # gpublas.elementwise
+        return impl.negative(self)
 
     def __pos__(self):
         return self.copy()
 
-    def __abs__(self):
-        return _ew.absolute(self)
+    def __abs__(self):  # gpublas.elementwise
+        return impl.absolute(self)
 
-    # -- comparisons: elementwise, bool results (never identity) ---------------------------------
-    def __eq__(self, other):
-        return _ops.comparison("equal", self, other)
+    # -- comparisons: elementwise, bool results, never identity (gpublas.ops) ----------------------
+    __eq__, __ne__ = _comparison("equal"), _comparison("not_equal")
+    __lt__, __le__ = _comparison("less"), _comparison("less_equal")
+    __gt__, __ge__ = _comparison("greater"), _comparison("greater_equal")
 
-    def __ne__(self, other):
-        return _ops.comparison("not_equal", self, other)
-
-    def __lt__(self, other):
-        return _ops.comparison("less", self, other)
-
-    def __le__(self, other):
-        return _ops.comparison("less_equal", self, other)
-
-    def __gt__(self, other):
-        return _ops.comparison("greater", self, other)
-
-    def __ge__(self, other):
-        return _ops.comparison("greater_equal", self, other)
-
-    # -- reductions (gpublas.reduction) ---------------------------------------------------------
-    def sum(self, axis=None, keepdims=False):
-        return _reduction.sum(self, axis, keepdims)
-
-    def mean(self, axis=None, keepdims=False):
-        return _reduction.mean(self, axis, keepdims)
-
-    def max(self, axis=None, keepdims=False):
-        return _reduction.max(self, axis, keepdims)
-
-    def min(self, axis=None, keepdims=False):
-        return _reduction.min(self, axis, keepdims)
-
-    def argmax(self, axis=None, keepdims=False):
-        return _reduction.argmax(self, axis, keepdims)
-
-    def argmin(self, axis=None, keepdims=False):
-        return _reduction.argmin(self, axis, keepdims)
-
-    def any(self, axis=None, keepdims=False):
-        return _ops.any(self, axis, keepdims)
-
-    def all(self, axis=None, keepdims=False):
-        return _ops.all(self, axis, keepdims)
+    # -- reductions (gpublas.reduction; any and all: gpublas.ops) ----------------------------------
+    sum, mean, max, min = _reduction("sum"), _reduction("mean"), _reduction("max"), _reduction("min")
+    argmax, argmin, any, all = _reduction("argmax"), _reduction("argmin"), _reduction("any"), _reduction("all")
 
     # -- interop (gpublas.interop) ----------------------------------------------------------------
     @property
     def __cuda_array_interface__(self):
         """CUDA array interface v3 (cuda backend only: on sim there is no device pointer to share)."""
-        return _interop.cuda_array_interface(self)
+        return impl.cuda_array_interface(self)
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         """A DLPack capsule sharing this array's memory (kDLCUDA on cuda, kDLCPU on sim)."""
-        return _interop.to_dlpack(self, stream=stream, dl_device=dl_device, copy=copy)
+        return impl.to_dlpack(self, stream=stream, dl_device=dl_device, copy=copy)
 
     def __dlpack_device__(self):
-        return _interop.dlpack_device(self)
+        return impl.dlpack_device(self)
 
 
 def _async_handle(host, stream, what):
@@ -404,10 +391,3 @@ def asarray(a, dtype=None):
     """`a` itself when it is a DeviceArray (of `dtype`), else a copy on the device."""
     return to_device(a, dtype=dtype)
 
-
-# The modules the operators call; imported last because each of them imports DeviceArray.
-from . import elementwise as _ew  # noqa: E402
-from . import indexing as _indexing  # noqa: E402
-from . import interop as _interop  # noqa: E402
-from . import ops as _ops  # noqa: E402
-from . import reduction as _reduction  # noqa: E402

@@ -17,7 +17,7 @@ import math
 import numpy as np
 
 from . import layout, source
-from .array import DeviceArray
+from .array import DeviceArray, provide
 from .checks import as_array, check_float, common_dtype, is_scalar, make_out
 from .launch import BLOCK, MAX_GRID as GPU_MAX_GRID, ceil_div, get_kernel, grid_1d as grid_for
 
@@ -322,3 +322,5 @@ def transpose(a, out=None):
 # NumPy's names; `abs` and `pow` shadow the builtins only as attributes of this module.
 abs = absolute  # noqa: A001
 pow = power  # noqa: A001
+
+provide(negative=negative, absolute=absolute)  # DeviceArray's -a and abs(a)

@@ -20,7 +20,7 @@ import numpy as np
 
 from . import elementwise as ew
 from . import layout
-from .array import SRC_CODES, DeviceArray, to_device
+from .array import SRC_CODES, DeviceArray, provide, to_device
 from .checks import is_scalar
 from .launch import get_kernel
 
@@ -130,3 +130,6 @@ def copy_to(dst, src, stream=None):
     k(ew.grid_for(dst.size), ew.BLOCK, src, SRC_CODES[src.dtype], dst, *ew.nd_args(dst.shape, src, dst),
       stream=stream, views=True)
     return dst
+
+
+provide(getitem=getitem, setitem=setitem, reshape=reshape, transpose=transpose, copy_to=copy_to)  # DeviceArray's

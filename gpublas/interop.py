@@ -15,7 +15,7 @@ import ctypes
 
 import numpy as np
 
-from .array import DTYPES, DeviceArray
+from .array import DTYPES, DeviceArray, provide
 from .pool import Allocation
 from .stream import current_stream
 
@@ -229,3 +229,7 @@ def as_device_array(obj):
         return from_dlpack(obj)
     raise TypeError(f"as_device_array: a {type(obj).__name__} exposes neither __cuda_array_interface__ nor "
                     "__dlpack__; copy it with gpublas.to_device")
+
+
+provide(cuda_array_interface=cuda_array_interface, to_dlpack=to_dlpack,  # DeviceArray's interfaces
+        dlpack_device=dlpack_device)

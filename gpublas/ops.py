@@ -15,7 +15,7 @@ import numpy as np
 
 from . import blas3, reduction
 from . import elementwise as ew
-from .array import DeviceArray, to_device
+from .array import DeviceArray, provide, to_device
 from .checks import as_array, is_scalar
 
 OPCODES = {"add": ew.ADD, "subtract": ew.SUB, "multiply": ew.MUL, "divide": ew.DIV, "pow": ew.POW}
@@ -131,3 +131,7 @@ def any(a, axis=None, keepdims=False):  # noqa: A001 (NumPy's name)
 def all(a, axis=None, keepdims=False):  # noqa: A001
     """True where every element (over all, or along `axis`) is nonzero; a bool array (0-d for all)."""
     return _truth(a, axis, keepdims, "all", False)
+
+
+provide(forward=forward, reflected=reflected, inplace=inplace, matmul=matmul, comparison=comparison, any=any,
+        all=all)  # DeviceArray's operators and methods

@@ -193,13 +193,16 @@ _wrapped = []  # backends whose copy methods are shadowed by counting ones
 
 
 def track(backend):
-    """Counts `backend`'s copies while profiles are open (backends.current()/use() call this when
-    they make a backend, so one chosen inside a profile is counted too)."""
+    """Counts `backend`'s copies while profiles are open (registered with backends.on_chosen below,
+    so a backend chosen inside a profile is counted too)."""
     if sessions and all(b is not backend for b in _wrapped):
         for method, name in TRANSFERS.items():  # instance attributes shadow the class's methods
             setattr(backend, method, _counting(backend, getattr(backend, method), name))
         backend.compile = _compile_timed(backend.compile)
         _wrapped.append(backend)
+
+
+backends.on_chosen(track)
 
 
 def _untrack_all():

@@ -13,7 +13,7 @@ import builtins
 import numpy as np
 
 from . import source
-from .array import DeviceArray
+from .array import DeviceArray, provide
 from .checks import as_array, check_float
 from .launch import ceil_div, get_kernel, simulated
 
@@ -175,3 +175,6 @@ def logsumexp(x, axis=-1, keepdims=False):
     if rows:
         launch_logsumexp_rows(x, out, rows, n)
     return out
+
+
+provide(sum=sum, mean=mean, max=max, min=min, argmax=argmax, argmin=argmin)  # DeviceArray's methods

@@ -2,6 +2,7 @@
 gpublas -> cuda_src; a package imports only from the floors below it), no import cycle between the
 packages' modules (deferred imports inside functions count), and no Python file over 450 lines."""
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -87,29 +88,20 @@ def test_cycle_finder_finds_a_planted_cycle():
     assert "gpublas.launch" in graph and "nn.kernels" in graph["nn.layers.dense"]
 
 
-# gpublas.array imports the modules its operators call (elementwise, indexing, interop, ops, reduction)
-# at its end, and each of them imports DeviceArray from gpublas.array: a cycle that came with putting
-# every operator in the class body (issue 11 item 5). Until it is broken, these edges are set aside so
-# that any other cycle still fails test_no_other_import_cycle; test_no_import_cycle xfails strictly
-# and turns red (XPASS) the day the cycle goes, so that this list is removed.
-ARRAY_OPERATOR_EDGES = {("gpublas.array", f"gpublas.{m}") for m in ("elementwise", "indexing", "interop", "ops",
-                                                                      "reduction")}
-# gpublas.backends.use() imports gpublas.profiler (to track the new backend's copies) and the profiler
-# imports gpublas.backends: the same kind of deferred cycle issue 11 removed from launch; set aside too.
-ARRAY_OPERATOR_EDGES.add(("gpublas.backends", "gpublas.profiler"))
-
-
-@pytest.mark.xfail(strict=True, reason="gpublas.array <-> its operator modules and backends <-> profiler "
-                                      "(see ARRAY_OPERATOR_EDGES)")
 def test_no_import_cycle():
     cycle = find_cycle(import_graph())
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
 
-def test_no_other_import_cycle():
-    graph = {m: {t for t in targets if (m, t) not in ARRAY_OPERATOR_EDGES} for m, targets in import_graph().items()}
-    cycle = find_cycle(graph)
-    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+def test_every_operation_device_array_calls_is_provided():
+    """DeviceArray's methods call `impl.<name>` (or `_reduction("<name>")`), filled by the modules
+    above gpublas.array with `provide(...)` when gpublas is imported: each name array.py calls is
+    there, and nothing else is."""
+    from gpublas import array
+    text = (ROOT / "gpublas" / "array.py").read_text()
+    called = set(re.findall(r"\bimpl\.(\w+)\(", text)) | set(re.findall(r"_reduction\(\"(\w+)\"\)", text))
+    assert {"getitem", "forward", "sum", "any", "to_dlpack"} <= called
+    assert called == set(vars(array.impl)), called ^ set(vars(array.impl))
 
 
 def test_each_package_imports_only_the_floors_below_it():

@@ -71,6 +71,18 @@ def test_off_means_untouched_and_nothing_recorded():
     assert p.totals()["launches"] == 0
 
 
+def test_a_backend_chosen_inside_a_profile_is_counted(monkeypatch):
+    from gpublas import backends
+    monkeypatch.setattr(backends, "_active", None)  # no backend yet: the profile opens with none to track
+    with gpublas.profile() as p:
+        x = gpublas.to_device(np.ones(25, np.float32))  # chooses the backend (backends.on_chosen -> track)
+        x.get()
+    copies = {e.name: e for e in p.key_averages() if e.kind != "kernel"}
+    assert (copies["[memcpy HtoD]"].count, copies["[memcpy HtoD]"].bytes) == (1, 100)
+    assert (copies["[memcpy DtoH]"].count, copies["[memcpy DtoH]"].bytes) == (1, 100)
+    assert p.backend == gpublas.backend()
+
+
 def test_group_by_name_and_nesting():
     x = gpublas.empty(1000, np.float32)
     y = gpublas.empty(300, np.float32)

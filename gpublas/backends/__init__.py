@@ -3,12 +3,21 @@ imports and a device answers, and sim otherwise (with a one-line notice on stder
 
 The active backend is one object that owns everything per device (memory pool, compiled modules,
 kernels); use() swaps it. One object is made per name, so switching back finds its caches again.
+Floors above that must see every backend as it is chosen (the profiler counts its copies) register a
+callback with on_chosen(); this module imports none of them.
 """
 import os
 import sys
 
 _active = None
 _made = {}  # name -> the backend object made for it
+_on_chosen = []  # callbacks(backend) run each time a backend becomes the active one
+
+
+def on_chosen(callback):
+    """Calls `callback(backend)` each time current() or use() makes a backend the active one (the
+    profiler registers itself so that a profile opened earlier counts the new backend's copies)."""
+    _on_chosen.append(callback)
 
 
 def _make(name):
@@ -39,8 +48,8 @@ def _default():
 
 
 def _chosen(b):
-    from .. import profiler
-    profiler.track(b)  # an open profile counts this backend's copies too
+    for callback in _on_chosen:
+        callback(b)
 
 
 def current():
