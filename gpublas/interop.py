@@ -8,8 +8,15 @@
 Sharing is two-way: a write through either side is seen by the other. The exporter's memory stays
 alive while the importer holds it (a DLPack capsule keeps the DeviceArray's allocation; an imported
 array keeps the producer's object), but `free()` on a shared DeviceArray frees it regardless: don't.
-Streams: an exporter synchronizes the device before handing out memory unless the consumer passes
-stream=-1; an importer synchronizes when the producer names a stream.
+Streams: on cuda an exporter synchronizes the device before handing out memory unless the consumer
+passes stream=-1; an importer synchronizes when the producer names a stream. On sim a launch has
+finished when it returns and the memory is kDLCPU, for which DLPack defines no stream: `stream` must
+be None (or -1, "no synchronization", PyTorch's default), anything else raises BufferError.
+
+PyTorch on sim (CPU tensors, kDLCPU): `torch.from_dlpack(a)` and `gpublas.from_dlpack(t)` /
+`as_device_array(t)` share memory both ways (the simulator addresses any host memory), views
+included; strides travel in elements. PyTorch has no negative strides (torch 2.13 aborts the whole
+process on importing one): hand it `a[::-1].copy()`, not `a[::-1]`.
 """
 import ctypes
 
@@ -24,6 +31,7 @@ KDLCPU, KDLCUDA = 1, 2
 DL_TYPES = {np.dtype(np.float32): (2, 32), np.dtype(np.float64): (2, 64), np.dtype(np.int32): (0, 32),
             np.dtype(np.int64): (0, 64), np.dtype(np.uint8): (1, 8), np.dtype(np.bool_): (6, 8)}
 NP_TYPES = {v: k for k, v in DL_TYPES.items()}
+DL_CODE_NAMES = {0: "int", 1: "uint", 2: "float", 4: "bfloat", 5: "complex", 6: "bool"}
 _NAME, _USED = b"dltensor", b"used_dltensor"
 
 
@@ -102,7 +110,12 @@ def dlpack_device(a):
 
 def _sync_for_consumer(a, stream):
     """The consumer reads on `stream` (None: its default; -1: it asked for no synchronization)."""
-    if stream != -1 and a.backend.name == "cuda":
+    if a.backend.name != "cuda":
+        if stream is not None and stream != -1:
+            raise BufferError(f"__dlpack__: stream={stream!r}, but this array is host memory (kDLCPU, the "
+                              f"{a.backend.name} backend), which has no streams: pass None")
+        return
+    if stream != -1:
         a.backend.synchronize()
 
 
@@ -189,8 +202,9 @@ def from_dlpack(obj):
                           f"the {backend.name} backend is on {(want, _device_id(backend))}")
     code = (t.dtype.code, t.dtype.bits)
     if code not in NP_TYPES or t.dtype.lanes != 1:
-        raise TypeError(f"from_dlpack: DLPack dtype (code {code[0]}, {code[1]} bits, {t.dtype.lanes} lanes) "
-                        f"is not one gpublas holds")
+        name = f"{DL_CODE_NAMES.get(code[0], 'type code ' + str(code[0]))}{code[1]}"
+        raise TypeError(f"from_dlpack: DLPack dtype {name} (code {code[0]}, {code[1]} bits, {t.dtype.lanes} "
+                        f"lanes) is not one gpublas holds ({', '.join(map(str, DTYPES))}); convert it first")
     dtype = NP_TYPES[code]
     shape = tuple(t.shape[i] for i in range(t.ndim))
     strides = tuple(t.strides[i] * dtype.itemsize for i in range(t.ndim)) if t.strides else None

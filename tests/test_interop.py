@@ -118,3 +118,138 @@ def test_torch_round_trip():
     np.testing.assert_array_equal(d.get(), np.arange(12, dtype=np.float32).reshape(3, 4) + 1)
     back = gpublas.from_dlpack(torch.arange(5, device="cuda", dtype=torch.int32).flip(0))
     np.testing.assert_array_equal(back.get(), np.arange(5, dtype=np.int32)[::-1])
+
+
+# -- PyTorch CPU on sim (kDLCPU both ways); the cuda round trip is test_torch_round_trip above ---------
+TORCH_DTYPES = [np.float32, np.float64, np.int32]
+
+
+def _torch():
+    return pytest.importorskip("torch")
+
+
+@sim_only
+@pytest.mark.parametrize("dtype", TORCH_DTYPES)
+def test_torch_from_dlpack_shares_device_memory(dtype):
+    torch = _torch()
+    h = np.arange(35).astype(dtype).reshape(5, 7)
+    d = gpublas.to_device(h)
+    t = torch.from_dlpack(d)
+    assert t.data_ptr() == d.ptr and t.device.type == "cpu" and t.dtype == getattr(torch, np.dtype(dtype).name)
+    t[1, 2] = -5                              # PyTorch writes, gpublas reads
+    d[3] = 9                                  # gpublas's copy kernel writes, PyTorch reads
+    expect = h.copy()
+    expect[1, 2], expect[3] = -5, 9
+    np.testing.assert_array_equal(d.get(), expect)
+    np.testing.assert_array_equal(t.numpy(), expect)
+    for key in [np.s_[:, 2:6], np.s_[::2, 1::3], np.s_[..., 4], np.s_[1:4, None, ::2]]:
+        v = torch.from_dlpack(d[key])         # views: DLPack strides are in elements, PyTorch's too
+        assert v.data_ptr() == d[key].ptr
+        assert v.stride() == tuple(s // h.itemsize for s in d[key].strides) and tuple(v.shape) == expect[key].shape
+        np.testing.assert_array_equal(v.numpy(), expect[key])
+    tv = torch.from_dlpack(d.T)               # a transposed view stays one: PyTorch sees the strides
+    assert tv.stride() == (1, 7) and not tv.is_contiguous()
+    tv[6, 0] = 100
+    assert d.get()[0, 6] == 100
+
+
+@sim_only
+@pytest.mark.parametrize("dtype", TORCH_DTYPES)
+def test_gpublas_from_torch_without_copy(dtype):
+    torch = _torch()
+    t = torch.zeros((6, 9), dtype=getattr(torch, np.dtype(dtype).name))
+    for imp in (gpublas.from_dlpack, gpublas.as_device_array):
+        d = imp(t[1:, ::3])                   # offset and a column step: a view of PyTorch's memory
+        assert d.ptr == t[1:, ::3].data_ptr() and d.shape == (5, 3)
+        assert d.strides == (9 * t.element_size(), 3 * t.element_size())
+        d[...] = 1                            # gpublas's kernel writes PyTorch's memory in place
+        d *= 7                                # and an elementwise kernel, in place on the view
+    expect = np.zeros((6, 9), dtype)
+    expect[1:, ::3] = 7
+    np.testing.assert_array_equal(t.numpy(), expect)
+    t[0, 0] = 3                               # ... and PyTorch's writes show through gpublas
+    d = gpublas.as_device_array(t.T)
+    assert d.shape == (9, 6) and d.strides == (t.element_size(), 9 * t.element_size())
+    assert d.get()[0, 0] == 3
+    np.testing.assert_array_equal(torch.from_dlpack(gpublas.from_dlpack(t)).numpy(), t.numpy())   # round trip
+
+
+@sim_only
+def test_torch_blas_on_shared_memory():
+    torch = _torch()
+    ta = torch.randn(7, 5, dtype=torch.float64)
+    tb = torch.randn(5, 3, dtype=torch.float64)
+    tc = torch.full((7, 3), float("nan"), dtype=torch.float64)
+    gpublas.gemm(gpublas.from_dlpack(ta), gpublas.from_dlpack(tb), gpublas.from_dlpack(tc))   # beta 0: NaN unread
+    torch.testing.assert_close(tc, ta @ tb)
+    x = torch.arange(10, dtype=torch.float32)
+    gpublas.scal(2.0, gpublas.from_dlpack(x[::3]))                      # a strided vector, incx 3
+    np.testing.assert_array_equal(x.numpy(), np.where(np.arange(10) % 3 == 0, 2, 1) * np.arange(10))
+
+
+@sim_only
+def test_torch_zero_size_and_scalars():
+    torch = _torch()
+    for shape in [(0,), (0, 3), (4, 0, 2)]:
+        d = gpublas.from_dlpack(torch.zeros(shape))
+        assert d.shape == shape and d.size == 0 and d.get().shape == shape
+        assert (d + 1).shape == shape
+        t = torch.from_dlpack(gpublas.zeros(shape, np.int32))
+        assert tuple(t.shape) == shape and t.dtype == torch.int32
+    s = gpublas.from_dlpack(torch.tensor(2.5, dtype=torch.float64))
+    assert s.shape == () and float(s) == 2.5
+    assert torch.from_dlpack(gpublas.to_device(np.float32(4))).item() == 4.0
+
+
+@sim_only
+def test_torch_stream_argument_and_errors():
+    torch = _torch()
+    d = gpublas.to_device(np.arange(6.0))
+    for stream in (None, -1):                 # kDLCPU has no streams: None, or -1 (no synchronization)
+        np.testing.assert_array_equal(np.from_dlpack(_Exporter(d, stream=stream)), np.arange(6.0))
+    for stream in (0, 1, 2):                  # a CUDA stream number means the consumer thinks it is CUDA memory
+        with pytest.raises(BufferError, match=f"stream={stream}.*host memory.*kDLCPU"):
+            d.__dlpack__(stream=stream)
+    assert torch.from_dlpack(d, device="cpu").data_ptr() == d.ptr        # dl_device (1, 0) is ours
+    c = torch.from_dlpack(d, copy=True)                                  # copy=True: a copy, not a view
+    assert c.data_ptr() != d.ptr
+    c[0] = 50
+    assert d.get()[0] == 0
+    with pytest.raises(BufferError, match="require gradient"):           # PyTorch's own refusal, passed on
+        gpublas.from_dlpack(torch.ones(3, requires_grad=True))
+    with pytest.raises(TypeError, match="float16 .*not one gpublas holds"):
+        gpublas.as_device_array(torch.ones(3, dtype=torch.float16))
+    with pytest.raises(TypeError, match="bfloat16 .*not one gpublas holds"):
+        gpublas.from_dlpack(torch.ones(3, dtype=torch.bfloat16))
+
+
+@sim_only
+def test_torch_lifetimes():
+    torch = _torch()
+    held = interop._exported.copy()
+    d = gpublas.to_device(np.arange(8.0))
+    t = torch.from_dlpack(d[2:])
+    del d
+    gc.collect()
+    np.testing.assert_array_equal(t.numpy(), np.arange(2.0, 8.0))     # PyTorch's tensor keeps the memory
+    del t
+    gc.collect()
+    assert interop._exported == held
+    src = torch.arange(4.0)
+    d = gpublas.from_dlpack(src)
+    del src
+    gc.collect()
+    np.testing.assert_array_equal(d.get(), np.arange(4.0))            # gpublas's import keeps PyTorch's
+
+
+class _Exporter:
+    """Calls a DeviceArray's __dlpack__ with a given stream, as a consumer would."""
+
+    def __init__(self, a, stream):
+        self.a, self.stream = a, stream
+
+    def __dlpack__(self, **kw):
+        return self.a.__dlpack__(stream=self.stream)
+
+    def __dlpack_device__(self):
+        return self.a.__dlpack_device__()
