@@ -52,7 +52,7 @@ def gemv(a, x, y=None, *, alpha=1.0, beta=0.0, trans=False, stream=None):
         return y
     if alpha == 0 or n_in == 0:
         return scale_output(y, beta, stream=stream)
-    a, trans, lda = blas_matrix(a, trans)
+    a, trans, lda = blas_matrix(a, trans, stream)
     x = contiguous(x, stream)
     yc = contiguous(y, stream) if beta != 0 else y if y.c_contiguous else empty(n_out, y.dtype)
     if trans:
@@ -90,7 +90,7 @@ def ger(alpha, x, y, a, stream=None):
     if a.size == 0 or alpha == 0:
         return a
     x, y = contiguous(x, stream), contiguous(y, stream)
-    target, transposed, lda = blas_matrix(a)
+    target, transposed, lda = blas_matrix(a, stream=stream)
     if transposed:  # a.T += alpha y x^T is the same update on the matrix a is the transpose of
         x, y, (m, n) = y, x, (n, m)
     k = get_kernel("gemv", "ger_real", a.dtype)

@@ -16,6 +16,11 @@ compute capability 8.0 or newer.
 BLAS semantics: beta == 0 never reads c; alpha == 0 (or K == 0) reads neither a nor b and only scales
 c; M == 0 or N == 0 returns an empty result. Transposes are strides inside the kernels, never copies.
 Every check runs before any launch and raises ValueError naming the shapes.
+
+Views go to the kernels as they are wherever cuBLAS could take them: a, b and c with unit stride along
+one axis and the leading dimension (>= the other extent) and, for stacks, any batch stride, are passed
+as pointer, lda/ldb/ldc and stride_a/b/c (a[:, 2:7], a[::2], w.T, out[:, 1:5] written in place; a
+transposed c is computed as c.T = op(b).T op(a).T). Other layouts go through contiguous temporaries.
 """
 import os
 
@@ -25,9 +30,9 @@ from . import backends, gemm_v2
 from .array import empty
 from .blas1 import dot, scale_output
 from .blas2 import gemv
-from .checks import blas_operand, check_operands, write_back
+from .checks import blas_matrix, check_operands, leading_dimension, swap_last, write_back
 from .launch import ceil_div, get_kernel, simulated
-from .layout import may_share_memory
+from .layout import may_overlap_itself, may_share_memory
 
 LADDER = ("naive", "tiled", "regblock", "wmma")
 KERNELS = LADDER + gemm_v2.NAMES
@@ -175,7 +180,7 @@ def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, str
             raise ValueError(f"gemm: {name} must be 2-D, got shape {x.shape}; use gemm_batched for stacks")
     m, n, k = _check_inner("gemm", a, b, trans_a, trans_b)
     c = _output("gemm", a, c, (m, n), beta, [("a", a), ("b", b)])
-    _run(a, b, c, m, n, k, 1, (0, 0, 0), alpha, beta, trans_a, trans_b, dtype, kernel, stream)
+    _run(a, b, c, m, n, k, 1, alpha, beta, trans_a, trans_b, dtype, kernel, stream)
     return c
 
 
@@ -193,23 +198,30 @@ def gemm_batched(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=Fa
     m, n, k = _check_inner("gemm_batched", a, b, trans_a, trans_b)
     batch = a.shape[0]
     c = _output("gemm_batched", a, c, (batch, m, n), beta, [("a", a), ("b", b)])
-    strides = (a.shape[1] * a.shape[2], b.shape[1] * b.shape[2], m * n)
-    _run(a, b, c, m, n, k, batch, strides, alpha, beta, trans_a, trans_b, dtype, kernel, stream)
+    _run(a, b, c, m, n, k, batch, alpha, beta, trans_a, trans_b, dtype, kernel, stream)
     return c
 
 
-def _run(a, b, c, m, n, k, batch, strides, alpha, beta, trans_a, trans_b, dtype, kernel, stream):
+def _run(a, b, c, m, n, k, batch, alpha, beta, trans_a, trans_b, dtype, kernel, stream):
     """Dispatches a checked product: scales c alone when alpha or K is 0, else launches the chosen
-    kernel, in chunks of MAX_GRID_Z batches. Views: a transposed contiguous operand flips its
-    transpose flag; other non-contiguous operands, and c, go through contiguous temporaries."""
-    a, trans_a = blas_operand(a, trans_a, stream)
-    b, trans_b = blas_operand(b, trans_b, stream)
-    if not c.c_contiguous:
+    kernel in chunks (_chunks). Each operand goes as the view it is when blas_matrix can take it (a
+    transposed one with its flag flipped), its batch stride whatever it is (0 for a 2-D operand or a
+    stack of one, which broadcasts); c likewise when it can be written as it is, or as c.T = op(b).T
+    op(a).T when its transpose can; otherwise through a contiguous temporary."""
+    a, trans_a, lda = blas_matrix(a, trans_a, stream)
+    b, trans_b, ldb = blas_matrix(b, trans_b, stream)
+    ldc = _writable_ld(c)
+    if ldc is None:
+        ct = swap_last(c)
+        if _writable_ld(ct) is not None:
+            _run(b, a, ct, n, m, k, batch, alpha, beta, not trans_b, not trans_a, dtype, kernel, stream)
+            return
         cc = c.copy(stream) if beta != 0 else empty(c.shape, c.dtype)
-        _run(a, b, cc, m, n, k, batch, strides, alpha, beta, trans_a, trans_b, dtype, kernel, stream)
+        _run(a, b, cc, m, n, k, batch, alpha, beta, trans_a, trans_b, dtype, kernel, stream)
         write_back(c, cc, stream)
         return
-    name = _kernel_name(kernel, m, n, k, batch, (a.shape[-1], b.shape[-1], n), dtype, trans_a, trans_b)
+    lds, strides = (lda, ldb, ldc), (_batch_stride(a), _batch_stride(b), _batch_stride(c))
+    name = _kernel_name(kernel, m, n, k, batch, lds, dtype, trans_a, trans_b)
     if name in TF32:
         _check_tf32(name, dtype)
     if m == 0 or n == 0 or batch == 0:
@@ -218,55 +230,65 @@ def _run(a, b, c, m, n, k, batch, strides, alpha, beta, trans_a, trans_b, dtype,
         scale_output(c, beta, stream=stream)
         return
     if name not in LADDER:
-        _run_v2(name, a, b, c, m, n, k, batch, strides, alpha, beta, (bool(trans_a), bool(trans_b)), dtype, stream)
+        _run_v2(name, a, b, c, m, n, k, batch, lds, strides, alpha, beta, (bool(trans_a), bool(trans_b)), dtype,
+                stream)
         return
-    for pa, pb, pc, nz, rows in _chunks(a, b, c, batch, strides, m, trans_a):
-        args = (rows, n, k, alpha, pa, a.shape[-1], int(bool(trans_a)), pb, b.shape[-1], int(bool(trans_b)),
-                beta, pc, n, *strides)
+    for pa, pb, pc, nz, rows in _chunks(a, b, c, batch, lds, strides, m, trans_a):
+        args = (rows, n, k, alpha, pa, lda, int(bool(trans_a)), pb, ldb, int(bool(trans_b)), beta, pc, ldc, *strides)
         _LAUNCHERS[name](args, rows, n, nz, dtype, stream)
 
 
-def _chunks(a, b, c, batch, strides, m, trans_a):
-    """(A, B, C, batches, rows) per launch: at most MAX_GRID_Z batches (grid z) and ROWS_PER_LAUNCH
-    rows of op(A) and C (grid y) each, so no launch asks more of the grid than a GPU allows."""
+def _writable_ld(c):
+    """c's leading dimension when a kernel can write it in place: a matrix layout (leading_dimension)
+    whose elements, stacks included, all sit at distinct addresses (a matrix layout's rows cannot
+    overlap; a stack's matrices might); else None."""
+    ld = leading_dimension(c)
+    if ld is None or c.ndim == 2 or c.c_contiguous:
+        return ld
+    return None if may_overlap_itself(c.shape, c.strides, c.itemsize) else ld
+
+
+def _batch_stride(x):
+    """Elements from one matrix of a stack to the next; 0 for a matrix or a stack of one (broadcast)."""
+    return x.strides[0] // x.itemsize if x.ndim == 3 and x.shape[0] > 1 else 0
+
+
+def _chunks(a, b, c, batch, lds, strides, m, trans_a):
+    """(A, B, C pointers, batches, rows) per launch: at most MAX_GRID_Z batches (grid z) and
+    ROWS_PER_LAUNCH rows of op(A) and C (grid y) each, so no launch asks more of the grid than a GPU
+    allows."""
     item = a.dtype.itemsize
-    row_a, row_c = item * (1 if trans_a else a.shape[-1]), item * c.shape[-1]  # bytes from row to row
+    row_a, row_c = item * (1 if trans_a else lds[0]), item * lds[2]  # bytes from row to row
     for z0 in range(0, batch, MAX_GRID_Z):
         sa, sb, sc = (s * z0 * item for s in strides)
         nz = min(MAX_GRID_Z, batch - z0)
         for m0 in range(0, m, ROWS_PER_LAUNCH):
             rows = min(ROWS_PER_LAUNCH, m - m0)
-            if z0 == 0 and m0 == 0:
-                yield a, b, c, nz, rows
-            else:
-                yield _ptr(a) + sa + m0 * row_a, _ptr(b) + sb, _ptr(c) + sc + m0 * row_c, nz, rows
+            yield a.ptr + sa + m0 * row_a, b.ptr + sb, c.ptr + sc + m0 * row_c, nz, rows
 
 
-def _run_v2(name, a, b, c, m, n, k, batch, strides, alpha, beta, trans, dtype, stream):
+def _run_v2(name, a, b, c, m, n, k, batch, lds, strides, alpha, beta, trans, dtype, stream):
     """Launches a gemm_v2.cu kernel: 'v2' and 'splitk' take their configuration from the shape."""
-    vec = gemm_v2.vector_copies(a, b, m, n, k, *trans, strides)
+    lda, ldb, ldc = lds
+    vec = gemm_v2.vector_copies(a, lda, b, ldb, m, n, k, *trans, strides)
     sim = simulated()
     auto, config, splits = gemm_v2.choose(m, n, k, batch, 8 if sim else gemm_v2.multiprocessors(), dtype)
     if name.startswith("v2_"):
         config = name[3:]
     elif name == "tf32":
         config = "large"
-    for pa, pb, pc, nz, rows in _chunks(a, b, c, batch, strides, m, trans[0]):
+    for pa, pb, pc, nz, rows in _chunks(a, b, c, batch, lds, strides, m, trans[0]):
         if name == "splitk":
             splits = splits if auto == "splitk" else gemm_v2.forced_splits(k, dtype)
             item = a.dtype.itemsize
             for z in range(nz):  # split-K runs one product at a time
-                args = (rows, n, k, alpha, _ptr(pa) + z * strides[0] * item, a.shape[-1],
-                        _ptr(pb) + z * strides[1] * item, b.shape[-1], beta, _ptr(pc) + z * strides[2] * item, n)
+                args = (rows, n, k, alpha, pa + z * strides[0] * item, lda, pb + z * strides[1] * item, ldb,
+                        beta, pc + z * strides[2] * item, ldc)
                 gemm_v2.launch_splitk(args, rows, n, k, trans, vec, dtype, config, splits, stream)
             continue
-        args = (rows, n, k, alpha, pa, a.shape[-1], pb, b.shape[-1], beta, pc, n, *strides)
+        args = (rows, n, k, alpha, pa, lda, pb, ldb, beta, pc, ldc, *strides)
         prefix = "gemm_tf32" if name == "tf32" else "gemm_v2"
         gemm_v2.launch_tiles(prefix, config, args, rows, n, nz, trans, vec, dtype, stream)
-
-
-def _ptr(p):
-    return p if isinstance(p, int) else p.ptr
 
 
 def _broadcast_gemm(a, b, kernel=None):
@@ -279,8 +301,7 @@ def _broadcast_gemm(a, b, kernel=None):
     m, n, k = _check_inner("matmul", a3, b3, False, False)
     batch = a3.shape[0] if b3.shape[0] == 1 else b3.shape[0]  # NumPy broadcasting: 1 stretches, 0 stays 0
     c = empty((batch, m, n), dtype)
-    strides = (m * k if a3.shape[0] > 1 else 0, k * n if b3.shape[0] > 1 else 0, m * n)
-    _run(a3, b3, c, m, n, k, batch, strides, 1.0, 0.0, False, False, dtype, kernel, None)
+    _run(a3, b3, c, m, n, k, batch, 1.0, 0.0, False, False, dtype, kernel, None)
     return c
 
 

@@ -96,29 +96,41 @@ def vector(a, stream=None):
     return a.copy(stream), 1
 
 
-def blas_matrix(a, trans=False):
-    """(matrix, trans, ld) for a 2-D operand of a routine that, as cuBLAS in row-major terms, takes
-    rows ld elements apart (ld >= cols) with unit column stride, and a transpose flag: a view of
-    that layout is taken as it is (a[:, i:j], a[::2]); the transpose of one (a.T) is taken with the
-    flag flipped; any other layout is copied to a contiguous temporary."""
-    item = a.itemsize
-    for view, t in ((a, trans), (a.T, not trans)):
-        rows, cols = view.shape
-        row = view.strides[0] if rows > 1 else cols * item
-        col = view.strides[1] if cols > 1 else item
-        if col == item and row % item == 0 and row >= cols * item:
-            return view, t, builtins.max(row // item, 1)
-    return a.copy(), trans, builtins.max(a.shape[1], 1)
+INT_MAX = 2 ** 31 - 1  # the kernels take leading dimensions as int
 
 
-def blas_operand(a, trans=False, stream=None):
-    """(array, trans) for a routine that takes C-contiguous (stacks of) matrices and a transpose
-    flag: `a` itself, the transpose of a transposed contiguous matrix with the flag flipped (so
-    `x @ w.T` copies nothing), else a contiguous copy."""
+def leading_dimension(a):
+    """The leading dimension (elements) of a's last two axes when they are a matrix cuBLAS could take
+    in row-major terms: unit column stride and rows evenly spaced at least a row apart (a[:, i:j],
+    a[::2], a stack's a[:, :, 2:]); None for any other layout."""
+    rows, cols = a.shape[-2:]
     if a.c_contiguous:
-        return a, trans
-    if a.ndim >= 2:
-        t = a.transpose(tuple(range(a.ndim - 2)) + (a.ndim - 1, a.ndim - 2))
-        if t.c_contiguous:
-            return t, not trans
-    return a.copy(stream), trans
+        return builtins.max(cols, 1)
+    item = a.itemsize
+    row = a.strides[-2] if rows > 1 else cols * item
+    col = a.strides[-1] if cols > 1 else item
+    if col == item and row % item == 0 and cols * item <= row <= INT_MAX * item:
+        return builtins.max(row // item, 1)
+    return None
+
+
+def swap_last(a):
+    """The view of `a` (2-D or a stack) with its last two axes swapped: a.T for a matrix."""
+    return a.transpose(tuple(range(a.ndim - 2)) + (a.ndim - 1, a.ndim - 2))
+
+
+def blas_matrix(a, trans=False, stream=None):
+    """(matrix, trans, ld) for an operand (2-D, or a stack of matrices on its last two axes) of a
+    routine that, as cuBLAS in row-major terms, takes rows ld elements apart (ld >= cols) with unit
+    column stride, and a transpose flag: a view of that layout is taken as it is (a[:, i:j], a[::2]);
+    the transpose of one (a.T) is taken with the flag flipped; any other layout is copied to a
+    contiguous temporary."""
+    ld = leading_dimension(a)
+    if ld is not None:
+        return a, trans, ld
+    t = swap_last(a)
+    ld = leading_dimension(t)
+    if ld is not None:
+        return t, not trans, ld
+    a = a.copy(stream)
+    return a, trans, builtins.max(a.shape[-1], 1)

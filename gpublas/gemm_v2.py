@@ -84,12 +84,13 @@ def indexable(*lds):
     return max(lds) * 128 < INDEX_LIMIT
 
 
-def vector_copies(a, b, m, n, k, trans_a, trans_b, strides):
-    """True when both operands allow 16-byte cp.async: aligned pointers, and leading dimension, batch
-    stride and contiguous extent (the stored row length) multiples of 16 bytes."""
+def vector_copies(a, lda, b, ldb, m, n, k, trans_a, trans_b, strides):
+    """True when both operands (DeviceArrays, views included) allow 16-byte cp.async: aligned pointers,
+    and leading dimension, batch stride and contiguous extent (the stored row length) multiples of 16
+    bytes; a view at an unaligned offset or with lda % 4 != 0 (floats) takes the one-element copies."""
     w = 16 // a.dtype.itemsize
     extent_a, extent_b = (m if trans_a else k), (k if trans_b else n)
-    return (a.ptr % 16 == 0 and b.ptr % 16 == 0 and a.shape[-1] % w == 0 and b.shape[-1] % w == 0
+    return (a.ptr % 16 == 0 and b.ptr % 16 == 0 and lda % w == 0 and ldb % w == 0
             and strides[0] % w == 0 and strides[1] % w == 0 and extent_a % w == 0 and extent_b % w == 0)
 
 

@@ -180,6 +180,8 @@ class Kernel:
 def _pointer(a, kernel, views=False):
     """A pointer argument's value: a DeviceArray's address, an int, or None (NULL). A non-contiguous
     view is refused unless the launcher says its kernel walks strides (views=True)."""
+    if type(a) is int:  # first: an address (GEMM chunks, split-K) costs no AttributeError
+        return a
     try:
         ptr = a.ptr
     except AttributeError:

@@ -136,3 +136,15 @@ def may_share_memory(a, b):
     alo, ahi = extent(a.shape, a.strides, a.itemsize)
     blo, bhi = extent(b.shape, b.strides, b.itemsize)
     return a._offset + alo < b._offset + bhi and b._offset + blo < a._offset + ahi
+
+
+def may_overlap_itself(shape, strides, itemsize):
+    """True unless two elements of this layout certainly sit at distinct addresses: sorted by |stride|,
+    each axis must step past everything the smaller axes reach (every view made by slicing and
+    transposing an array passes; a broadcast axis, stride 0, does not)."""
+    reach = itemsize
+    for s, d in sorted((builtins.abs(s), d) for d, s in zip(shape, strides) if d > 1):
+        if s < reach:
+            return True
+        reach += s * (d - 1)
+    return False

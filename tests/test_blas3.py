@@ -302,8 +302,9 @@ def test_gemm_v2_copy_width_follows_alignment(rng, dtype, trans_a, trans_b):
     a, b = operands(rng, dtype, m, n, k, trans_a, trans_b)
     da, db = gpublas.to_device(a), gpublas.to_device(b)
     va, vb = (gpublas.to_device(np.concatenate([[0], x.ravel()]).astype(dtype))[1:].reshape(x.shape) for x in (a, b))
-    assert gemm_v2.vector_copies(da, db, m, n, k, trans_a, trans_b, (0, 0))
-    assert not gemm_v2.vector_copies(va, vb, m, n, k, trans_a, trans_b, (0, 0))
+    lda, ldb = a.shape[1], b.shape[1]
+    assert gemm_v2.vector_copies(da, lda, db, ldb, m, n, k, trans_a, trans_b, (0, 0))
+    assert not gemm_v2.vector_copies(va, lda, vb, ldb, m, n, k, trans_a, trans_b, (0, 0))
     want = ref_gemm(dtype, 1.0, a, b, trans_a=trans_a, trans_b=trans_b)
     for x, y in ((da, db), (va, vb)):
         for kernel in ("v2_large", "v2_small"):
