@@ -12,6 +12,11 @@
 //                 n with stride 8; the 8 partials per column meet in shared memory, combined in the
 //                 fixed order y = 0..7. Block b covers 32 inner positions of outer index b / tiles.
 //                 val = result + beta * val (beta == 0: val is only written).
+// reduce_serial:  no barrier, block 256 (x), grid-stride over the outer * inner outputs of an (outer, n,
+//                 inner) array, one thread per output: it walks its n values in the order k = 0..n-1
+//                 (stride inner, so adjacent threads read adjacent addresses when inner > 1). For short
+//                 reduced axes, where a block or warp reduce would idle most of its threads and pay its
+//                 barriers for a few elements (the simulator runs it without fibers). Writes as reduce_cols.
 // softmax_rows:   block 32..256 threads, one block per row: max, sum of exp(x - max) (two block
 //                 reduces), then y = exp(x - max) / sum; stable for large logits.
 // logsumexp_rows: as softmax_rows, writing max + log(sum of exp(x - max)) per row (a max that is not
@@ -50,6 +55,17 @@ struct RedBetter {
         return red_better(bv, bi, av, ai, is_max);
     }
 };
+
+// Output `at` of reduce_cols and reduce_serial: val = result (times scale for a sum) + beta * val, where
+// beta == 0 never reads val; idx gets the index of max / min.
+__device__ __forceinline__ void store_result(real* val, int* idx, long long at, real v, int i, int op, real scale,
+                                             real beta) {
+    if (val) {
+        const real r = op == RED_SUM ? v * scale : v;
+        val[at] = beta == (real)0 ? r : beta * val[at] + r;
+    }
+    if (idx) idx[at] = i;
+}
 
 extern "C" __global__ void reduce_rows(const real* x, const int* xidx, real* val, int* idx, int op, long long n,
                                        int parts, real scale) {
@@ -104,12 +120,23 @@ extern "C" __global__ void reduce_cols(const real* x, real* val, int* idx, int o
             if (op == RED_SUM) v += sv[r][tx];
             else if (red_better(sv[r][tx], si[r][tx], v, i, is_max)) { v = sv[r][tx]; i = si[r][tx]; }
         }
-        if (val) {
-            const real r = op == RED_SUM ? v * scale : v;
-            real* out = val + o * inner + j;
-            *out = beta == (real)0 ? r : beta * *out + r;  // beta == 0 never reads val
+        store_result(val, idx, o * inner + j, v, i, op, scale, beta);
+    }
+}
+
+extern "C" __global__ void reduce_serial(const real* x, real* val, int* idx, int op, long long outer, long long n,
+                                         long long inner, real scale, real beta) {
+    const bool is_max = op == RED_MAX;
+    GRID_STRIDE_LOOP(long long, at, outer * inner) {
+        const real* xo = x + (at / inner) * n * inner + at % inner;
+        real v = op == RED_SUM ? (real)0 : (is_max ? red_lowest((real)0) : red_highest((real)0));
+        int i = NO_INDEX;
+        for (long long k = 0; k < n; ++k) {
+            const real xv = xo[k * inner];
+            if (op == RED_SUM) v += xv;
+            else if (red_better(xv, (int)k, v, i, is_max)) { v = xv; i = (int)k; }
         }
-        if (idx) idx[o * inner + j] = i;
+        store_result(val, idx, at, v, i, op, scale, beta);
     }
 }
 

@@ -15,12 +15,13 @@ import numpy as np
 from . import source
 from .array import DeviceArray, provide
 from .checks import as_array, check_float
-from .launch import ceil_div, get_kernel, simulated
+from .launch import BLOCK, ceil_div, get_kernel, grid_1d, simulated
 
 _OPS = source.int_defines("reduce.cu", "RED_")
 SUM, MAX, MIN = _OPS["RED_SUM"], _OPS["RED_MAX"], _OPS["RED_MIN"]
 PART = 4096        # elements per block before a row is split into parts (two passes)
 MAX_BLOCKS = 512   # parts are added only while rows * parts stays below this
+SERIAL_N = 32      # a reduced axis this short takes reduce_serial (one thread per output) on every backend
 
 
 def _row_block(n):
@@ -31,7 +32,28 @@ def _row_block(n):
     return builtins.min(256, builtins.max(32, ceil_div(n, 32) * 32))
 
 
+def serial_fits(n, inner):
+    """Whether reduce_serial (a thread per output walking its n values in order, no barrier) reduces
+    an axis of n with `inner` elements after it: a short axis on every backend (a block or warp
+    reduce would idle most of its threads and pay its barriers for a few elements); on the sim, where
+    a barrier costs a fiber switch per thread, every column reduction and every row up to PART."""
+    return n <= SERIAL_N or (simulated() and (inner > 1 or n <= PART))
+
+
 # -- launchers -------------------------------------------------------------------------------------
+def launch_reduce(op, x, outer, n, inner, val, idx, scale=1, beta=0):
+    """Reduces x seen as (outer, n, inner) over its middle axis into val (outer, inner) = result +
+    beta * val (beta == 0 never reads val) and/or the index into idx, with the kernel that fits the
+    shape: reduce_serial for a short axis (serial_fits), else reduce_rows (inner == 1), else
+    reduce_cols. The order of every sum depends on the shape and backend only."""
+    if serial_fits(n, inner):
+        launch_reduce_serial(op, x, outer, n, inner, val, idx, scale, beta)
+    elif inner == 1 and beta == 0:
+        launch_reduce_rows(op, x, outer, n, val, idx, scale)
+    else:
+        launch_reduce_cols(op, x, outer, n, inner, val, idx, scale, beta)
+
+
 def launch_reduce_rows(op, x, rows, n, val, idx, scale=1):
     """Reduces each row of x seen as (rows, n) into val[row] (and/or the index into idx[row]). Long
     rows of few-row arrays are split into parts reduced by separate blocks, then a second pass."""
@@ -51,6 +73,12 @@ def launch_reduce_cols(op, x, outer, n, inner, val, idx, scale=1, beta=0):
     beta * val (beta == 0 never reads val); coalesced: a warp reads 32 consecutive inner positions."""
     k = get_kernel("reduce", "reduce_cols", x.dtype)
     k(outer * ceil_div(inner, 32), (32, 8), x, val, idx, op, n, inner, scale, beta)
+
+
+def launch_reduce_serial(op, x, outer, n, inner, val, idx, scale=1, beta=0):
+    """As launch_reduce_cols, with one thread per output walking its n values (no barrier)."""
+    k = get_kernel("reduce", "reduce_serial", x.dtype)
+    k(grid_1d(outer * inner), BLOCK, x, val, idx, op, outer, n, inner, scale, beta)
 
 
 def launch_softmax_rows(x, y, rows, n):
@@ -105,10 +133,7 @@ def _reduce(a, op, axis, keepdims, what, index=False, mean=False):
     if outer * inner == 0:
         return val if val is not None else idx
     scale = 1.0 / n if mean else 1  # an int: the int builds take an int scale
-    if inner == 1:
-        launch_reduce_rows(op, a, outer, n, val, idx, scale)
-    else:
-        launch_reduce_cols(op, a, outer, n, inner, val, idx, scale)
+    launch_reduce(op, a, outer, n, inner, val, idx, scale)
     return val if val is not None else idx
 
 

@@ -76,19 +76,26 @@ def bias_act_forward(x, b, y, channels, inner, act):
 
 def bias_grad_sum(dy, db, channels, inner):
     """db[c] += sum of dy over (outer, inner) for dy viewed as (outer, channels, inner): gpublas'
-    deterministic reductions, coalesced (a column reduction over outer; first a row reduction over
-    inner when inner > 1)."""
+    deterministic reductions, in two passes when inner > 1. Short rows (a conv's H*W up to
+    reduction.SERIAL_N) sum over outer first, coalesced across the channels * inner columns, then the
+    channels' short rows; long ones sum each (outer, channel) row first, then over outer."""
     if db.size != channels or dy.size % (channels * inner):
         raise ValueError(f"bias_grad_sum: db {db.shape} does not fit dy {dy.shape} as (*, {channels}, {inner})")
     dtype = _same("bias_grad_sum", dy, db)
     outer = dy.size // (channels * inner)
+    SUM, reduce = reduction.SUM, reduction.launch_reduce
     if outer == 0:
         return db
-    if inner > 1:
+    if inner == 1:
+        reduce(SUM, dy, 1, outer, channels, db, None, beta=1.0)
+    elif reduction.serial_fits(inner, 1):
+        cols = gpublas.empty((channels * inner,), dtype)
+        reduce(SUM, dy, 1, outer, channels * inner, cols, None)
+        reduce(SUM, cols, channels, inner, 1, db, None, beta=1.0)
+    else:
         rows = gpublas.empty((outer * channels,), dtype)
-        reduction.launch_reduce_rows(reduction.SUM, dy, outer * channels, inner, rows, None)
-        dy = rows
-    reduction.launch_reduce_cols(reduction.SUM, dy, 1, outer, channels, db, None, beta=1.0)
+        reduce(SUM, dy, outer * channels, inner, 1, rows, None)
+        reduce(SUM, rows, 1, outer, channels, db, None, beta=1.0)
     return db
 
 
@@ -218,7 +225,7 @@ def sum_scaled(x, out, scale=1.0):
     _same("sum_scaled", x, out)
     if x.size == 0:
         return out.fill(0)
-    reduction.launch_reduce_rows(reduction.SUM, x, 1, x.size, out, None, scale)
+    reduction.launch_reduce(reduction.SUM, x, 1, x.size, 1, out, None, scale)
     return out
 
 

@@ -4,6 +4,7 @@ import pytest
 
 import gpublas
 import nn
+from nn import kernels as K
 from nn import reference as ref
 from reference import assert_close
 
@@ -158,3 +159,12 @@ def test_backward_checks_dy_shape(rng):
     layer(rng.standard_normal((4, 3)))
     with pytest.raises(ValueError, match=r"backward expects dy of shape \(4, 2\)"):
         layer.backward(np.zeros((4, 3)))
+
+
+@pytest.mark.parametrize("outer,channels,inner", [(5, 3, 1), (32, 16, 16), (3, 4, 64), (2, 3, 5000), (1, 1, 1)])
+def test_bias_grad_sum_every_pass_order(rng, outer, channels, inner):
+    # inner 1: one column pass; short rows: over outer first, then the channels' rows; long: rows first
+    dy = rng.standard_normal((outer, channels, inner)).astype(np.float32)
+    db = gpublas.to_device(np.full(channels, 0.5, np.float32))
+    K.bias_grad_sum(gpublas.to_device(dy), db, channels, inner)  # adds into db
+    np.testing.assert_allclose(db.get(), 0.5 + dy.astype(np.float64).sum(axis=(0, 2)), rtol=1e-5, atol=1e-4)

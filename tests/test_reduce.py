@@ -202,3 +202,53 @@ def test_bitwise_identical_across_thread_orders(rng):
     for other in runs[1:]:
         for a, b in zip(runs[0], other):
             np.testing.assert_array_equal(a, b)
+
+
+# -- each kernel, whichever the dispatcher picks on this backend ----------------------------------
+from gpublas import reduction as R  # noqa: E402
+
+
+def _launch(kernel, op, x, outer, n, inner, val, idx, scale=1, beta=0):
+    if kernel == "rows":
+        R.launch_reduce_rows(op, x, outer, n, val, idx, scale)
+    elif kernel == "cols":
+        R.launch_reduce_cols(op, x, outer, n, inner, val, idx, scale, beta)
+    else:
+        R.launch_reduce_serial(op, x, outer, n, inner, val, idx, scale, beta)
+
+
+@pytest.mark.parametrize("kernel", ["rows", "cols", "serial"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_each_reduction_kernel(kernel, dtype, rng, sim_order):
+    for outer, n, inner in [(1, 1, 1), (3, 7, 1), (5, 33, 1), (2, 300, 1), (1, 5, 37), (3, 33, 2), (2, 1, 64)]:
+        if kernel == "rows" and inner > 1:
+            continue
+        x = rng.standard_normal((outer, n, inner)).astype(dtype)
+        x[0, n // 2, 0] = x.max() + 1  # a known argmax
+        d = dev(x)
+        val, idx = gpublas.empty((outer, inner), dtype), gpublas.empty((outer, inner), np.int32)
+        _launch(kernel, R.SUM, d, outer, n, inner, val, None, scale=0.5)
+        assert_close(val, 0.5 * x.astype(np.float64).sum(axis=1), dtype, k=n)
+        _launch(kernel, R.MAX, d, outer, n, inner, val, idx)
+        np.testing.assert_array_equal(val.get(), x.max(axis=1))
+        np.testing.assert_array_equal(idx.get(), x.argmax(axis=1))
+        _launch(kernel, R.MIN, d, outer, n, inner, None, idx)
+        np.testing.assert_array_equal(idx.get(), x.argmin(axis=1))
+        if kernel != "rows":  # val = sum + beta * val
+            acc = gpublas.to_device(np.ones((outer, inner), dtype))
+            _launch(kernel, R.SUM, d, outer, n, inner, acc, None, beta=2.0)
+            assert_close(acc, 2 + x.astype(np.float64).sum(axis=1), dtype, k=n)
+
+
+def test_short_axes_take_the_serial_kernel():
+    x = gpublas.to_device(np.ones((4, 16, 8), np.float32))
+    with gpublas.profile() as p:
+        rows = gpublas.sum(x, axis=2)     # 64 rows of 8: a warp reduce would idle 24 of 32 lanes
+        cols = gpublas.sum(x, axis=1)     # 16 values per column
+    assert {e.name for e in p.key_averages() if e.kind == "kernel"} == {"reduce_serial"}
+    np.testing.assert_array_equal(rows.get(), np.full((4, 16), 8, np.float32))
+    np.testing.assert_array_equal(cols.get(), np.full((4, 8), 16, np.float32))
+    long_rows = gpublas.zeros((2, 5000), np.float32)
+    with gpublas.profile() as p:
+        gpublas.sum(long_rows, axis=1)
+    assert {e.name for e in p.key_averages() if e.kind == "kernel"} == {"reduce_rows"}
