@@ -58,7 +58,7 @@ struct uint3 { unsigned int x, y, z; };
 static inline uint3 make_uint3(unsigned x, unsigned y, unsigned z) { return uint3{x, y, z}; }
 struct dim3 {
     unsigned int x, y, z;
-    dim3(unsigned int x_ = 1, unsigned int y_ = 1, unsigned int z_ = 1) : x(x_), y(y_), z(z_) {}
+    constexpr dim3(unsigned int x_ = 1, unsigned int y_ = 1, unsigned int z_ = 1) : x(x_), y(y_), z(z_) {}
 };
 
 // ---------------------------------------------------------------------------------------------
