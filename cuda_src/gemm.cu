@@ -24,6 +24,16 @@
 //                aligned and the 4 elements are in bounds; else 4 scalar loads, zero-padded) into shared
 //                memory; op(A)'s tile is stored k-major so that a thread's 8 (4) rows are contiguous.
 //                Then 8 (16) rank-1 updates of the thread's register tile. Two barriers per K tile.
+// gemm_direct:   block up to 16x16 (threadIdx.x along columns), each thread a 4x8 tile of C (a 16x16 block:
+//                64x128), read straight from global memory: no shared memory, no barrier. For every k it
+//                loads 4 elements of op(A)'s column k and 8 consecutive ones of op(B)'s row k and does 32
+//                multiply-adds in registers; each C element is summed in the order k = 0..K-1. A tile that
+//                would cross an edge of C moves back inside it (recomputing, not storing, some of its
+//                neighbour's outputs), so the K loop has no bounds checks; when C is smaller than a tile
+//                the loads clamp to its last row / column. Transposes and the column fit are template parameters
+//                (one branch per thread picks the instantiation). For skinny products on the simulator,
+//                where a barrier costs a fiber switch per thread and 32 accumulators a thread break the
+//                single add chain of gemm_naive.
 // gemm_wmma:     block 128 threads (4 warps), TF32 tensor cores (nvcuda::wmma, 16x16x8 fragments, float
 //                accumulation), 64x64 tile of C per block, 32x32 per warp (2x2 fragments), K in tiles of 8
 //                staged through shared memory. float only, sm_80+ on the cuda backend, also on sim (opt-in: kernel="wmma";
@@ -204,6 +214,84 @@ gemm_regblock(int M, int N, int K, real alpha, const real* __restrict__ A, int l
         for (int j = 0; j < TN; ++j) {
             const int col = col0 + tc * TN + j;
             if (col < N) store_c(C, (long long)row * ldc + col, alpha, acc[i][j], beta);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// gemm_direct
+// ---------------------------------------------------------------------------------------------------
+#define DIRECT_TM 4
+#define DIRECT_TN 8
+
+// The thread's DIRECT_TM x DIRECT_TN tile at (row0, col0), summed over k = 0..K-1 into acc. Rows past M
+// read the last row (only when C has fewer than DIRECT_TM rows). FIT_N: the tile's columns lie inside
+// C, at fixed strides from its corner (op(B)'s row k is read as one run when B is not transposed); else
+// (C has fewer than DIRECT_TN columns) columns past N read the last one.
+template <bool TA, bool TB, bool FIT_N>
+__device__ __forceinline__ void direct_tile(int M, int N, int K, const real* __restrict__ A, int lda,
+                                            const real* __restrict__ B, int ldb, int row0, int col0,
+                                            real (&acc)[DIRECT_TM][DIRECT_TN]) {
+    const long long a_row = TA ? 1 : lda, a_k = TA ? lda : 1;  // op(A)[r, k] = A[r * a_row + k * a_k]
+    const long long b_col = TB ? ldb : 1, b_k = TB ? 1 : ldb;  // op(B)[k, c] = B[k * b_k + c * b_col]
+    long long a_at[DIRECT_TM], b_at[DIRECT_TN];
+#pragma unroll
+    for (int i = 0; i < DIRECT_TM; ++i) a_at[i] = min(row0 + i, M - 1) * a_row;
+#pragma unroll
+    for (int j = 0; j < DIRECT_TN; ++j) b_at[j] = min(col0 + j, N - 1) * b_col;
+    for (int k = 0; k < K; ++k) {
+        const real* ak = A + k * a_k;
+        const real* bk = B + k * b_k;
+        real a[DIRECT_TM], b[DIRECT_TN];
+#pragma unroll
+        for (int i = 0; i < DIRECT_TM; ++i) a[i] = ak[a_at[i]];
+#pragma unroll
+        for (int j = 0; j < DIRECT_TN; ++j) b[j] = FIT_N ? bk[(col0 + j) * b_col] : bk[b_at[j]];
+#pragma unroll
+        for (int i = 0; i < DIRECT_TM; ++i)
+#pragma unroll
+            for (int j = 0; j < DIRECT_TN; ++j) acc[i][j] += a[i] * b[j];
+    }
+}
+
+extern "C" __global__ void gemm_direct(int M, int N, int K, real alpha, const real* __restrict__ A, int lda,
+                                       int trans_a, const real* __restrict__ B, int ldb, int trans_b, real beta,
+                                       real* __restrict__ C, int ldc, long long stride_a, long long stride_b,
+                                       long long stride_c) {
+    const int own_row = (blockIdx.y * blockDim.y + threadIdx.y) * DIRECT_TM;  // the tile this thread stores
+    const int own_col = (blockIdx.x * blockDim.x + threadIdx.x) * DIRECT_TN;
+    if (own_row >= M || own_col >= N) return;
+    A += blockIdx.z * stride_a;
+    B += blockIdx.z * stride_b;
+    C += blockIdx.z * stride_c;
+    // A tile crossing an edge moves back inside C (overlapping its neighbour, whose outputs it computes
+    // again but does not store), so only a C narrower than a tile takes the clamped loads.
+    const int row0 = M >= DIRECT_TM ? min(own_row, M - DIRECT_TM) : own_row;
+    const int col0 = N >= DIRECT_TN ? min(own_col, N - DIRECT_TN) : own_col;
+    const bool fit_n = N >= DIRECT_TN;
+    real acc[DIRECT_TM][DIRECT_TN];
+#pragma unroll
+    for (int i = 0; i < DIRECT_TM; ++i)
+#pragma unroll
+        for (int j = 0; j < DIRECT_TN; ++j) acc[i][j] = 0;
+    switch ((trans_a ? 4 : 0) + (trans_b ? 2 : 0) + (fit_n ? 1 : 0)) {  // one instantiation per case
+        case 0: direct_tile<false, false, false>(M, N, K, A, lda, B, ldb, row0, col0, acc); break;
+        case 1: direct_tile<false, false, true>(M, N, K, A, lda, B, ldb, row0, col0, acc); break;
+        case 2: direct_tile<false, true, false>(M, N, K, A, lda, B, ldb, row0, col0, acc); break;
+        case 3: direct_tile<false, true, true>(M, N, K, A, lda, B, ldb, row0, col0, acc); break;
+        case 4: direct_tile<true, false, false>(M, N, K, A, lda, B, ldb, row0, col0, acc); break;
+        case 5: direct_tile<true, false, true>(M, N, K, A, lda, B, ldb, row0, col0, acc); break;
+        case 6: direct_tile<true, true, false>(M, N, K, A, lda, B, ldb, row0, col0, acc); break;
+        default: direct_tile<true, true, true>(M, N, K, A, lda, B, ldb, row0, col0, acc); break;
+    }
+#pragma unroll
+    for (int i = 0; i < DIRECT_TM; ++i) {
+        const int row = row0 + i;
+#pragma unroll
+        for (int j = 0; j < DIRECT_TN; ++j) {
+            const int col = col0 + j;
+            if (row >= own_row && row < M && col >= own_col && col < N)
+                store_c(C, (long long)row * ldc + col, alpha, acc[i][j], beta);
         }
     }
 }

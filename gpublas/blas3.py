@@ -5,8 +5,8 @@
     c = gpublas.gemm_batched(a3, b3)                         # (batch, M, K) @ (batch, K, N)
     c = a @ b                                                # DeviceArray.__matmul__ -> ops.matmul
 
-gemm.cu holds a ladder of kernels with one signature (naive, tiled, regblock, wmma); gemm_v2.cu the v2
-kernels (cp.async pipelines, warp tiles; gpublas/gemm_v2.py launches them). `choose_kernel` picks one by
+gemm.cu holds a ladder of kernels with one signature (naive, tiled, regblock, direct, wmma); gemm_v2.cu
+the v2 kernels (cp.async pipelines, warp tiles; gpublas/gemm_v2.py launches them). `choose_kernel` picks one by
 shape, transposes, alignment and SM count (the table in gemm_v2.py's docstring) unless the caller forces
 one with kernel="..." or the environment variable GPUBLAS_GEMM_KERNEL: a ladder step, 'v2' (v2 with the
 configuration chosen by shape), 'v2_large' / 'v2_medium' / 'v2_small' (128x128, 64x64, 32x64 tiles),
@@ -34,7 +34,8 @@ from .checks import blas_matrix, check_operands, leading_dimension, swap_last, w
 from .launch import ceil_div, get_kernel, simulated
 from .layout import may_overlap_itself, may_share_memory
 
-LADDER = ("naive", "tiled", "regblock", "wmma")
+LADDER = ("naive", "tiled", "regblock", "direct", "wmma")
+DIRECT_TILE = (4, 8)  # gemm.cu's DIRECT_TM x DIRECT_TN
 KERNELS = LADDER + gemm_v2.NAMES
 TF32 = ("wmma", "tf32")
 ENV_KERNEL = "GPUBLAS_GEMM_KERNEL"
@@ -48,11 +49,11 @@ def choose_kernel(m, n, k, sim=False, batch=1, sms=132, lds=(0,), dtype=np.float
     `sms` SMs: 'naive' for tiny products (launch cost dominates); else a v2 configuration or 'splitk' as
     gemm_v2.choose says, or 'regblock' where a leading dimension in `lds` is too large for v2's 32-bit
     tile index math. On the simulator (sim=True) barriers cost a fiber switch per thread, so the
-    barrier-per-K-step kernels never win there: sim_kernel() picks 'naive' or 'regblock' by their CPU cost."""
-    if m * n * k <= 32 ** 3:
-        return "naive"
+    barrier-free kernels win there: sim_kernel() picks 'direct' or 'naive' by their CPU cost."""
     if sim:
         return sim_kernel(m, n, k, trans_a, trans_b, dtype)
+    if m * n * k <= 32 ** 3:
+        return "naive"
     if not gemm_v2.indexable(*lds):
         return "regblock"
     kernel, config, _ = gemm_v2.choose(m, n, k, batch, sms, dtype)
@@ -60,27 +61,30 @@ def choose_kernel(m, n, k, sim=False, batch=1, sms=132, lds=(0,), dtype=np.float
 
 
 # -- the simulator's choice: a CPU cost model -------------------------------------------------------
-# On sim, regblock pays for every multiply-add of its zero-padded tiles (a 32-row product in a
-# 128-row tile does 4x the work) plus a fiber switch per thread at each barrier; naive pays for the
-# real multiply-adds only, more when an operand is read across K with a stride, and a call per output.
-# CPU ns measured with one OpenMP thread on a 2-core AMD EPYC (2026-11-23) over nn's digits shapes
-# (conv 32x512x144, 32x144x512, 144x512x32, 16x2048x9, dense 32x64x128 ...), both dtypes; re-measure
-# when the simulator's barrier cost changes.
+# On sim, gemm_direct pays for every multiply-add of its 4x8 tiles (full-size at C's edges: a C of one
+# column costs 8x its work) plus a simulated thread (a call and 32 stores) per tile; gemm_naive pays
+# for the real multiply-adds only, but each is one link of a single add chain (no independent
+# accumulators), more when an operand is read across K with a stride, plus a call per output.
+# CPU ns measured with one OpenMP thread on a 2-core AMD EPYC (2026-11-23, shared) over nn's digits
+# and LSTM shapes, squares up to 512^3 and thin products, both dtypes. The barrier kernels lost every
+# one of those shapes: regblock by 1.0-4x (its 128x128 tiles pad a 32-row product 4x, a barrier is a
+# fiber switch per thread), tiled and v2 by more; direct beat naive except where C has one column
+# (e.g. 2048x1x1024: naive 4.1 ms, direct 6.6). Re-measure when the simulator's barrier cost changes.
 SIM_NAIVE_NS = {4: (1.2, 0.65), 8: (1.1, 1.2)}  # itemsize -> (per multiply-add, extra per strided operand)
 SIM_NAIVE_OUTPUT_NS = 20.0                        # per C element (one simulated thread)
-SIM_REGBLOCK_NS = {4: 0.36, 8: 1.0}               # per multiply-add of the padded tile steps
+SIM_DIRECT_NS = 0.4                               # per multiply-add of gemm_direct's tiles, either dtype
+SIM_DIRECT_TILE_NS = 110.0                        # per 4x8 tile (one simulated thread)
 
 
 def sim_kernel(m, n, k, trans_a=False, trans_b=False, dtype=np.float32):
-    """'naive' or 'regblock' for an (m x k) @ (k x n) product on the simulator, whichever the cost
+    """'direct' or 'naive' for an (m x k) @ (k x n) product on the simulator, whichever the cost
     model above says is cheaper on the CPU."""
-    size = np.dtype(dtype).itemsize
-    tile, bk = (128, 8) if size == 4 else (64, 16)  # gemm_regblock's BM = BN and BK for `real`
-    padded = ceil_div(m, tile) * ceil_div(n, tile) * ceil_div(k, bk) * tile * tile * bk
-    base, strided = SIM_NAIVE_NS[size]
+    base, strided = SIM_NAIVE_NS[np.dtype(dtype).itemsize]
     per_fma = base + strided * (bool(trans_a) + (not trans_b))  # op(A) strided along K when transposed, B when not
     naive = m * n * k * per_fma + m * n * SIM_NAIVE_OUTPUT_NS
-    return "regblock" if padded * SIM_REGBLOCK_NS[size] < naive else "naive"
+    tm, tn = DIRECT_TILE
+    direct = ceil_div(m, tm) * ceil_div(n, tn) * (tm * tn * k * SIM_DIRECT_NS + SIM_DIRECT_TILE_NS)
+    return "direct" if direct <= naive else "naive"
 
 
 def _kernel_name(kernel, m, n, k, batch, lds, dtype, trans_a=False, trans_b=False):
@@ -116,12 +120,20 @@ def _launch_regblock(args, m, n, batch, dtype, stream):
     k((ceil_div(n, tile), ceil_div(m, tile), batch), 256, *args, stream=stream)
 
 
+def _launch_direct(args, m, n, batch, dtype, stream):
+    tm, tn = DIRECT_TILE  # gemm_direct's 4x8 per thread; a block of up to 16x16 threads
+    bx, by = min(16, ceil_div(n, tn)), min(16, ceil_div(m, tm))
+    k = get_kernel("gemm", "gemm_direct", dtype)
+    k((ceil_div(n, bx * tn), ceil_div(m, by * tm), batch), (bx, by), *args, stream=stream)
+
+
 def _launch_wmma(args, m, n, batch, dtype, stream):
     k = get_kernel("gemm", "gemm_wmma", dtype)
     k((ceil_div(n, 64), ceil_div(m, 64), batch), 128, *args, stream=stream)
 
 
-_LAUNCHERS = {"naive": _launch_naive, "tiled": _launch_tiled, "regblock": _launch_regblock, "wmma": _launch_wmma}
+_LAUNCHERS = {"naive": _launch_naive, "tiled": _launch_tiled, "regblock": _launch_regblock, "direct": _launch_direct,
+              "wmma": _launch_wmma}
 
 
 def _check_tf32(name, dtype):

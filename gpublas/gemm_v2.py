@@ -15,7 +15,7 @@ blas3.gemm's dispatcher calls `choose` for the automatic choice and `launch` for
 
 <copy> is `vec` (16-byte cp.async) when both operands' pointers are 16-byte aligned and their leading
 dimensions, batch strides and contiguous extents are multiples of 16 bytes, else `elem`. On the sim
-backend blas3 keeps its own choice (naive / regblock): fibers make every barrier cost a context switch
+backend blas3 keeps its own choice (direct / naive): fibers make every barrier cost a context switch
 per thread, so the barrier-per-K-step v2 kernels never win there (they still run there, when forced).
 """
 import functools

@@ -8,7 +8,7 @@ from gpublas import blas3, gemm_v2
 from reference import assert_close
 
 DTYPES = [np.float32, np.float64]
-LADDER = ["naive", "tiled", "regblock"]
+LADDER = ["naive", "tiled", "regblock", "direct"]
 V2 = ["v2_large", "v2_medium", "v2_small", "splitk"]
 ALL = LADDER + V2
 TRANS = [(False, False), (False, True), (True, False), (True, True)]
@@ -141,8 +141,9 @@ def test_dispatcher_and_forcing(rng, monkeypatch):
     assert blas3.choose_kernel(64, 128, 8192, sms=132) == "splitk"     # a weight gradient: K = batch x spatial
     assert blas3.choose_kernel(64, 128, 8192, batch=8, sms=132) == "v2_small"
     assert blas3.choose_kernel(256, 256, 256, lds=(2 ** 24, 256)) == "regblock"  # 32-bit tile index math
-    assert blas3.choose_kernel(64, 64, 64, sim=True) == "regblock"
-    assert blas3.choose_kernel(4096, 16, 9, sim=True) == "naive"
+    assert blas3.choose_kernel(64, 64, 64, sim=True) == "direct"
+    assert blas3.choose_kernel(4, 4, 4, sim=True) == "direct"      # the sim has no "tiny" rule
+    assert blas3.choose_kernel(2048, 1, 1024, sim=True) == "naive"  # one column: 1/8 of direct's tiles
     kernel, config, splits = gemm_v2.choose(64, 128, 8192, sms=132)
     assert (kernel, config) == ("splitk", "small") and 2 <= splits <= gemm_v2.MAX_SPLITS
     used = []
@@ -316,18 +317,17 @@ def test_gemm_v2_refuses_leading_dimensions_beyond_32_bit_tiles():
         blas3._kernel_name("v2", 2, 2, 2, 1, (2 ** 24, 2), np.float32)
 
 
-def test_sim_cost_model_picks_by_padding_and_strides():
-    # nn's digits conv2 at batch 32: the forward product fills a quarter of regblock's 128-row tiles
-    # and still wins; the weight gradient (K = 512 across 64 K steps of one 32-row tile) goes naive
-    assert blas3.choose_kernel(32, 512, 144, sim=True) == "regblock"
-    assert blas3.choose_kernel(32, 144, 512, sim=True, trans_b=True) == "naive"
-    assert blas3.choose_kernel(144, 512, 32, sim=True, trans_a=True) == "regblock"
-    for dtype in (np.float32, np.float64):
-        assert blas3.sim_kernel(16, 9, 2048, trans_b=True, dtype=dtype) == "naive"   # thin: 1/14 of a tile
-        assert blas3.sim_kernel(256, 256, 256, dtype=dtype) == "regblock"            # full tiles
-    # strides make naive dearer: the same shape flips once both operands are read across K with a stride
-    assert blas3.sim_kernel(32, 128, 128, trans_b=True) == "naive"
-    assert blas3.sim_kernel(32, 128, 128, trans_a=True) == "regblock"
+def test_sim_cost_model_picks_direct_unless_c_is_one_column():
+    # nn's digits and LSTM products (all measured fastest on gemm_direct), both dtypes and every transpose
+    for m, n, k in [(32, 512, 144), (32, 144, 512), (144, 512, 32), (16, 9, 2048), (9, 2048, 16), (16, 128, 32),
+                    (128, 16, 128), (256, 256, 256), (5, 5, 5)]:
+        for dtype in (np.float32, np.float64):
+            for ta, tb in TRANS:
+                assert blas3.sim_kernel(m, n, k, ta, tb, dtype) == "direct", (m, n, k, ta, tb, dtype)
+    # a single column: direct's 8-column tiles compute 8x the work, naive's one add chain per output wins
+    assert blas3.sim_kernel(2048, 1, 1024) == "naive"
+    assert blas3.sim_kernel(2048, 1, 1024, dtype=np.float64) == "naive"
+    assert blas3.sim_kernel(2048, 8, 1024) == "direct"
 
 
 @pytest.mark.parametrize("trans_a", [False, True])
