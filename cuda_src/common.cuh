@@ -16,6 +16,11 @@
 //                                    called back to back
 //   block_reduce_pair(v, i, better)  (value, index) version for argmax / argmin: `better(bv, bi, av, ai)`
 //                                    says whether candidate (bv, bi) beats (av, ai); valid in thread 0
+//   warp_inclusive_scan(v)           lane l gets v summed over lanes 0..l (shuffles up)
+//   block_exclusive_scan(v, total)   thread t of a 1-D block (blockDim.x a multiple of 32) gets v summed
+//                                    over threads 0..t-1, every thread the block's total: warps scan
+//                                    with shuffles, warp totals go through shared memory (two
+//                                    barriers). Once per kernel, or a __syncthreads() between calls.
 //   ACT_*, act_apply, act_grad_from_output   the fused activations of nn's kernels (nn.kernels.ACT reads
 //                                    the ACT_* codes from here); the gradient from the forward OUTPUT
 //   FastDivmod, div_mod(n, d, rem)   n / d and n % d for 0 <= n, d < 2^31 with one __umulhi and a
@@ -135,6 +140,33 @@ __device__ void block_reduce_pair(T& v, I& i, Better better) {
         i = part_i[from];
         warp_reduce_pair(v, i, better);
     }
+}
+
+template <class T>
+__device__ __forceinline__ T warp_inclusive_scan(T v) {
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int offset = 1; offset < 32; offset <<= 1) {
+        const T u = __shfl_up_sync(FULL_MASK, v, offset);
+        if (lane >= offset) v += u;
+    }
+    return v;
+}
+
+template <class T>
+__device__ T block_exclusive_scan(T v, T& total) {
+    __shared__ T warp_part[32];  // inclusive sums of the warp totals, after the second barrier
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    const T inclusive = warp_inclusive_scan(v);
+    if (lane == 31) warp_part[warp] = inclusive;
+    __syncthreads();
+    if (warp == 0) {  // each lane reads and rewrites only its own slot
+        const T w = warp_inclusive_scan(lane < warps ? warp_part[lane] : (T)0);
+        if (lane < warps) warp_part[lane] = w;
+    }
+    __syncthreads();
+    total = warp_part[warps - 1];
+    return (warp > 0 ? warp_part[warp - 1] : (T)0) + inclusive - v;
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -32,7 +32,9 @@ from .elementwise import (abs, axpby, clip, exp, log, maximum, minimum, negative
                           tanh, transpose, where)
 from .ops import (add, all, any, divide, equal, greater, greater_equal, less, less_equal, multiply, not_equal,
                   subtract)
-from . import indexing  # noqa: F401 (views and item assignment: DeviceArray's [], reshape, .T)
+# --- indexing: views, integer and boolean array indices (issue: array) ---
+from .gather import count_nonzero, nonzero
+from .indexing import take
 # --- interop: DLPack and the CUDA array interface (issue: array) ---
 from .interop import as_device_array, from_dlpack
 from .reduction import argmax, argmin, logsumexp, max, mean, min, softmax, sum

@@ -240,11 +240,13 @@ class DeviceArray:
                            _base=self if self.base is None else self.base)
 
     def __getitem__(self, key):
-        """Basic indexing (ints, slices with any step, None, ...) returns a view, as NumPy's."""
+        """Basic indexing (ints, slices with any step, None, ...) returns a view, as NumPy's; one integer
+        or boolean array in the key gathers into a new array (gpublas.indexing states the rules)."""
         return impl.getitem(self, key)
 
     def __setitem__(self, key, value):
-        """a[key] = scalar or array (broadcast, converted to a's dtype), as NumPy's."""
+        """a[key] = scalar or array (broadcast, converted to a's dtype), as NumPy's; also through an
+        integer array or a mask (repeated indices: the last one wins)."""
         impl.setitem(self, key, value)
 
     def reshape(self, *shape):

@@ -1,4 +1,5 @@
-"""Views and item assignment for DeviceArray, with NumPy's rules (basic indexing only).
+"""Indexing and item assignment for DeviceArray, with NumPy's rules: basic indexing gives views,
+one integer or boolean array in the key gathers into a new array (gpublas.gather does that work).
 
 View rules (each returns a DeviceArray sharing the base's memory; no copy, no launch):
   * a[i] drops an axis; a[i:j:k] keeps it, with any step, negative included; a[:, i:j] is a
@@ -7,8 +8,16 @@ View rules (each returns a DeviceArray sharing the base's memory; no copy, no la
   * a.T and a.transpose(axes) permute strides; a.reshape(shape) is a view when each group of old
     axes merged into new ones is contiguous within itself (always for a contiguous array), else a
     copy, as NumPy's reshape; ravel() likewise; flatten() and copy() always copy.
-  * Integer, boolean or array indices (NumPy's advanced indexing) raise IndexError: they gather
-    into a copy; do them on the host.
+Advanced indexing (a copy, as NumPy's), one integer or boolean array per key, beside basic entries:
+  * a[idx], a[:, idx], a[..., idx, 1:]: an integer array (DeviceArray, ndarray or list; any shape)
+    along one axis gives shape a.shape[:k] + idx.shape + a.shape[k+1:]; negative indices count from
+    the end, one outside [-n, n) raises IndexError naming it (found on the device, before any
+    write). Ints elsewhere in the key index as usual; when a slice, None or ... separates them from
+    the array, idx's axes go first (NumPy's rule). take(a, idx, axis) is a[..., idx] along `axis`.
+  * a[mask]: a bool array matching the axes it covers (all of a's, or leading ones, or any run of
+    them) selects its True elements in C order: shape a.shape[:k] + (count,) + the axes after.
+  * a[idx] = v, a[mask] = v write v (scalar or array broadcast to a[idx]'s shape) into a; with a
+    repeated index the last one in idx's C order wins (deterministically; NumPy does not promise it).
 Item assignment a[key] = v writes a scalar, a DeviceArray or an ndarray (broadcast to the view's
 shape, converted to a's dtype) through one strided copy kernel; a right-hand side that overlaps the
 target otherwise than element for element is copied first, so `x[1:] += x[:-1]` gives NumPy's
@@ -19,20 +28,36 @@ import operator
 import numpy as np
 
 from . import elementwise as ew
-from . import layout
+from . import gather, layout
 from .array import SRC_CODES, DeviceArray, provide, to_device
-from .checks import is_scalar
+from .checks import as_array, is_scalar
 from .launch import get_kernel
 
 
 def _index_error(k):
-    return IndexError(f"unsupported index {k!r}: gpublas takes ints, slices, None and ... (basic indexing); "
-                      "integer, boolean or array indices gather into a copy: do them on the host")
+    return IndexError(f"unsupported index {k!r}: gpublas takes ints, slices, None, ... and one integer or "
+                      "boolean array (DeviceArray, ndarray or list)")
+
+
+def _is_array(k):
+    return isinstance(k, (DeviceArray, np.ndarray, list))
+
+
+def _is_int(k):
+    return isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_))
 
 
 def getitem(a, key):
-    """The view a[key] for a basic index."""
+    """a[key]: a view for a basic key, a new array for one with an integer or boolean array."""
     key = key if isinstance(key, tuple) else (key,)
+    if any(_is_array(k) for k in key):
+        where, _ = _advanced(a, key)
+        return gather.gather(*where)
+    return _basic(a, key)
+
+
+def _basic(a, key):
+    """The view a[key] for a basic key (a tuple)."""
     if sum(k is Ellipsis for k in key) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
     consumed = sum(k is not None and k is not Ellipsis for k in key)
@@ -59,7 +84,7 @@ def getitem(a, key):
                 offset += start * s
             shape.append(length)
             strides.append(s * step)
-        elif isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)):
+        elif _is_int(k):
             i = operator.index(k)
             if not -n <= i < n:
                 raise IndexError(f"index {i} is out of bounds for axis {axis - 1} with size {n}")
@@ -69,9 +94,60 @@ def getitem(a, key):
     return a._view(tuple(shape), tuple(strides), offset)
 
 
+def _advanced(a, key):
+    """((view, axis, ndim, w, wstride, front), repeats) for a key (a tuple) holding one integer or
+    boolean array: `view` is a[key] with the array's place taken by full slices, whose axes [axis,
+    axis + ndim) the positions w replace (gpublas.gather's arguments); `repeats`: w may repeat."""
+    where = [i for i, k in enumerate(key) if _is_array(k)]
+    if len(where) > 1:
+        raise IndexError("gpublas takes one integer or boolean array per index, not several combined "
+                         "(a[rows, cols]): index one axis at a time")
+    p = where[0]
+    index = gather.as_index(key[p])
+    ndim = index.ndim if index.dtype == np.bool_ else 1
+    if ndim == 0:
+        raise IndexError("a 0-d boolean index is not supported; use a[None] or an if statement")
+    basic = key[:p] + (slice(None),) * ndim + key[p + 1:]
+    view = _basic(a, basic)
+    spanned = a.ndim - sum(k is not None and k is not Ellipsis for k in basic)  # the axes ... stands for
+    axis = sum(spanned if k is Ellipsis else 1 for k in key[:p] if not _is_int(k))        # in view
+    a_axis = sum(spanned if k is Ellipsis else 0 if k is None else 1 for k in key[:p])  # in a (for messages)
+    if index.dtype == np.bool_:
+        for k, (n, m) in enumerate(zip(view.shape[axis:axis + ndim], index.shape)):
+            if n != m:
+                raise IndexError(f"boolean index did not match indexed array along axis {a_axis + k}; size of "
+                                 f"axis is {n} but size of corresponding boolean axis is {m}")
+        w = gather.mask_positions(index, [s // a.itemsize for s in view.strides[axis:axis + ndim]])
+        wstride, repeats = 1, False
+    else:
+        w = gather.positions(index, view.shape[axis], a_axis)
+        wstride, repeats = view.strides[axis] // a.itemsize, True
+    advanced = [i for i, k in enumerate(key) if _is_int(k)] + [p]  # ints count as advanced beside an array
+    front = max(advanced) - min(advanced) + 1 != len(advanced)
+    return (view, axis, ndim, w, wstride, front), repeats
+
+
+def take(a, indices, axis=None):
+    """The elements of `a` at integer `indices` along `axis` (of the flattened array when None), as
+    NumPy's take: a new array; negative indices count from the end, others outside raise IndexError."""
+    a = as_array(a, "take")
+    if axis is None:
+        a, axis = a.reshape(-1), 0
+    if not -a.ndim <= axis < a.ndim:
+        raise np.exceptions.AxisError(axis, a.ndim)
+    index = gather.as_index(indices)
+    index = index.astype(np.int64) if index.dtype == np.bool_ else index
+    return getitem(a, (slice(None),) * (axis % a.ndim) + (index,))
+
+
 def setitem(a, key, value):
     """a[key] = value (a scalar, DeviceArray or ndarray-like), broadcast and converted."""
-    view = getitem(a, key)
+    key = key if isinstance(key, tuple) else (key,)
+    if any(_is_array(k) for k in key):
+        where, repeats = _advanced(a, key)
+        gather.scatter(*where, value, repeats)
+        return
+    view = _basic(a, key)
     if is_scalar(value) or isinstance(value, (bool, np.bool_)):
         view.fill(value)
     elif isinstance(value, DeviceArray):
