@@ -166,3 +166,15 @@ def test_ctrl_c_stops_a_long_launch(handler, expect):
     assert f"stopped {expect}" in lines, lines
     assert "after 105.0" in lines, lines
     assert latency < 1.0, f"{latency * 1e3:.0f} ms from SIGINT to the launch stopping"  # ~25 ms measured
+
+
+@pytest.mark.parametrize("given, spin", [(None, "0"), ("active", "30000000000")])
+def test_openmp_workers_sleep_between_launches_unless_told(given, spin):
+    # libgomp prints the spin count it initialized with (OMP_DISPLAY_ENV) when the first module loads
+    # it; left alone it would spin 300,000 times before sleeping after every parallel launch
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    env.update(OMP_DISPLAY_ENV="VERBOSE", GPUBLAS_BACKEND="sim", **({"OMP_WAIT_POLICY": given} if given else {}))
+    code = "import gpublas; print(float(gpublas.full(3, 2.0).sum()))"
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and p.stdout.strip() == "6.0", p.stderr
+    assert f"GOMP_SPINCOUNT = '{spin}'" in p.stderr, p.stderr
