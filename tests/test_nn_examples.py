@@ -105,3 +105,13 @@ def test_digits_example_smoke(capsys, optimizer):
     assert digits.main(["--epochs", "1", "--quiet", "--optimizer", optimizer]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("backend: ") and lines[-1].startswith("digits: test accuracy")
+
+
+def test_digits_data_is_scikit_learns():
+    pytest.importorskip("sklearn")
+    from sklearn.datasets import load_digits
+    from nn.examples import digits
+    images, target = digits.digits_data()
+    d = load_digits()
+    np.testing.assert_array_equal(images, d.images)
+    np.testing.assert_array_equal(target, d.target)
