@@ -28,6 +28,9 @@
 //                                    host (gpublas.launch.fast_divisor packs it with d into one
 //                                    unsigned long long kernel argument), the shift from d on the
 //                                    device (__clz); div_mod falls back to a division for 64-bit n
+//   NdLayout<K>, Nd3Layout<K>        strided layouts of K operands (the _nd and _nd3 kernels): up to 8
+//                                    axes, or at most 3 with FastDivmod index math; walk(n, f) calls
+//                                    f(offsets) per element in a grid-stride loop
 //
 // Every reduction combines values in an order fixed by the launch shape alone, never by the order
 // threads run in: results are bit-identical run to run (and under the simulator's thread orders).
@@ -234,10 +237,12 @@ __device__ __forceinline__ long long div_mod(long long n, const FastDivmod& d, l
     return q;
 }
 
-// Strided N-d indexing (gpublas/layout.py's kernel_dims): element i of a row-major walk over dims
-// d[0..ND_MAX-1] (outermost first, padded at the front with 1s) sits at offset sum(i_a * s[k][a]) in
-// operand k, in elements (a stride may be negative, or 0 for a broadcast operand). The walk stops
-// once the remaining index is 0, so a merged 1-D layout costs one division.
+// Strided N-d indexing (gpublas/layout.py's kernel_dims merges axes first). Two layouts, each with
+// walk(n, f): the grid-stride loop over elements [0, n) calling f(off), off[k] being the element's
+// offset in operand k, in elements (a stride may be negative, or 0 for a broadcast operand).
+//
+// NdLayout<K>: up to ND_MAX = 8 axes d[0..7] (outermost first, padded at the front with 1s), 64-bit
+// index; element i is placed by dividing down the axes, stopping once the remaining index is 0.
 #define ND_MAX 8
 // An _nd kernel's parameters are d0..d7 (ND_DIM_PARAMS) and, per operand, <p>0..<p>7
 // (ND_STRIDE_PARAMS(p)); the signature parser expands both. ND_DIMS and ND_STRIDES build its
@@ -258,6 +263,47 @@ struct NdLayout {
             const long long q = i / d[a], r = i - q * d[a];
             for (int k = 0; k < K; ++k) off[k] += r * s[k][a];
             i = q;
+        }
+    }
+    template <class F>
+    __device__ __forceinline__ void walk(long long n, F f) const {
+        GRID_STRIDE_LOOP(long long, i, n) {
+            long long off[K];
+            offsets(i, off);
+            f(off);
+        }
+    }
+};
+
+// Nd3Layout<K>: the low-rank case most merged layouts reach (a bias broadcast is 2 axes, a
+// per-channel scale of NCHW data 3): at most 3 axes and n < 2^31. Dims d1, d2 come as FastDivmod
+// divisors (gpublas.launch.fast_divisor; d0 is what remains), so an element costs two multiply-high
+// divisions (none along an axis of size 1), no 64-bit division, and the kernel takes 2 + 3 K
+// parameters instead of 8 + 8 K. Parameters: ND3_DIM_PARAMS, then ND3_STRIDE_PARAMS(p) per operand;
+// `Nd3Layout<2> lay = {ND3_DIMS, {ND3_STRIDES(sx), ...}}`.
+#define ND3_DIM_PARAMS unsigned long long d1, unsigned long long d2
+#define ND3_STRIDE_PARAMS(p) long long p##0, long long p##1, long long p##2
+#define ND3_DIMS FastDivmod(d1), FastDivmod(d2)
+#define ND3_STRIDES(p) {p##0, p##1, p##2}
+template <int K>
+struct Nd3Layout {
+    FastDivmod d1, d2;
+    long long s[K][3];
+    // off[k..K-1] of the element at coordinates (i0, i1, i2), unrolled over the operands at compile time
+    template <int k = 0>
+    __device__ __forceinline__ void place(long long (&off)[K], unsigned i0, unsigned i1, unsigned i2) const {
+        off[k] = i0 * s[k][0] + i1 * s[k][1] + i2 * s[k][2];
+        if constexpr (k + 1 < K) place<k + 1>(off, i0, i1, i2);
+    }
+    template <class F>
+    __device__ __forceinline__ void walk(long long n, F f) const {
+        const Nd3Layout lay = *this;  // a local copy stays in registers: stores through f cannot change it
+        GRID_STRIDE_LOOP(unsigned, i, n) {
+            unsigned i1, i2;
+            const unsigned q = div_mod(i, lay.d2, i2), i0 = div_mod(q, lay.d1, i1);
+            long long off[K];
+            lay.place(off, i0, i1, i2);
+            f(off);
         }
     }
 };

@@ -2,14 +2,16 @@
 // grid-stride loop, one element per thread per step, block 256 (the launcher caps the grid). The
 // operation is an int opcode (the EW_* / BIN_* / CMP_* numbers below, read by
 // gpublas/elementwise.py); each kernel switches once, outside its loop, into a loop specialised for
-// that opcode. The `_nd` kernels walk a strided N-d layout (common.cuh NdLayout: up to 8 axes, element
-// strides per operand, 0 on a broadcast axis, negative for reversed views); the others take
-// contiguous arrays of one shape.
+// that opcode. Three layouts (gpublas/elementwise.py's plan picks one after merging axes): the plain
+// kernels take arrays that are contiguous over the same elements (one flat index); `_nd3` kernels a
+// strided layout of at most 3 axes and fewer than 2^31 elements (common.cuh Nd3Layout: FastDivmod
+// index math, the common broadcasts); `_nd` kernels any layout up to 8 axes (NdLayout, 64-bit
+// divisions). Strides are per operand, in elements, 0 on a broadcast axis, negative for reversed views.
 //
-// unary_real, unary_nd_real:   y = f(x; p0, p1): math functions and array-scalar arithmetic (EW_*).
-// binary_real, binary_nd_real: out = a (op) b (BIN_*); the _nd form broadcasts (NumPy's rules).
-// compare_nd_real:             out (bool) = a (cmp) b (CMP_*), or a (cmp) p0 when b is NULL.
-// where_nd_real:               out = cond ? x : y, cond bool, broadcasting.
+// unary_real, unary_nd3_real, unary_nd_real:     y = f(x; p0, p1): math and array-scalar arithmetic (EW_*).
+// binary_real, binary_nd3_real, binary_nd_real:  out = a (op) b (BIN_*); the strided forms broadcast.
+// compare_nd3_real, compare_nd_real:             out (bool) = a (cmp) b (CMP_*), or a (cmp) p0 when b is NULL.
+// where_nd3_real, where_nd_real:                 out = cond ? x : y, cond bool, broadcasting.
 // axpby_real:                  out[i] = a * x[i] + b * y[i] (fused: one pass over memory).
 #include "common.cuh"
 
@@ -104,11 +106,16 @@ __device__ __forceinline__ real binary_op(real a, real b) {
 
 #define EW_LOOP(i, n) GRID_STRIDE_LOOP(long long, i, n)
 
-// A contiguous layout: every operand's offset is the flat index.
+// A contiguous layout: every operand's offset is the flat index (NdLayout's walk, without strides).
 template <int K>
 struct Flat {
-    __device__ __forceinline__ void offsets(long long i, long long (&off)[K]) const {
-        for (int k = 0; k < K; ++k) off[k] = i;
+    template <class F>
+    __device__ __forceinline__ void walk(long long n, F f) const {
+        EW_LOOP(i, n) {
+            long long off[K];
+            for (int k = 0; k < K; ++k) off[k] = i;
+            f(off);
+        }
     }
 };
 
@@ -116,11 +123,7 @@ struct Flat {
 // before it is written, by the same thread, so no pointer here is __restrict__.
 template <int OP, class L>
 __device__ __forceinline__ void unary_loop(const real* x, real* y, real p0, real p1, long long n, const L& lay) {
-    EW_LOOP(i, n) {
-        long long o[2];
-        lay.offsets(i, o);
-        y[o[1]] = unary_op<OP>(x[o[0]], p0, p1);
-    }
+    lay.walk(n, [&](const long long* o) { y[o[1]] = unary_op<OP>(x[o[0]], p0, p1); });
 }
 
 template <class L>
@@ -158,14 +161,16 @@ extern "C" __global__ void unary_nd_real(const real* x, real* y, int op, real p0
     unary_any(x, y, op, p0, p1, n, lay);
 }
 
+extern "C" __global__ void unary_nd3_real(const real* x, real* y, int op, real p0, real p1, long long n,
+                                          ND3_DIM_PARAMS, ND3_STRIDE_PARAMS(sx), ND3_STRIDE_PARAMS(sy)) {
+    const Nd3Layout<2> lay = {ND3_DIMS, {ND3_STRIDES(sx), ND3_STRIDES(sy)}};
+    unary_any(x, y, op, p0, p1, n, lay);
+}
+
 // Operands 0, 1, 2: a, b, out.
 template <int OP, class L>
 __device__ __forceinline__ void binary_loop(const real* a, const real* b, real* out, long long n, const L& lay) {
-    EW_LOOP(i, n) {
-        long long o[3];
-        lay.offsets(i, o);
-        out[o[2]] = binary_op<OP>(a[o[0]], b[o[1]]);
-    }
+    lay.walk(n, [&](const long long* o) { out[o[2]] = binary_op<OP>(a[o[0]], b[o[1]]); });
 }
 
 template <class L>
@@ -191,6 +196,13 @@ extern "C" __global__ void binary_nd_real(const real* a, const real* b, real* ou
     binary_any(a, b, out, op, n, lay);
 }
 
+extern "C" __global__ void binary_nd3_real(const real* a, const real* b, real* out, int op, long long n,
+                                           ND3_DIM_PARAMS, ND3_STRIDE_PARAMS(sa), ND3_STRIDE_PARAMS(sb),
+                                           ND3_STRIDE_PARAMS(so)) {
+    const Nd3Layout<3> lay = {ND3_DIMS, {ND3_STRIDES(sa), ND3_STRIDES(sb), ND3_STRIDES(so)}};
+    binary_any(a, b, out, op, n, lay);
+}
+
 template <int OP>
 __device__ __forceinline__ bool compare_op(real a, real b) {
     switch (OP) {
@@ -204,19 +216,14 @@ __device__ __forceinline__ bool compare_op(real a, real b) {
 }
 
 // Operands 0, 1, 2: a, b (unused when b is NULL: the scalar p0 instead), out.
-template <int OP>
+template <int OP, class L>
 __device__ __forceinline__ void compare_loop(const real* a, const real* b, real p0, bool* out, long long n,
-                                             const NdLayout<3>& lay) {
-    EW_LOOP(i, n) {
-        long long o[3];
-        lay.offsets(i, o);
-        out[o[2]] = compare_op<OP>(a[o[0]], b ? b[o[1]] : p0);
-    }
+                                             const L& lay) {
+    lay.walk(n, [&](const long long* o) { out[o[2]] = compare_op<OP>(a[o[0]], b ? b[o[1]] : p0); });
 }
 
-extern "C" __global__ void compare_nd_real(const real* a, const real* b, real p0, bool* out, int op, long long n,
-                                           ND_DIM_PARAMS, ND_STRIDE_PARAMS(sa), ND_STRIDE_PARAMS(sb), ND_STRIDE_PARAMS(so)) {
-    const NdLayout<3> lay = {ND_DIMS, {ND_STRIDES(sa), ND_STRIDES(sb), ND_STRIDES(so)}};
+template <class L>
+__device__ void compare_any(const real* a, const real* b, real p0, bool* out, int op, long long n, const L& lay) {
     switch (op) {
         case CMP_EQ: compare_loop<CMP_EQ>(a, b, p0, out, n, lay); break;
         case CMP_NE: compare_loop<CMP_NE>(a, b, p0, out, n, lay); break;
@@ -227,15 +234,37 @@ extern "C" __global__ void compare_nd_real(const real* a, const real* b, real p0
     }
 }
 
+extern "C" __global__ void compare_nd_real(const real* a, const real* b, real p0, bool* out, int op, long long n,
+                                           ND_DIM_PARAMS, ND_STRIDE_PARAMS(sa), ND_STRIDE_PARAMS(sb), ND_STRIDE_PARAMS(so)) {
+    const NdLayout<3> lay = {ND_DIMS, {ND_STRIDES(sa), ND_STRIDES(sb), ND_STRIDES(so)}};
+    compare_any(a, b, p0, out, op, n, lay);
+}
+
+extern "C" __global__ void compare_nd3_real(const real* a, const real* b, real p0, bool* out, int op, long long n,
+                                            ND3_DIM_PARAMS, ND3_STRIDE_PARAMS(sa), ND3_STRIDE_PARAMS(sb),
+                                            ND3_STRIDE_PARAMS(so)) {
+    const Nd3Layout<3> lay = {ND3_DIMS, {ND3_STRIDES(sa), ND3_STRIDES(sb), ND3_STRIDES(so)}};
+    compare_any(a, b, p0, out, op, n, lay);
+}
+
 // Operands 0..3: cond, x, y, out.
+template <class L>
+__device__ __forceinline__ void where_loop(const bool* cond, const real* x, const real* y, real* out, long long n,
+                                           const L& lay) {
+    lay.walk(n, [&](const long long* o) { out[o[3]] = cond[o[0]] ? x[o[1]] : y[o[2]]; });
+}
+
 extern "C" __global__ void where_nd_real(const bool* cond, const real* x, const real* y, real* out, long long n,
                                          ND_DIM_PARAMS, ND_STRIDE_PARAMS(sc), ND_STRIDE_PARAMS(sx), ND_STRIDE_PARAMS(sy), ND_STRIDE_PARAMS(so)) {
     const NdLayout<4> lay = {ND_DIMS, {ND_STRIDES(sc), ND_STRIDES(sx), ND_STRIDES(sy), ND_STRIDES(so)}};
-    EW_LOOP(i, n) {
-        long long o[4];
-        lay.offsets(i, o);
-        out[o[3]] = cond[o[0]] ? x[o[1]] : y[o[2]];
-    }
+    where_loop(cond, x, y, out, n, lay);
+}
+
+extern "C" __global__ void where_nd3_real(const bool* cond, const real* x, const real* y, real* out, long long n,
+                                          ND3_DIM_PARAMS, ND3_STRIDE_PARAMS(sc), ND3_STRIDE_PARAMS(sx),
+                                          ND3_STRIDE_PARAMS(sy), ND3_STRIDE_PARAMS(so)) {
+    const Nd3Layout<4> lay = {ND3_DIMS, {ND3_STRIDES(sc), ND3_STRIDES(sx), ND3_STRIDES(sy), ND3_STRIDES(so)}};
+    where_loop(cond, x, y, out, n, lay);
 }
 
 extern "C" __global__ void axpby_real(real a, const real* x, real b, const real* y, real* out, long long n) {

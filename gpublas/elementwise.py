@@ -10,6 +10,8 @@ scalar takes the array's dtype, except that a float scalar with an int32 array g
 `out=` must have the result's shape and dtype and may be one of the inputs or a view. Operands may
 be views of any strides; shapes broadcast as NumPy's (up to 8 axes after merging neighbours); an
 operand that overlaps `out` other than element for element is copied first (NumPy's buffering).
+Each launch takes the cheapest of three layouts the merged axes allow (`plan`): flat, at most 3
+strided axes with FastDivmod index math, or the general 8-axis walk.
 """
 import builtins
 import math
@@ -19,11 +21,12 @@ import numpy as np
 from . import layout, source
 from .array import DeviceArray, provide
 from .checks import as_array, check_float, common_dtype, is_scalar, make_out
-from .launch import BLOCK, MAX_GRID as GPU_MAX_GRID, ceil_div, get_kernel, grid_1d as grid_for
+from .launch import BLOCK, MAX_GRID as GPU_MAX_GRID, ceil_div, fast_divisor, get_kernel, grid_1d as grid_for
 
 FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 NUMERIC = FLOATS + (np.dtype(np.int32),)  # the `real` types elementwise.cu is built for
 BOOL = np.dtype(np.bool_)
+SMALL_INDEX = 0x7FFFFFFF  # common.cuh's small_index: below it an index fits 32-bit math
 
 # Opcodes: the EW_*, BIN_* and CMP_* #defines of cuda_src/elementwise.cu, read from the source.
 _EW, _BIN, _CMP = (source.int_defines("elementwise.cu", p) for p in ("EW_", "BIN_", "CMP_"))
@@ -58,17 +61,42 @@ def broadcast_shape(*shapes):
     return layout.broadcast_shape(*shapes)
 
 
+def _element_strides(shape, arrays):
+    """Each array's element strides broadcast to `shape` (0 on a broadcast axis)."""
+    return [layout.broadcast_strides(a.shape, [s // a.itemsize for s in a.strides], shape) for a in arrays]
+
+
 def nd_args(shape, *arrays):
     """[n, 8 dims, then 8 element strides per array] for an _nd kernel over `shape`, each array
     broadcast to it (layout.kernel_dims merges axes; more than 8 left raises ValueError)."""
-    strides = [layout.broadcast_strides(a.shape, [s // a.itemsize for s in a.strides], shape) for a in arrays]
-    dims, per_array = layout.kernel_dims(shape, strides)
+    dims, per_array = layout.kernel_dims(shape, _element_strides(shape, arrays))
     return [math.prod(shape), *dims, *(s for st in per_array for s in st)]
 
 
 def _flat(*arrays):
     """True when every array is C-contiguous and of one shape: the flat kernels apply."""
     return builtins.all(a.c_contiguous and a.shape == arrays[0].shape for a in arrays)
+
+
+def plan(shape, *arrays, flat=True):
+    """(kernel suffix, arguments after the pointers) for a map over `shape` with these arrays broadcast
+    to it, once layout.merge_axes has dropped and merged axes (CuPy's _reduce_dims):
+      "", [n]              the flat kernel (flat=True): every array contiguous over the same elements,
+                           one shape or merged to one unit-stride axis (x (1, 64, 128) + y (64, 128));
+      "_nd3", [n, d1, d2, strides]  at most 3 axes left and n < 2^31 (a bias over rows, a per-channel
+                           scale of NCHW data): FastDivmod divisors, 3 element strides per array;
+      "_nd", nd_args       anything else, up to 8 axes."""
+    n = math.prod(shape)
+    if flat and _flat(*arrays):
+        return "", [n]
+    merged = layout.merge_axes(shape, _element_strides(shape, arrays))
+    if flat and len(merged) == 1 and builtins.all(s == 1 for s in merged[0][1]):
+        return "", [n]
+    if len(merged) <= 3 and n < SMALL_INDEX:
+        merged = [(1, [0] * len(arrays))] * (3 - len(merged)) + merged
+        return "_nd3", [n, fast_divisor(merged[1][0]), fast_divisor(merged[2][0]),
+                        *(ss[j] for j in range(len(arrays)) for _, ss in merged)]
+    return "_nd", nd_args(shape, *arrays)
 
 
 def _scalar(value, dtype):
@@ -88,11 +116,9 @@ def launch_unary(op, x, y, p0=0.0, p1=0.0):
     n = y.size
     if n:
         p0, p1 = _scalar(p0, y.dtype), _scalar(p1, y.dtype)
-        if _flat(x, y):
-            get_kernel("elementwise", "unary_real", y.dtype)(grid_for(n), BLOCK, x, y, op, p0, p1, n)
-        else:
-            get_kernel("elementwise", "unary_nd_real", y.dtype)(grid_for(n), BLOCK, x, y, op, p0, p1,
-                                                                *nd_args(y.shape, x, y), views=True)
+        kind, args = plan(y.shape, x, y)
+        get_kernel("elementwise", f"unary{kind}_real", y.dtype)(grid_for(n), BLOCK, x, y, op, p0, p1, *args,
+                                                                 views=True)
     return y
 
 
@@ -100,11 +126,9 @@ def launch_binary(op, a, b, out):
     """out = a (op) b, a and b broadcast to out's shape, any strides."""
     n = out.size
     if n:
-        if _flat(a, b, out):
-            get_kernel("elementwise", "binary_real", out.dtype)(grid_for(n), BLOCK, a, b, out, op, n)
-        else:
-            get_kernel("elementwise", "binary_nd_real", out.dtype)(grid_for(n), BLOCK, a, b, out, op,
-                                                                   *nd_args(out.shape, a, b, out), views=True)
+        kind, args = plan(out.shape, a, b, out)
+        get_kernel("elementwise", f"binary{kind}_real", out.dtype)(grid_for(n), BLOCK, a, b, out, op, *args,
+                                                                   views=True)
     return out
 
 
@@ -114,9 +138,9 @@ def launch_compare(op, a, b, out):
     if n:
         scalar = not isinstance(b, DeviceArray)
         p0 = _scalar(b, a.dtype) if scalar else 0
-        get_kernel("elementwise", "compare_nd_real", a.dtype)(
-            grid_for(n), BLOCK, a, None if scalar else b, p0, out, op,
-            *nd_args(out.shape, a, a if scalar else b, out), views=True)
+        kind, args = plan(out.shape, a, a if scalar else b, out, flat=False)
+        get_kernel("elementwise", f"compare{kind}_real", a.dtype)(grid_for(n), BLOCK, a, None if scalar else b, p0,
+                                                                 out, op, *args, views=True)
     return out
 
 
@@ -124,8 +148,9 @@ def launch_where(cond, x, y, out):
     """out = cond ? x : y, cond bool, all broadcast to out's shape."""
     n = out.size
     if n:
-        get_kernel("elementwise", "where_nd_real", out.dtype)(grid_for(n), BLOCK, cond, x, y, out,
-                                                              *nd_args(out.shape, cond, x, y, out), views=True)
+        kind, args = plan(out.shape, cond, x, y, out, flat=False)
+        get_kernel("elementwise", f"where{kind}_real", out.dtype)(grid_for(n), BLOCK, cond, x, y, out, *args,
+                                                                  views=True)
     return out
 
 

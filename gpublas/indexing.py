@@ -202,9 +202,9 @@ def copy_to(dst, src, stream=None):
         if (src._offset, src.shape, src.strides, src.dtype) == (dst._offset, dst.shape, dst.strides, dst.dtype):
             return dst
         src = src.copy(stream)
-    k = get_kernel("memory", "cast_nd_real", dst.dtype)
-    k(ew.grid_for(dst.size), ew.BLOCK, src, SRC_CODES[src.dtype], dst, *ew.nd_args(dst.shape, src, dst),
-      stream=stream, views=True)
+    kind, args = ew.plan(dst.shape, src, dst, flat=False)
+    k = get_kernel("memory", f"cast{kind}_real", dst.dtype)
+    k(ew.grid_for(dst.size), ew.BLOCK, src, SRC_CODES[src.dtype], dst, *args, stream=stream, views=True)
     return dst
 
 

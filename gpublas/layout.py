@@ -67,17 +67,26 @@ def broadcast_strides(shape, strides, out_shape):
     return tuple(0 if k < pad or shape[k - pad] == 1 else strides[k - pad] for k in range(len(out_shape)))
 
 
-def kernel_dims(shape, operand_strides):
-    """(dims, strides per operand) for a strided kernel over `shape`: element strides, axes of size 1
-    dropped, neighbouring axes merged where every operand steps evenly across both, padded at the
-    front to MAX_DIMS axes of size 1. Raises ValueError when more than MAX_DIMS axes remain."""
-    axes = [(d, [s[k] for s in operand_strides]) for k, d in enumerate(shape) if d != 1]
+def merge_axes(shape, operand_strides):
+    """[(dim, [stride per operand])] over `shape`, outermost first: axes of size 1 dropped and
+    neighbouring axes merged where every operand steps evenly across both (CuPy's _reduce_dims)."""
     merged = []
-    for d, ss in axes:
+    for k, d in enumerate(shape):
+        if d == 1:
+            continue
+        ss = [s[k] for s in operand_strides]
         if merged and all(prev == cur * d for prev, cur in zip(merged[-1][1], ss)):
             merged[-1] = (merged[-1][0] * d, ss)
         else:
             merged.append((d, ss))
+    return merged
+
+
+def kernel_dims(shape, operand_strides):
+    """(dims, strides per operand) for a strided kernel over `shape`: element strides, merged
+    (merge_axes), padded at the front to MAX_DIMS axes of size 1. Raises ValueError when more than
+    MAX_DIMS axes remain."""
+    merged = merge_axes(shape, operand_strides)
     if len(merged) > MAX_DIMS:
         raise ValueError(f"an operation over shape {tuple(shape)} needs {len(merged)} independent axes; "
                          f"at most {MAX_DIMS} are supported")
