@@ -41,26 +41,36 @@ def test_gpublas_from_numpy_without_copy(dtype):
     np.testing.assert_array_equal(np.from_dlpack(gpublas.from_dlpack(h)), h)   # round trip
 
 
+def _library(name):
+    """(from_dlpack, arange, to_numpy) of NumPy or PyTorch (skipped where PyTorch is missing)."""
+    if name == "numpy":
+        return np.from_dlpack, np.arange, np.asarray
+    torch = pytest.importorskip("torch")
+    return torch.from_dlpack, lambda n: torch.arange(float(n)), lambda t: t.numpy()
+
+
 @sim_only
-def test_lifetimes_follow_the_consumers():
-    d = gpublas.to_device(np.arange(10.0))
+@pytest.mark.parametrize("lib", ["numpy", "torch"])
+def test_lifetimes_follow_the_consumers(lib):
+    consume, arange, to_numpy = _library(lib)
     held = interop._exported.copy()
-    v = np.from_dlpack(d[2:])
+    d = gpublas.to_device(np.arange(10.0))
+    v = consume(d[2:])
     del d
     gc.collect()
-    np.testing.assert_array_equal(v, np.arange(2.0, 10.0))   # the capsule keeps the memory alive
+    np.testing.assert_array_equal(to_numpy(v), np.arange(2.0, 10.0))   # the capsule keeps the memory alive
     del v
     gc.collect()
-    assert interop._exported == held                         # ... and lets it go with the consumer
+    assert interop._exported == held                                   # ... and lets it go with the consumer
     capsule = gpublas.zeros(3).__dlpack__()
-    del capsule                                              # never consumed: its destructor frees it
+    del capsule                                                        # never consumed: its destructor frees it
     gc.collect()
     assert interop._exported == held
-    h = np.arange(4.0)
-    d = gpublas.from_dlpack(h)
-    del h
+    src = arange(4)
+    d = gpublas.from_dlpack(src)
+    del src
     gc.collect()
-    np.testing.assert_array_equal(d.get(), np.arange(4.0))   # the import keeps NumPy's memory alive
+    np.testing.assert_array_equal(d.get(), np.arange(4.0))   # the import keeps the producer's memory alive
 
 
 def test_interop_errors():
@@ -221,25 +231,6 @@ def test_torch_stream_argument_and_errors():
         gpublas.as_device_array(torch.ones(3, dtype=torch.float16))
     with pytest.raises(TypeError, match="bfloat16 .*not one gpublas holds"):
         gpublas.from_dlpack(torch.ones(3, dtype=torch.bfloat16))
-
-
-@sim_only
-def test_torch_lifetimes():
-    torch = _torch()
-    held = interop._exported.copy()
-    d = gpublas.to_device(np.arange(8.0))
-    t = torch.from_dlpack(d[2:])
-    del d
-    gc.collect()
-    np.testing.assert_array_equal(t.numpy(), np.arange(2.0, 8.0))     # PyTorch's tensor keeps the memory
-    del t
-    gc.collect()
-    assert interop._exported == held
-    src = torch.arange(4.0)
-    d = gpublas.from_dlpack(src)
-    del src
-    gc.collect()
-    np.testing.assert_array_equal(d.get(), np.arange(4.0))            # gpublas's import keeps PyTorch's
 
 
 class _Exporter:
