@@ -17,6 +17,7 @@ import mmap
 import shutil
 import struct
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -25,6 +26,7 @@ import numpy as np
 
 from .. import compiler, source
 from ..errors import CompileError, IllegalAddressError, LaunchError
+from . import sim_fission
 from .base import Backend
 
 HEADER = Path(__file__).resolve().parent.parent / "sim" / "gpublas_sim.h"
@@ -143,8 +145,9 @@ def translate(text):
 
 
 class SimModule:
-    def __init__(self, lib, fibers, name):
+    def __init__(self, lib, fibers, name, fission=None):
         self.lib, self.fibers, self.name = lib, fibers, name
+        self.fission = fission or {}  # barrier kernel -> None (has a fissioned block function) or why not
 
 
 class SimBackend(Backend):
@@ -157,6 +160,9 @@ class SimBackend(Backend):
         self.order = ORDERS[os.environ.get("GPUBLAS_SIM_ORDER", "forward").lower()]
         self._seeds = itertools.count(int(os.environ.get("GPUBLAS_SIM_SEED", "0")) + 1)  # one per launch
         self.memcheck = os.environ.get("GPUBLAS_SIM_MEMCHECK", "0") not in ("", "0")
+        # barrier kernels run as loops over threads where the compile step could rewrite them
+        # (backends/sim_fission.py); False keeps every block on fibers
+        self.fission = os.environ.get("GPUBLAS_SIM_FISSION", "1") not in ("", "0")
         self.allocated = 0
         self._blocks = {}  # ptr -> (bytes, mapping base or None, mapping length)
         self._lock = threading.Lock()
@@ -271,8 +277,16 @@ class SimBackend(Backend):
     def compile(self, text, defines, source_name):
         cxx, version = host_compiler()
         sigs = source.kernel_signatures(text, defines)
-        body = (f'#line 1 "{source_name}"\n' + translate(text) + '\n#line 1 "<gpublas sim entries>"\n'
-                + "".join(f"GPUBLAS_SIM_ENTRY({k})\n" for k in sigs))
+        full = source.with_includes(text)
+        barrier = kernels_needing_fibers(full)
+        plain = source.strip_comments(translate(text))
+        fissioned, report = sim_fission.transform(plain, list(sigs), barrier, source.strip_comments(full),
+                                                  source_name)
+
+        def body(src, report):
+            return (f'#line 1 "{source_name}"\n' + src + '\n#line 1 "<gpublas sim entries>"\n'
+                    + "".join(f"GPUBLAS_SIM_{'FISSION_' if report.get(k, 1) is None else ''}ENTRY({k})\n"
+                              for k in sigs))
         flags = _CXXFLAGS + [f"-D{k}={v}" for k, v in sorted((defines or {}).items())]
         if platform.machine() in ("x86_64", "AMD64"):
             # TLS descriptors: threadIdx, blockIdx and __shared__ (thread_local in a dlopened
@@ -286,9 +300,20 @@ class SimBackend(Backend):
                    "-o", str(out)]
             compiler.run_compiler(cmd, what="the sim backend", output=out, source_name=source_name)
 
-        path = compiler.compile_cached(
-            body, key_parts=[headers_digest(), source.headers_digest(), " ".join(flags), version, _cpu_name()],
-            suffix=".so", build=build, source_name=source_name)
+        key = [headers_digest(), source.headers_digest(), " ".join(flags), version, _cpu_name()]
+        _dump(source_name, body(fissioned, report), report)
+        try:
+            path = compiler.compile_cached(body(fissioned, report), key_parts=key, suffix=".so", build=build,
+                                           source_name=source_name)
+        except CompileError as e:
+            if not any(r is None for r in report.values()):
+                raise
+            # the rewrite produced code the compiler refuses: the kernels keep their fibers
+            print(f"gpublas: the sim's loop fission of {source_name} does not compile ({e.filename}:{e.line}); "
+                  "running its barrier kernels on fibers", file=sys.stderr)
+            report = {k: f"the rewritten source did not compile: {e}" for k in report}
+            path = compiler.compile_cached(body(plain, {}), key_parts=key, suffix=".so", build=build,
+                                           source_name=source_name)
         lib = ctypes.CDLL(str(path), mode=os.RTLD_LOCAL | os.RTLD_NOW)
         lib.gpublas_sim_error.restype = ctypes.c_char_p
         lib.gpublas_sim_fault.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
@@ -297,7 +322,7 @@ class SimBackend(Backend):
         global _runtime
         with _ATTACH:
             _runtime = lib.gpublas_sim_attach(_runtime)
-        return SimModule(lib, kernels_needing_fibers(source.with_includes(text)), source_name)
+        return SimModule(lib, barrier, source_name, report)
 
     def prepare(self, module, name, argcodes):
         try:
@@ -317,12 +342,14 @@ class SimBackend(Backend):
         entry.restype = ctypes.c_int
         entry.argtypes = [ctypes.c_char_p]
         pack, fibers, lib, backend = record.pack, int(name in module.fibers), module.lib, self
+        block_fn = 8 if module.fission.get(name, 1) is None else 0  # the kernel has a fissioned version
 
         def launch(grid, block, shared, stream, args):
             # One record per call (grid, block, flags, seed, shared bytes, then the arguments): the
             # C side reads only this, so concurrent launches of one kernel cannot see each other's.
             try:
-                rec = pack(*grid, *block, fibers | backend.order << 1, next(backend._seeds) & 0xFFFFFFFF,
+                rec = pack(*grid, *block, fibers | backend.order << 1 | (block_fn if backend.fission else 0),
+                           next(backend._seeds) & 0xFFFFFFFF,
                            shared, *args)
             except struct.error:
                 raise _bad_argument(name, argcodes, args) from None
@@ -331,6 +358,19 @@ class SimBackend(Backend):
                 raise _launch_failure(backend, lib, name, status)
 
         return launch
+
+
+def _dump(source_name, text, report):
+    """GPUBLAS_SIM_FISSION_DUMP=DIR: the source as compiled (with the fissioned block functions) and,
+    per barrier kernel, whether it was rewritten or why not."""
+    where = os.environ.get("GPUBLAS_SIM_FISSION_DUMP")
+    if not where:
+        return
+    stem = Path(where) / Path(source_name).name
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    stem.with_name(stem.name + ".fission.cu").write_text(text)
+    stem.with_name(stem.name + ".fission.txt").write_text(
+        "".join(f"{k}: {'fissioned' if r is None else 'fibers: ' + r}\n" for k, r in sorted(report.items())))
 
 
 def _launch_failure(backend, lib, kernel, status):

@@ -8,6 +8,7 @@
 //   guard.h       fault catching (memcheck) and Ctrl-C between blocks, for the host's sake
 //   scheduler.h   the block loop, fibers, __syncthreads and the warp barrier, launch errors
 //   intrinsics.h  warp shuffles and votes, atomics, math and bit intrinsics
+//   fission.h     blocks of barrier kernels as loops over their threads (backends/sim_fission.py)
 //   wmma.h        nvcuda::wmma (tensor cores), warp-collective
 //   cuda_pipeline.h  cp.async (__pipeline_memcpy_async / commit / wait_prior), synchronous
 // How it was designed and what it costs: docs/sim-backend.md. cuda_runtime.h and mma.h here are
@@ -17,5 +18,6 @@
 #include "dialect.h"
 #include "scheduler.h"
 #include "intrinsics.h"
+#include "fission.h"  // the runtime of kernels whose blocks run as loops over threads
 #include "wmma.h"
 #include "cuda_pipeline.h"  // cp.async pipeline primitives as synchronous copies

@@ -8,7 +8,9 @@
 // (__syncthreads, or a warp-level intrinsic for the threads of its warp) and then yields; the
 // scheduler releases a barrier when every live thread of its block (or warp) has arrived, exactly
 // as on the GPU. Kernels without any barrier (found by backends/sim.py from the source) take a
-// fast path: a plain loop over the block's threads, no fibers. Thread order within a pass is
+// fast path: a plain loop over the block's threads, no fibers; barrier kernels the compile step
+// could rewrite (backends/sim_fission.py) run each block as one call of their fissioned block
+// function instead (fission.h: loops over threads between barriers). Thread order within a pass is
 // forward, reverse or random (GPUBLAS_SIM_ORDER), so a race shows up as a changed result.
 // Divergent __syncthreads (some threads exited) and warp/block barrier deadlocks become a launch
 // error naming the kernel and block; so does a memory fault in a block (guard.h), and a SIGINT
@@ -17,7 +19,7 @@
 // as with swapcontext, see docs/sim-backend.md) and fall back to ucontext elsewhere; each fiber has
 // a fixed stack (GPUBLAS_SIM_STACK_KB, default 64 KiB), so deep recursion or large local arrays
 // overflow it; no cooperative groups, no grid-wide sync, no dynamic parallelism, no clusters;
-// every barrier switches every thread, so barrier-heavy kernels simulate slowly.
+// on fibers every barrier switches every thread, so barrier-heavy kernels simulate slowly.
 #pragma once
 
 #include <algorithm>
@@ -119,7 +121,7 @@ struct Worker {
 // from several host threads never share arguments.
 struct LaunchHeader {
     unsigned dims[6];  // grid x, y, z, block x, y, z
-    unsigned flags;    // bit 0: fibers needed; bits 1-2: thread order
+    unsigned flags;    // bit 0: fibers needed; bits 1-2: thread order; bit 3: run the fissioned block function
     unsigned seed;     // of the random thread order
     uint64_t shmem;    // dynamic shared memory bytes
 };
@@ -128,6 +130,7 @@ struct LaunchHeader {
 struct Launch {
     const char* name;
     void (*thunk)(const char*);  // runs the kernel for one thread with the packed arguments
+    void (*block_thunk)(const char*);  // runs a whole block (the fissioned kernel, fission.h), or null
     const char* args;            // the packed record
     std::mutex lock;
     std::string message;
@@ -310,33 +313,37 @@ static void report_fault(Worker* w, const FaultCtx* fc) {
 // Runs one block with this thread's fault context armed. A fault anywhere in it (on a fiber's
 // stack or this one) longjmps back here; the block's parked fibers are abandoned (the next block
 // starts them afresh).
-static __attribute__((noinline)) void run_block(Worker* w, unsigned n, bool fibers, FaultCtx* fc) {
-    if (setjmp(fc->back)) {
-        report_fault(w, fc);
+// A fissioned block (fission.h) that fails a barrier check longjmps here too, its error recorded.
+static __attribute__((noinline)) void run_block(Worker* w, unsigned n, bool fibers, bool fission, FaultCtx* fc) {
+    if (int why = setjmp(fc->back)) {
+        if (why == 1) report_fault(w, fc);
         return;
     }
     fc->active = 1;
-    if (fibers) run_block_fibers(w, n);
+    if (fission) w->launch->block_thunk(w->launch->args);
+    else if (fibers) run_block_fibers(w, n);
     else run_block_fast(w, n);
     fc->active = 0;
 }
 
 // Returns 0, or -1 with tls_error set (and tls_faulted when a memory fault stopped it), or -2
 // when a SIGINT arrived: the blocks not yet started were skipped.
-static int launch(const char* name, void (*thunk)(const char*), const char* record) {
+static int launch(const char* name, void (*thunk)(const char*), void (*block_thunk)(const char*), const char* record) {
     LaunchHeader h;
     std::memcpy(&h, record, sizeof h);
     const unsigned gx = h.dims[0], gy = h.dims[1], gz = h.dims[2];
     const unsigned nthreads = h.dims[3] * h.dims[4] * h.dims[5];
     const long nblocks = long(gx) * gy * gz;
     if (nblocks == 0 || nthreads == 0) return 0;
-    const bool fibers = h.flags & 1;
+    const bool fission = (h.flags & 8) && block_thunk;
+    const bool fibers = (h.flags & 1) && !fission;
     const int order = (h.flags >> 1) & 3;
     const size_t shmem = h.shmem;
     ensure_handlers();
     Launch L;
     L.name = name;
     L.thunk = thunk;
+    L.block_thunk = block_thunk;
     L.args = record;
     L.interrupts = g_rt->interrupts.load();
     const long total = nblocks * nthreads;
@@ -348,7 +355,7 @@ static int launch(const char* name, void (*thunk)(const char*), const char* reco
         Worker* w = worker(fibers ? nthreads : 0);
         if (!w) { L.fail("cannot map fiber stacks"); continue; }
         w->launch = &L;
-        w->fast = !fibers;
+        w->fast = !fibers;  // also when fissioned: a barrier the transform missed is reported
         w->nthreads = nthreads;
         w->order = order;
         w->rng = (uint64_t(h.seed) << 32) ^ uint64_t(b) * 0x2545F4914F6CDD1Dull;
@@ -356,7 +363,7 @@ static int launch(const char* name, void (*thunk)(const char*), const char* reco
         blockDim = dim3(h.dims[3], h.dims[4], h.dims[5]);
         gridDim = dim3(gx, gy, gz);
         blockIdx = uint3{unsigned(b % gx), unsigned((b / gx) % gy), unsigned(b / (long(gx) * gy))};
-        run_block(w, nthreads, fibers, fault_ctx());
+        run_block(w, nthreads, fibers, fission, fault_ctx());
     }
     if (L.failed.load()) {
         tls_error = L.message;
@@ -415,10 +422,11 @@ static inline int arg_layout(void (*)(A...), int* sizes, int* offsets) {
 
 }  // namespace gpublas_sim
 
-#define GPUBLAS_SIM_ENTRY(K)                                                                        \
+#define GPUBLAS_SIM_ENTRY(K) GPUBLAS_SIM_ENTRY_WITH(K, nullptr)
+#define GPUBLAS_SIM_ENTRY_WITH(K, BLOCK_THUNK)                                                      \
     static void gpublas_thunk_##K(const char* rec) { gpublas_sim::invoke(&K, rec); }               \
     extern "C" __attribute__((visibility("default"))) int gpublas_launch_##K(const char* record) { \
-        return gpublas_sim::launch(#K, &gpublas_thunk_##K, record);                                 \
+        return gpublas_sim::launch(#K, &gpublas_thunk_##K, BLOCK_THUNK, record);                    \
     }                                                                                               \
     extern "C" __attribute__((visibility("default"))) int gpublas_arglayout_##K(int* sizes, int* offsets) { \
         return gpublas_sim::arg_layout(&K, sizes, offsets);                                         \

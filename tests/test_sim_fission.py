@@ -1,0 +1,174 @@
+"""The sim backend's loop fission (gpublas/backends/sim_fission.py, gpublas/sim/fission.h): which
+barrier kernels it rewrites, that a rewritten kernel gives the fibers' bits (both thread orders),
+and that races, divergent barriers and bad accesses are still caught when it runs."""
+import os
+
+import numpy as np
+import pytest
+
+import gpublas
+from gpublas import source
+from gpublas.backends import sim, sim_fission
+from gpublas.launch import load_source
+
+pytestmark = pytest.mark.skipif(os.environ.get("GPUBLAS_BACKEND") == "cuda", reason="a sim feature")
+
+# Barrier kernels that keep their fibers, and why (everything else must be rewritten).
+KEPT_ON_FIBERS = {"gemm_wmma": "preprocessor line", "gemm_v2_": "parameter list", "gemm_tf32_": "parameter list"}
+
+
+def _report(path):
+    text = path.read_text()
+    full = source.with_includes(text)
+    return sim_fission.transform(source.strip_comments(sim.translate(text)), list(source.kernel_signatures(text, {"real": "float"})),
+                                 sim.kernels_needing_fibers(full), source.strip_comments(full), path.name)[1]
+
+
+def test_every_barrier_kernel_of_the_project_is_fissioned():
+    roots = [source.src_dir(), source.src_dir().parent / "nn" / "cuda"]
+    reports = {k: r for root in roots for p in sorted(root.glob("*.cu")) for k, r in _report(p).items()}
+    assert {"gemm_tiled", "gemm_regblock", "reduce_rows", "softmax_rows", "transpose_tiled", "dot_partial",
+            "embedding_backward"} <= set(reports)
+    for kernel, why in reports.items():
+        kept = [reason for prefix, reason in KEPT_ON_FIBERS.items() if kernel.startswith(prefix)]
+        if kept:
+            assert why is not None and kept[0] in why, (kernel, why)
+        else:
+            assert why is None, (kernel, why)
+
+
+@pytest.fixture
+def both_ways():
+    """run(f) -> f()'s host result with fibers and with fission, after checking they are the same bits."""
+    backend = gpublas.backends.current()
+
+    def run(f):
+        out = []
+        for fission in (False, True):
+            backend.fission = fission
+            r = f()
+            out.append(np.asarray(r.get() if hasattr(r, "get") else r))
+        backend.fission = True
+        np.testing.assert_array_equal(out[0], out[1])
+        return out[1]
+
+    yield run
+    backend.fission = os.environ.get("GPUBLAS_SIM_FISSION", "1") not in ("", "0")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fission_matches_fibers_bit_for_bit(both_ways, sim_order, rng, dtype):
+    a = gpublas.to_device(rng.standard_normal((37, 29)).astype(dtype))
+    b = gpublas.to_device(rng.standard_normal((29, 131)).astype(dtype))
+    for kernel in ("tiled", "regblock"):
+        for ta, tb in ((False, False), (True, False), (False, True)):
+            x, y = (gpublas.to_device(a.get().T.copy()) if ta else a), (gpublas.to_device(b.get().T.copy()) if tb else b)
+            got = both_ways(lambda: gpublas.gemm(x, y, trans_a=ta, trans_b=tb, kernel=kernel))
+            np.testing.assert_allclose(got, a.get() @ b.get(), rtol=1e-4 if dtype == np.float32 else 1e-12, atol=1e-4)
+    m = gpublas.to_device(rng.standard_normal((7, 1000)).astype(dtype))
+    for f in (lambda: m.sum(axis=1), lambda: m.max(axis=1), lambda: gpublas.argmax(m, axis=1),
+              lambda: m.sum(axis=0), lambda: gpublas.softmax(m), lambda: gpublas.logsumexp(m),
+              lambda: gpublas.sum(m), lambda: gpublas.argmin(m), lambda: gpublas.elementwise.transpose(m)):
+        both_ways(f)
+    v = gpublas.to_device(rng.standard_normal(3001).astype(dtype))
+    tall = gpublas.to_device(rng.standard_normal((3001, 5)).astype(dtype))
+    for f in (lambda: gpublas.dot(v, v), lambda: gpublas.nrm2(v), lambda: gpublas.iamax(v), lambda: gpublas.asum(v),
+              lambda: gpublas.gemv(tall, v, trans=True)):
+        both_ways(f)
+
+
+WARP_SRC = r"""
+// per_warp_loop: each warp runs as many shuffle rounds as its own index + 1 (a loop whose trip count
+// differs between warps, uniform inside each), then a block-wide barrier.
+extern "C" __global__ void per_warp_loop(float* y) {
+    __shared__ float total[32];
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    float v = (float)threadIdx.x;
+    for (int r = 0; r <= warp; ++r) v += __shfl_xor_sync(0xffffffffu, v, 1 << r);
+    if (lane == 0) total[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        float s = lane < (int)(blockDim.x / 32) ? total[lane] : 0.f;
+        const unsigned b = __ballot_sync(0xffffffffu, s > 100.f);
+        s += __shfl_down_sync(0xffffffffu, s, 1);
+        y[threadIdx.x] = s + (float)__popc(b);
+    } else {
+        y[threadIdx.x] = v;
+    }
+}
+// half_sync: a __syncthreads() only half the block reaches (a bug): the launch must fail.
+extern "C" __global__ void half_sync(float* y) {
+    if (threadIdx.x < 16) __syncthreads();
+    y[threadIdx.x] = 1.f;
+}
+// half_warp_shuffle: a full-mask shuffle only part of a warp reaches (a bug): the launch must fail.
+extern "C" __global__ void half_warp_shuffle(float* y) {
+    float v = 1.f;
+    if (threadIdx.x < 8) v = __shfl_down_sync(0xffffffffu, v, 1);
+    y[threadIdx.x] = v;
+}
+// while_barrier: a barrier inside `while`, which the rewrite refuses: it runs on fibers.
+extern "C" __global__ void while_barrier(float* y, int n) {
+    __shared__ float s[64];
+    int i = 0;
+    while (i < n) { s[threadIdx.x] = (float)i; __syncthreads(); y[threadIdx.x] += s[63 - threadIdx.x]; __syncthreads(); ++i; }
+}
+"""
+
+
+def test_warp_intrinsics_in_thread_dependent_loops_and_branches(both_ways, sim_order):
+    m = load_source(WARP_SRC, None, "fission_warps.cu")
+    assert m.handle.fission["per_warp_loop"] is None
+    for n in (128, 96, 32):
+        y = both_ways(lambda: _launch(m, "per_warp_loop", n))
+        np.testing.assert_array_equal(y, _per_warp_loop(n))
+
+
+def _per_warp_loop(n):
+    """per_warp_loop in NumPy, a warp's lanes in lockstep."""
+    v = np.arange(n, dtype=np.float32)
+    for w in range(n // 32):
+        lanes = np.arange(32)
+        for r in range(w + 1):
+            v[32 * w:32 * w + 32] = v[32 * w:32 * w + 32] + v[32 * w + (lanes ^ (1 << r))]
+    total = v[::32]
+    s = np.array([total[lane] if lane < n // 32 else 0 for lane in range(32)], np.float32)
+    ballot = np.count_nonzero(s > 100)
+    s = s + np.append(s[1:], s[-1])  # lane 31's partner is out of range: it gets its own value
+    return np.concatenate([s + np.float32(ballot), v[32:]])
+
+
+def _launch(m, name, n, *args):
+    y = gpublas.zeros((n,), np.float32)
+    m.get(name)(1, n, y, *args)
+    return y
+
+
+def test_divergent_barriers_fail_the_launch_when_fissioned():
+    m = load_source(WARP_SRC, None, "fission_warps.cu")
+    assert m.handle.fission["half_sync"] is None and m.handle.fission["half_warp_shuffle"] is None
+    with pytest.raises(gpublas.LaunchError, match=r"half_sync.*diverge at __syncthreads\(\): 16 of 64 threads"):
+        _launch(m, "half_sync", 64)
+    with pytest.raises(gpublas.LaunchError, match=r"half_warp_shuffle.*warp 0 .* diverge at a warp-level"):
+        _launch(m, "half_warp_shuffle", 32)
+    np.testing.assert_array_equal(_launch(m, "per_warp_loop", 64).get(), _per_warp_loop(64))  # the next one works
+
+
+def test_a_refused_shape_keeps_fibers_and_says_why(both_ways, tmp_path, monkeypatch):
+    monkeypatch.setenv("GPUBLAS_SIM_FISSION_DUMP", str(tmp_path))
+    m = load_source(WARP_SRC + "\n// dumped\n", None, "fission_dump.cu")
+    assert "while" in m.handle.fission["while_barrier"]
+    y = both_ways(lambda: _launch(m, "while_barrier", 64, 3))
+    np.testing.assert_array_equal(y, np.full(64, 0 + 1 + 2, np.float32))
+    assert "gpublas_block_per_warp_loop" in (tmp_path / "fission_dump.cu.fission.cu").read_text()
+    assert "while_barrier: fibers: a barrier inside while" in (tmp_path / "fission_dump.cu.fission.txt").read_text()
+
+
+def test_race_and_memcheck_kernels_are_the_fissioned_ones():
+    """tests/test_runtime.py's race check and tests/test_sim.py's memcheck of a barrier kernel run
+    the fissioned block functions: what they catch is caught there."""
+    from tests.test_runtime import RACE_SRC
+    from tests.test_sim import OOB_SRC
+    assert load_source(RACE_SRC, None, "race_check.cu").handle.fission == {
+        "reverse_ok": None, "reverse_racy": None, "warp_sum": None, "diverge": None, "dyn_smem_reverse": None}
+    assert load_source(OOB_SRC, None, "oob.cu").handle.fission == {"oob_tiled": None}
