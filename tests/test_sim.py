@@ -94,7 +94,8 @@ def memcheck(monkeypatch):
     backend.pool.free_cached()
 
 
-def test_memcheck_names_kernel_block_and_thread(memcheck):
+def test_memcheck_names_kernel_block_and_thread(memcheck, monkeypatch):
+    monkeypatch.setattr(memcheck, "order", sim.ORDERS["forward"])  # thread 128 is the first to fault
     k = load_source(OOB_SRC, None, "oob.cu").get("oob_flat")
     x = gpublas.zeros(4)  # one pool block of 512 bytes: 128 floats
     with pytest.raises(gpublas.IllegalAddressError, match=r"kernel 'oob_flat': illegal write to address 0x[0-9a-f]+ "

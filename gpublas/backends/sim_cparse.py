@@ -83,23 +83,12 @@ def split_top(toks, sep=","):
 
 class Stmt:
     """kind: 'simple' (toks up to and with ';'), 'block' (body), 'for' (init, cond, step, body),
-    'if' (cond, body, orelse) or 'other' (while/do/switch, toks). pragmas: '#pragma' lines before it."""
+    'if' (cond, body, orelse) or 'other' (while/do/switch, a macro taking the next statement: toks).
+    .src: its tokens; pragmas: the '#pragma' lines before it."""
 
     def __init__(self, kind, toks=(), body=None, init=None, cond=None, step=None, orelse=None, pragmas=()):
         self.kind, self.toks, self.body, self.orelse = kind, list(toks), body, orelse
         self.init, self.cond, self.step, self.pragmas = init, cond, step, list(pragmas)
-
-    def tokens(self):
-        """Every token of the statement, for scans (names, barriers, writes)."""
-        if self.kind in ("simple", "other"):
-            return list(self.toks)
-        out = []
-        for part in (self.init, self.cond, self.step):
-            out += part or []
-        for s in (self.body if self.kind == "block" else [self.body, self.orelse]):
-            if s is not None:
-                out += s.tokens()
-        return out
 
 
 def parse_block(toks):

@@ -15,6 +15,10 @@ barrier (template arguments deduced by the compiler from a declaration-only twin
 What it refuses (while/do/switch around a barrier, break/continue across regions, lambdas or
 `auto` values kept across a barrier, parameters given by macro, wmma, __activemask ...) raises
 Unsupported: that kernel keeps its fibers, and `report` says why.
+
+Pieces: sim_cparse.py reads the C++ (tokens, statements, declarations), sim_regions.py builds the
+region tree of one kernel, this module decides which values are kept per thread and writes the
+block function. docs/sim-backend.md has the design and what it measured.
 """
 import re
 
@@ -40,6 +44,8 @@ def _uses(nodes, out):
 
 
 def emit(fx, params):
+    """The tokens of gpublas_block_<kernel>: the hoisted declarations, then the region tree. A
+    per-thread variable used by another node than the region declaring it gets an arena array."""
     uses = _uses(fx.nodes, [])
     for v in fx.hoisted:
         if isinstance(v, Var) and v.region is not None:
