@@ -3,7 +3,7 @@
 `python -m benchmarks sass [--arch sm_90] [--json F]` compiles every kernel family (cuda_src/ and nn/cuda/)
 in float and double for the architecture, then reports per kernel: registers, spilled bytes (local memory),
 static shared memory, theoretical occupancy (from registers, shared memory and the block size its
-__launch_bounds__ names, else 256 threads), the SASS instruction mix, and for the largest loop body (a
+__launch_bounds__ names, else 256 threads), the SASS instruction mix (LDSM: ldmatrix; LD: generic loads, neither shared nor global), and for the largest loop body (a
 GEMM's main loop): its length, its FFMA/DFMA/HMMA share and the FLOPs it does per byte it reads from shared
 memory. Those bound what a kernel can reach on a GPU: LDGSTS (cp.async) means global loads overlap the math,
 LDS.128 means one shared load feeds four FMAs' operands, and a fat FMA share means the issue slots go to math.
@@ -26,7 +26,7 @@ from gpublas import compiler, source
 from .harness import Report
 
 DESCRIPTION = "registers, spills, occupancy and SASS instruction mix of every kernel (nvcc + cuobjdump)"
-MIX = ("FFMA", "DFMA", "HMMA", "LDS", "LDS.128", "LDG", "LDG.128", "LDGSTS", "BAR")
+MIX = ("FFMA", "DFMA", "HMMA", "LDS", "LDS.128", "LDSM", "LD", "LDG", "LDG.128", "LDGSTS", "BAR")
 # per SM: max warps, registers, shared memory (bytes), max blocks
 LIMITS = {70: (64, 65536, 96 << 10, 32), 75: (32, 65536, 64 << 10, 16), 80: (64, 65536, 164 << 10, 32),
           86: (48, 65536, 100 << 10, 16), 89: (48, 65536, 100 << 10, 24), 90: (64, 65536, 228 << 10, 32)}
@@ -109,7 +109,7 @@ def mix(instrs):
     c = collections.Counter()
     for _, op, _ in instrs:
         base, wide = op.split(".")[0], ".128" in op
-        if base in ("FFMA", "DFMA", "HMMA", "LDGSTS", "BAR"):
+        if base in ("FFMA", "DFMA", "HMMA", "LDSM", "LD", "LDGSTS", "BAR"):  # LD: generic (no LDS, LDG)
             c[base] += 1
         elif base in ("LDS", "LDG"):
             c[base] += 1
@@ -199,7 +199,7 @@ def family_rows(family, real, arch, root=None):
 COLUMNS = [("kernel", "kernel", "s"), ("real", "real", "s"), ("regs", "regs", "d"), ("spill_bytes", "spill B", "d"),
            ("smem", "smem B", "d"), ("threads", "threads", "d"), ("occupancy", "occ", ".0%"),
            ("FFMA", "FFMA", "d"), ("DFMA", "DFMA", "d"), ("HMMA", "HMMA", "d"), ("LDS", "LDS", "d"),
-           ("LDS.128", "LDS.128", "d"), ("LDG", "LDG", "d"), ("LDG.128", "LDG.128", "d"), ("LDGSTS", "LDGSTS", "d"),
+           ("LDS.128", "LDS.128", "d"), ("LDSM", "LDSM", "d"), ("LD", "LD", "d"), ("LDG", "LDG", "d"), ("LDG.128", "LDG.128", "d"), ("LDGSTS", "LDGSTS", "d"),
            ("BAR", "BAR", "d"), ("loop_instr", "loop", "d"), ("loop_fma", "loop FMA", "d"),
            ("fma_share", "FMA share", ".0%"), ("flop_per_smem_byte", "FLOP/smem B", ".2f")]
 

@@ -1,4 +1,4 @@
-"""GEMM v2 (cuda_src/gemm_v2.cu): choosing a kernel variant and configuration, and launching it.
+"""GEMM v2 (cuda_src/gemm_v2.cu, gemm_tf32.cu): choosing a kernel variant and configuration, and launching it.
 
 blas3.gemm's dispatcher calls `choose` for the automatic choice and `launch` for every v2 kernel name:
 
@@ -11,7 +11,7 @@ blas3.gemm's dispatcher calls `choose` for the automatic choice and `launch` for
     splitk      gemm_v2_small_... per K slice,      B == 1, 32x64 blocks < SMs / 2 and K >= 32 BK (512 floats):
                 then gemm_splitk_reduce             S = min(SMs / blocks, K / (16 BK), 16) slices
     regblock    gemm.cu gemm_regblock               a leading dimension * 128 >= 2^31 (v2 index math is 32-bit)
-    tf32        gemm_tf32_large_... (128x128)       never: opt-in (kernel="tf32"), float32, sm_80+
+    tf32        gemm_tf32_large_... (128x256)       never: opt-in (kernel="tf32"), float32, sm_80+
 
 <copy> is `vec` (16-byte cp.async) when both operands' pointers are 16-byte aligned and their leading
 dimensions, batch strides and contiguous extents are multiples of 16 bytes, else `elem`. On the sim
@@ -22,7 +22,7 @@ import functools
 
 import numpy as np
 
-from . import backends
+from . import backends, source
 from .array import empty
 from .launch import ceil_div, get_kernel
 
@@ -30,6 +30,7 @@ from .launch import ceil_div, get_kernel
 CONFIGS = {"large": {4: (128, 128, 256), 8: (128, 64, 256)}, "medium": {4: (64, 64, 128), 8: (64, 64, 128)},
            "small": {4: (32, 64, 128), 8: (32, 64, 128)}}
 NAMES = ("v2", "v2_large", "v2_medium", "v2_small", "splitk", "tf32")
+_TF32 = source.int_defines("gemm_tf32.cu", "TF32_")  # gemm_tf32_large: its tile and stage count
 MAX_SPLITS = 16
 INDEX_LIMIT = 2 ** 31
 
@@ -96,14 +97,25 @@ def vector_copies(a, lda, b, ldb, m, n, k, trans_a, trans_b, strides):
 
 def _kernel(prefix, config, trans_a, trans_b, vec, dtype):
     t = ("t" if trans_a else "n") + ("t" if trans_b else "n")
-    return get_kernel("gemm_v2", f"{prefix}_{config}_{t}_{'vec' if vec else 'elem'}", dtype)
+    family = "gemm_tf32" if prefix == "gemm_tf32" else "gemm_v2"
+    return get_kernel(family, f"{prefix}_{config}_{t}_{'vec' if vec else 'elem'}", dtype)
+
+
+def tf32_tile():
+    """(BM, BN, threads, dynamic shared bytes) of gemm_tf32_large: its STAGES tiles of A and B, BK deep."""
+    bm, bn, stages = _TF32["TF32_BM"], _TF32["TF32_BN"], _TF32["TF32_STAGES"]
+    return bm, bn, 256, stages * (bm + bn) * k_step(np.float32) * 4
 
 
 def launch_tiles(prefix, config, args, m, n, batch, trans, vec, dtype, stream):
     """One v2 kernel over the grid of `config` tiles; args in gemm_v2.cu's signature order."""
-    bm, bn, threads = tile(config, dtype)
-    _kernel(prefix, config, *trans, vec, dtype)((ceil_div(n, bn), ceil_div(m, bm), batch), threads, *args,
-                                                 stream=stream)
+    kernel = _kernel(prefix, config, *trans, vec, dtype)
+    if prefix == "gemm_tf32":
+        bm, bn, threads, shared = tf32_tile()
+        kernel.allow_shared(shared)  # above the default 48 KB: an opt-in, once per kernel
+    else:
+        (bm, bn, threads), shared = tile(config, dtype), 0
+    kernel((ceil_div(n, bn), ceil_div(m, bm), batch), threads, *args, shared=shared, stream=stream)
 
 
 def launch_splitk(args, m, n, k, trans, vec, dtype, config, splits, stream):

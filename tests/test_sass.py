@@ -1,6 +1,7 @@
 """The GEMM v2 kernels, read as compiled code (benchmarks/sass.py: nvcc for sm_90, cuobjdump -sass): the
 FP32 kernel's main loop is fed by cp.async (LDGSTS) and 128-bit shared loads and holds >= 512 FFMA; the
-TF32 kernel's runs HMMA on LDGSTS-filled tiles; no kernel spills. Needs nvcc and cuobjdump (the `sass`
+TF32 kernel's runs mma.sync (HMMA) on shared-memory fragments (LDS, LDSM) of LDGSTS-filled tiles; no kernel
+spills. Needs nvcc and cuobjdump (the `sass`
 extra); skipped, saying which is missing, elsewhere."""
 import pytest
 
@@ -9,10 +10,19 @@ from benchmarks import sass
 pytestmark = [pytest.mark.nvcc, pytest.mark.skipif(bool(sass.missing()), reason=sass.missing() or "-")]
 
 
+def _family(family):
+    binary, _ = sass.build(family, "float", "sm_90")
+    return sass.functions(binary, "sm_90"), sass.resources(binary, "sm_90")
+
+
 @pytest.fixture(scope="module")
 def v2_float():
-    binary, _ = sass.build("gemm_v2", "float", "sm_90")
-    return {name: instrs for name, instrs in sass.functions(binary, "sm_90").items()}, sass.resources(binary, "sm_90")
+    return _family("gemm_v2")
+
+
+@pytest.fixture(scope="module")
+def tf32_float():
+    return _family("gemm_tf32")
 
 
 @pytest.mark.parametrize("t", ["nn", "nt", "tn", "tt"])
@@ -30,9 +40,9 @@ def test_fp32_v2_main_loop_is_cp_async_fed_and_fma_dense(v2_float, t):
     assert res[name]["local"] == 0, f"{name} spills"
 
 
-def test_no_v2_kernel_spills(v2_float):
-    _, res = v2_float
-    assert res and all(r["local"] == 0 and r["stack"] == 0 for r in res.values()), res
+def test_no_v2_kernel_spills(v2_float, tf32_float):
+    for _, res in (v2_float, tf32_float):
+        assert res and all(r["local"] == 0 and r["stack"] == 0 for r in res.values()), res
 
 
 def test_occupancy_and_loop_figures_by_hand():
@@ -46,10 +56,15 @@ def test_occupancy_and_loop_figures_by_hand():
     assert sass._mma_volume("HMMA.16816.F32") == 16 * 8 * 16
 
 
-@pytest.mark.parametrize("t", ["nn", "tt"])
-def test_tf32_v2_main_loop_runs_hmma_on_cp_async_tiles(v2_float, t):
-    funcs, res = v2_float
+@pytest.mark.parametrize("t", ["nn", "nt", "tn", "tt"])
+def test_tf32_v2_main_loop_runs_hmma_on_shared_fragments(tf32_float, t):
+    # mma.sync fed by shared loads (LDS, or LDSM: ldmatrix) of cp.async-filled stages: no generic LD in the
+    # loop, 64 HMMA (a 64 x 64 warp tile, K step 16) per barrier, at least 35 % of the loop's instructions
+    funcs, res = tf32_float
     name = f"gemm_tf32_large_{t}_vec"
     body = sass.mix(sass.main_loop(funcs[name]))
-    assert body["HMMA"] >= 32 and body["LDGSTS"] > 0 and body["BAR"] == 1, body
+    fig = sass.loop_figures(sass.main_loop(funcs[name]))
+    assert body["HMMA"] == 64 and body["LDGSTS"] > 0 and body["BAR"] == 1, body
+    assert body["LD"] == 0 and body["LDS"] + body["LDSM"] >= 16, body
+    assert fig["fma_share"] >= 0.35, fig
     assert res[name]["local"] == 0

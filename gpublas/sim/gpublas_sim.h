@@ -10,6 +10,7 @@
 //   intrinsics.h  warp shuffles and votes, atomics, math and bit intrinsics
 //   fission.h     blocks of barrier kernels as loops over their threads (backends/sim_fission.py)
 //   wmma.h        nvcuda::wmma (tensor cores), warp-collective
+//   mma_sync.h    mma.sync m16n8k8 TF32 (cuda_src/mma.cuh's mma_tf32_m16n8k8), warp-collective
 //   cuda_pipeline.h  cp.async (__pipeline_memcpy_async / commit / wait_prior), synchronous
 // How it was designed and what it costs: docs/sim-backend.md. cuda_runtime.h and mma.h here are
 // empty stand-ins so that a .cu's own #include lines resolve.
@@ -20,4 +21,5 @@
 #include "intrinsics.h"
 #include "fission.h"  // the runtime of kernels whose blocks run as loops over threads
 #include "wmma.h"
+#include "mma_sync.h"
 #include "cuda_pipeline.h"  // cp.async pipeline primitives as synchronous copies

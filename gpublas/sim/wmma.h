@@ -8,7 +8,7 @@
 // Limits: a fragment's element-to-lane mapping is not the GPU's (here every lane holds every
 // element), so only code that treats fragments as opaque or loops over all num_elements is
 // portable, as CUDA requires; TF32 inputs are truncated to their upper 19 bits in mma_sync (and
-// __float_to_tf32 rounds to nearest, ties away); no half/bf16/int8 fragments, no mma.sync PTX.
+// __float_to_tf32 rounds to nearest, ties away); no half/bf16/int8 fragments (mma.sync PTX, with the GPU's layout: mma_sync.h).
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,80 @@
+// mma_sync.h: the tensor cores' warp-level mma.sync and ldmatrix (PTX), simulated warp-collectively: the
+// sim side of cuda_src/mma.cuh's mma_tf32_m16n8k8 (m16n8k8, TF32 inputs, float accumulators) and
+// ldmatrix_x4 (four 8 x 8 b16 matrices, read as 8 x 4 words). Fragment layouts are documented there and
+// are the GPU's, lane for lane.
+//
+// Each lane writes its A and B registers to its slot of a per-warp scratch (one per OS worker, like
+// __shared__ memory), then the warp meets at a warp barrier (scheduler.h's warp_exchange, whose parity
+// the scratch follows, so a slot is not rewritten before every lane has read it); each lane then reads
+// the rows of A and columns of B its own D elements need and computes them. As the tensor core, the
+// product reads the top 19 bits of each input (TF32: the low 13 mantissa bits truncated); the products
+// of TF32 values are exact in float and are added to C in K order, in float.
+// ldmatrix: each lane publishes its row address through the warp exchange, then reads its four words
+// from the rows other lanes named (shared memory does not change between: no lane of the warp writes it
+// until all have read, and other warps' writes to it wait for a __syncthreads).
+// Limits: every lane of the warp must take part, as .aligned requires on the GPU (a lane that exited
+// makes the launch fail); the accumulation order inside one mma is K order, where the GPU's is its own,
+// so results can differ from a GPU's in the last bits of float, never in the TF32 rounding of inputs.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "scheduler.h"
+
+namespace gpublas_sim {
+struct MmaTf32Slot { uint32_t a[4], b[2]; unsigned stamp; };
+
+static inline float tf32_input(uint32_t bits) {
+    bits &= 0xffffe000u;
+    float v; std::memcpy(&v, &bits, 4); return v;
+}
+
+static inline bool warp_all_present(const WarpSlot* s, unsigned stamp, const char* what) {
+    for (unsigned i = 0; i < 32; ++i)
+        if (s[i].stamp != stamp) {
+            tls_worker->launch->fail(std::string(what) + " with lanes of the warp missing: every lane must take "
+                                     "part (.aligned)");
+            return false;
+        }
+    return true;
+}
+
+static inline void mma_sync_m16n8k8_tf32(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+    static thread_local std::vector<MmaTf32Slot> scratch;  // [warp][parity][lane]
+    Worker* w = tls_worker;
+    if (w->fast) { misuse("mma.sync"); return; }
+    const unsigned lane = w->cur->linear & 31, warp = w->cur->linear >> 5, stamp = w->cur->warp_gen;
+    const size_t need = size_t(w->nthreads + 31) / 32 * 64;
+    if (scratch.size() < need) scratch.resize(need, MmaTf32Slot{{0, 0, 0, 0}, {0, 0}, ~0u});
+    MmaTf32Slot* slots = &scratch[size_t(warp) * 64 + (stamp & 1) * 32];
+    slots[lane] = MmaTf32Slot{{a[0], a[1], a[2], a[3]}, {b[0], b[1]}, stamp};
+    unsigned stamp_out, lane_out;
+    WarpSlot* present = warp_exchange(0, stamp_out, lane_out);  // every lane's fragments are in
+    if (!warp_all_present(present, stamp, "mma.sync (mma_tf32_m16n8k8)")) return;
+    const unsigned g = lane >> 2, t = lane & 3;
+    for (int e = 0; e < 4; ++e) {
+        const unsigned row = g + (e >> 1) * 8, col = 2 * t + (e & 1);
+        float acc = d[e];
+        for (unsigned k = 0; k < 8; ++k) {
+            // A[row][k] sits in lane 4 (row % 8) + k % 4, register (row >= 8) + 2 (k >= 4);
+            // B[k][col] in lane 4 col + k % 4, register (k >= 4).
+            const float x = tf32_input(slots[4 * (row & 7) + (k & 3)].a[(row >> 3) + 2 * (k >> 2)]);
+            const float y = tf32_input(slots[4 * col + (k & 3)].b[k >> 2]);
+            acc += x * y;
+        }
+        d[e] = acc;
+    }
+}
+
+static inline void ldmatrix_sync_x4(unsigned (&r)[4], const void* row) {
+    unsigned stamp, lane;
+    const uintptr_t mine = reinterpret_cast<uintptr_t>(row);
+    WarpSlot* s = warp_exchange(mine, stamp, lane);
+    if (mine % 16) tls_worker->launch->fail("ldmatrix (ldmatrix_x4): a row address not 16-byte aligned");
+    if (mine % 16 || !warp_all_present(s, stamp, "ldmatrix (ldmatrix_x4)")) return;
+    for (unsigned j = 0; j < 4; ++j)
+        std::memcpy(&r[j], reinterpret_cast<const char*>(s[8 * j + lane / 4].value) + 4 * (lane % 4), 4);
+}
+}  // namespace gpublas_sim
