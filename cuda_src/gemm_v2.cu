@@ -25,7 +25,9 @@
 //   thread reads its fragments with 16-byte shared loads (LDS.128) and does the rank-VW updates of its
 //   register tile. Warp lanes: 8 along M x 4 along N; each lane owns GM x GN groups of 4 x 4 elements.
 //   One __syncthreads per K step: wait for stage kt, barrier, issue the copies of stage kt + STAGES - 1
-//   (into the buffer every thread finished with), compute stage kt.
+//   (into the buffer every thread finished with), compute stage kt. Epilogue (float): with B k-major a
+//   lane's columns come in runs of 4, stored as 16-byte vectors (STG.128) in interior tiles when C is
+//   16-byte aligned and ldc a multiple of 4 (checked in the kernel, outside the main loop); else scalars.
 //     large:  float 128x128: 256 threads (2 x 4 warps of 64 x 32), 8 x 8 per thread, 2 stages (40 KB shared);
 //             double 128x64: 256 threads (2 x 4 warps of 64 x 16), 8 x 4 per thread (8 x 8 doubles spill).
 //     medium: 64x64: 128 threads (2 x 2 warps of 32 x 32), 4 x 8 per thread, 3 stages (30 KB).
@@ -131,7 +133,20 @@ __device__ __forceinline__ void gemm_v2_body(GEMM_V2_PARAMS) {
             }
         });
 
+    // Epilogue. B k-major (nn, tn): a lane's columns come in runs of 4, stored as 16-byte vectors in interior
+    // tiles when C is 16-byte aligned and ldc a multiple of VW; everything else as checked scalars. Float only:
+    // the FP64 large nn variant, at its 128-register cap, spills in the main loop with the vector path.
+    constexpr bool VEC_C = sizeof(real) == 4;
     const bool edge = m_left < Cfg::BM || n_left < Cfg::BN;
+    if (!TB && VEC_C && !edge && reinterpret_cast<size_t>(C) % 16 == 0 && ldc % VW == 0) {
+#pragma unroll
+        for (int i = 0; i < Cfg::TM; ++i)
+#pragma unroll
+            for (int j = 0; j < Cfg::TN; j += VW)
+                store_c_vec<vec16>(C, (wm + v2_outer<TA, 8>(i, lm)) * ldc + wn + v2_outer<true, 4>(j, ln), alpha,
+                                   &acc[i][j], 1, beta);
+        return;
+    }
 #pragma unroll
     for (int i = 0; i < Cfg::TM; ++i) {
         const int r = wm + v2_outer<TA, 8>(i, lm);
@@ -144,7 +159,11 @@ __device__ __forceinline__ void gemm_v2_body(GEMM_V2_PARAMS) {
 }
 
 // Two large blocks per SM (128 registers a thread) where the float variant fits without spilling: the
-// k-major A variants and nn_vec; FP64 fits two 128x64 blocks everywhere.
+// k-major A variants and nn_vec; FP64 fits two 128x64 blocks everywhere. nt_vec keeps one block (250
+// registers): with both operands K-contiguous each 16-byte load holds 4 K values of one row, so a K step's
+// 64 fragment registers of A and B are live beside the 64 accumulators, and nvcc software-pipelines the
+// next step's on top; capped at 128 it spills in the main loop (12 bytes; more when B is loaded in halves
+// or A row by row behind a scheduling barrier), so the cap stays off.
 constexpr int V2_MIN_BLOCKS = 2;
 extern "C" __global__ void __launch_bounds__(256, V2_MIN_BLOCKS) gemm_v2_large_nn_vec(GEMM_V2_PARAMS) { gemm_v2_body<V2Large, false, false, true>(GEMM_V2_ARGS); }
 extern "C" __global__ void __launch_bounds__(256) gemm_v2_large_nt_vec(GEMM_V2_PARAMS) { gemm_v2_body<V2Large, false, true, true>(GEMM_V2_ARGS); }

@@ -312,6 +312,24 @@ def test_gemm_v2_copy_width_follows_alignment(rng, dtype, trans_a, trans_b):
             assert_close(gpublas.gemm(x, y, trans_a=trans_a, trans_b=trans_b, kernel=kernel), want, k=k)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kernel", ["v2_large", "v2_medium", "v2_small"])
+def test_gemm_v2_epilogue_vector_and_scalar_paths(rng, dtype, kernel):
+    # whole tiles with B k-major store C as 16-byte vectors when C is 16-byte aligned, scalars when C starts one
+    # element into its allocation; beta == 0 reads no C on either path (NaN there must not leak)
+    m, n, k = 128, 256, 20
+    for trans_a in (False, True):
+        a, b = operands(rng, dtype, m, n, k, trans_a, False)
+        da, db = gpublas.to_device(a), gpublas.to_device(b)
+        for offset in (0, 1):
+            for beta in (0.0, 0.5):
+                c = rng.standard_normal((m, n)).astype(dtype) if beta else np.full((m, n), np.nan, dtype)
+                dc = gpublas.to_device(np.concatenate([np.zeros(offset, dtype), c.ravel()]))[offset:].reshape(m, n)
+                got = gpublas.gemm(da, db, dc, alpha=1.5, beta=beta, trans_a=trans_a, kernel=kernel)
+                want = ref_gemm(dtype, 1.5, a, b, trans_a=trans_a) + (beta * c if beta else 0)
+                assert_close(got, want, k=k)
+
+
 def test_gemm_v2_refuses_leading_dimensions_beyond_32_bit_tiles():
     with pytest.raises(ValueError, match="32-bit"):
         blas3._kernel_name("v2", 2, 2, 2, 1, (2 ** 24, 2), np.float32)
