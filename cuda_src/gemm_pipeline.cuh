@@ -30,6 +30,26 @@ struct V2Config {
     static constexpr int THREADS = 32 * WARPS_M * WARPS_N;
     static_assert(WARPS_M * WTM == BM && WARPS_N * WTN == BN, "the warps tile the block");
 };
+// A block's place in the GEMM: advances A, B and C to its tile (blockIdx.y along M, .x along N) and batch
+// (blockIdx.z); what is left of M and N from the tile's corner; the warp's offset (wm, wn) in the tile.
+template <class Cfg, bool TA, bool TB>
+struct V2Block {
+    int m_left, n_left, wm, wn;
+    template <class PA, class PB, class PC>  // the kernel's pointers, __restrict__ as they are
+    __device__ __forceinline__ V2Block(int M, int N, PA& A, int lda, PB& B, int ldb, PC& C, int ldc,
+                                       long long stride_a, long long stride_b, long long stride_c) {
+        const int row0 = blockIdx.y * Cfg::BM, col0 = blockIdx.x * Cfg::BN, warp = threadIdx.x / 32;
+        A += blockIdx.z * stride_a + (TA ? (long long)row0 : (long long)row0 * lda);
+        B += blockIdx.z * stride_b + (TB ? (long long)col0 * ldb : (long long)col0);
+        C += blockIdx.z * stride_c + (long long)row0 * ldc + col0;
+        m_left = M - row0;
+        n_left = N - col0;
+        wm = warp / Cfg::WARPS_N * Cfg::WTM;
+        wn = warp % Cfg::WARPS_N * Cfg::WTN;
+    }
+    __device__ __forceinline__ bool edge() const { return m_left < Cfg::BM || n_left < Cfg::BN; }
+};
+
 // The cp.async copies of one operand's stage tiles (ROWS x COLS, COLS contiguous in global memory). Thread
 // t copies vectors t, t + THREADS, ...: consecutive threads take consecutive vectors of a row (coalesced),
 // so a thread's copies share one column c0 and step STEP_ROWS rows: everything per copy but the stage's

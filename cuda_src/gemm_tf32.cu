@@ -123,14 +123,10 @@ __device__ __forceinline__ void gemm_tf32_body(int M, int N, int K, T alpha, con
         extern __shared__ __align__(16) float v2_tf32_smem[];  // STAGES x (A tile, then B tile)
         auto As = reinterpret_cast<float (*)[TileA::ELEMS]>(v2_tf32_smem);
         auto Bs = reinterpret_cast<float (*)[TileB::ELEMS]>(v2_tf32_smem + Cfg::STAGES * TileA::ELEMS);
-        const int row0 = blockIdx.y * Cfg::BM, col0 = blockIdx.x * Cfg::BN;
-        A += blockIdx.z * stride_a + (TA ? (long long)row0 : (long long)row0 * lda);
-        B += blockIdx.z * stride_b + (TB ? (long long)col0 * ldb : (long long)col0);
-        C += blockIdx.z * stride_c + (long long)row0 * ldc + col0;
-        const int m_left = M - row0, n_left = N - col0;
-        const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-        const int wm = warp / Cfg::WARPS_N * Cfg::WTM, wn = warp % Cfg::WARPS_N * Cfg::WTN;
-        const int p0 = SWAP ? wn : wm, q0 = SWAP ? wm : wn;
+        const V2Block<Cfg, TA, TB> blk(M, N, A, lda, B, ldb, C, ldc, stride_a, stride_b, stride_c);
+        const int m_left = blk.m_left, n_left = blk.n_left;
+        const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+        const int p0 = SWAP ? blk.wn : blk.wm, q0 = SWAP ? blk.wm : blk.wn;
 
         float acc[FP][FQ][4];
 #pragma unroll
@@ -156,8 +152,7 @@ __device__ __forceinline__ void gemm_tf32_body(int M, int N, int K, T alpha, con
         // Epilogue. A lane's two D elements e, e + 1 (not swapped) or e, e + 2 (swapped: P k-major) sit side by
         // side in a row of C: interior tiles store them as one float2 where C and ldc allow it; edge tiles and
         // unaligned C store checked scalars.
-        const bool edge = m_left < Cfg::BM || n_left < Cfg::BN;
-        if (!edge && reinterpret_cast<size_t>(C) % 8 == 0 && ldc % 2 == 0) {
+        if (!blk.edge() && reinterpret_cast<size_t>(C) % 8 == 0 && ldc % 2 == 0) {
 #pragma unroll
             for (int i = 0; i < FP; ++i)
 #pragma unroll

@@ -101,13 +101,9 @@ __device__ __forceinline__ void gemm_v2_body(GEMM_V2_PARAMS) {
     typedef V2Tile<Cfg::BN, !TB> TileB;  // B stored K x N: N contiguous
     __shared__ __align__(16) real As[Cfg::STAGES][TileA::ELEMS];
     __shared__ __align__(16) real Bs[Cfg::STAGES][TileB::ELEMS];
-    const int row0 = blockIdx.y * Cfg::BM, col0 = blockIdx.x * Cfg::BN;
-    A += blockIdx.z * stride_a + (TA ? (long long)row0 : (long long)row0 * lda);
-    B += blockIdx.z * stride_b + (TB ? (long long)col0 * ldb : (long long)col0);
-    C += blockIdx.z * stride_c + (long long)row0 * ldc + col0;
-    const int m_left = M - row0, n_left = N - col0;
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, lm = lane / 4, ln = lane % 4;
-    const int wm = warp / Cfg::WARPS_N * Cfg::WTM, wn = warp % Cfg::WARPS_N * Cfg::WTN;
+    const V2Block<Cfg, TA, TB> blk(M, N, A, lda, B, ldb, C, ldc, stride_a, stride_b, stride_c);
+    const int m_left = blk.m_left, n_left = blk.n_left, wm = blk.wm, wn = blk.wn;
+    const int lane = threadIdx.x % 32, lm = lane / 4, ln = lane % 4;
 
     real acc[Cfg::TM][Cfg::TN];
 #pragma unroll
@@ -137,7 +133,7 @@ __device__ __forceinline__ void gemm_v2_body(GEMM_V2_PARAMS) {
     // tiles when C is 16-byte aligned and ldc a multiple of VW; everything else as checked scalars. Float only:
     // the FP64 large nn variant, at its 128-register cap, spills in the main loop with the vector path.
     constexpr bool VEC_C = sizeof(real) == 4;
-    const bool edge = m_left < Cfg::BM || n_left < Cfg::BN;
+    const bool edge = blk.edge();
     if (!TB && VEC_C && !edge && reinterpret_cast<size_t>(C) % 16 == 0 && ldc % VW == 0) {
 #pragma unroll
         for (int i = 0; i < Cfg::TM; ++i)
