@@ -179,3 +179,16 @@ def test_openmp_workers_sleep_between_launches_unless_told(given, spin):
     p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0 and p.stdout.strip() == "6.0", p.stderr
     assert f"GOMP_SPINCOUNT = '{spin}'" in p.stderr, p.stderr
+
+
+def test_cache_key_tells_cpus_with_one_name_apart(tmp_path):
+    # modules are built with -march=native: two CPUs a VM names alike but with other features must not
+    # share a cached build
+    def cpu(flags, model="1"):
+        p = tmp_path / f"cpuinfo-{flags}-{model}"
+        p.write_text(f"processor\t: 0\ncpu family\t: 25\nmodel\t\t: {model}\nmodel name\t: AMD EPYC\n"
+                     f"stepping\t: 1\nflags\t\t: fpu sse2 {flags}\n\nprocessor\t: 1\nflags\t\t: other\n")
+        return sim._cpu_id(str(p))
+    assert cpu("avx2") == cpu("avx2")
+    assert cpu("avx2") != cpu("avx2 avx512f")
+    assert cpu("avx2") != cpu("avx2", model="17")

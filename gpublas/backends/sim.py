@@ -39,7 +39,11 @@ _BARRIERS = re.compile(r"\b(__syncthreads\w*|__syncwarp|__shfl\w*_sync|__ballot_
                        r"|__activemask|wmma::\w+_sync|mma_sync_\w+|ldmatrix_sync_\w+)\b")
 _ATTRIBUTES = r"__launch_bounds__|__align__|__attribute__|__declspec|alignas|if|for|while|switch|return"
 _HEADER_NAME = re.compile(rf"\b(?P<name>(?!(?:{_ATTRIBUTES})\b)[A-Za-z_]\w*)\s*\(")
-_CXXFLAGS = ["-O2", "-std=c++17", "-fPIC", "-shared", "-fopenmp", "-fvisibility=hidden",
+# -O3 -march=native: measured against -O2 and against -march=x86-64-v2/v3 in docs/sim-backend.md
+# ("Host compiler flags"); the compile cache key names the CPU (_cpu_id), so a cache copied to another
+# CPU is rebuilt. -ffp-contract=off: a * b + c rounds the same in every build of a kernel (fused or
+# not was the optimizer's choice, and fission and fibers differed at -O3).
+_CXXFLAGS = ["-O3", "-ffp-contract=off", "-std=c++17", "-fPIC", "-shared", "-fopenmp", "-fvisibility=hidden",
              "-U_FORTIFY_SOURCE", "-D_FORTIFY_SOURCE=0", "-fno-strict-aliasing", "-Wno-unknown-pragmas",
              "-Wno-unused-result"]
 
@@ -92,6 +96,25 @@ def _cpu_name():
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+@functools.lru_cache(maxsize=None)
+def _cpu_id(cpuinfo="/proc/cpuinfo"):
+    """The CPU as -march=native sees it, for the compile cache key: model name, family, model and
+    stepping, and a digest of the feature flags (a VM may report only "AMD EPYC" for CPUs of different
+    instruction sets)."""
+    fields = {}
+    try:
+        for line in open(cpuinfo):
+            key, _, value = line.partition(":")
+            key = key.strip()
+            if key in ("cpu family", "model", "stepping", "flags") and key not in fields:
+                fields[key] = value.strip()
+    except OSError:
+        pass
+    flags = compiler.cache_key(fields.pop("flags", ""))[:16]
+    return " ".join([_cpu_name(), *(f"{k} {v}" for k, v in sorted(fields.items())), f"flags {flags}",
+                     platform.machine()])
 
 
 def function_bodies(text):
@@ -300,7 +323,7 @@ class SimBackend(Backend):
                    "-o", str(out)]
             compiler.run_compiler(cmd, what="the sim backend", output=out, source_name=source_name)
 
-        key = [headers_digest(), source.headers_digest(), " ".join(flags), version, _cpu_name()]
+        key = [headers_digest(), source.headers_digest(), " ".join(flags), version, _cpu_id()]
         _dump(source_name, body(fissioned, report), report)
         try:
             path = compiler.compile_cached(body(fissioned, report), key_parts=key, suffix=".so", build=build,
