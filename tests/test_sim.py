@@ -192,3 +192,17 @@ def test_cache_key_tells_cpus_with_one_name_apart(tmp_path):
     assert cpu("avx2") == cpu("avx2")
     assert cpu("avx2") != cpu("avx2 avx512f")
     assert cpu("avx2") != cpu("avx2", model="17")
+
+
+def test_math_functions_of_a_float_are_float_as_in_cuda():
+    # CUDA overloads exp, tanh, sqrt ... for float in the global namespace; <cmath> alone would pick
+    # the double functions for a float argument (slower, other roundings)
+    src = """extern "C" __global__ void widths(const float* x, int* out) {
+        out[0] = sizeof(exp(x[0])); out[1] = sizeof(tanh(x[0])); out[2] = sizeof(sqrt(x[0]));
+        out[3] = sizeof(pow(x[0], 2.0f)); out[4] = sizeof(abs(x[0])); out[5] = sizeof(exp(1.0));
+        out[6] = (int)(abs(-2.5f) * 2.0f);
+    }"""
+    k = load_source(src, source_name="widths.cu").get("widths")
+    out = gpublas.zeros(7, np.int32)
+    k(1, 1, gpublas.full(1, 0.5), out)
+    assert out.get().tolist() == [4, 4, 4, 4, 4, 8, 5]

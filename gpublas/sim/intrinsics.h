@@ -5,7 +5,8 @@
 // slots (scheduler.h: warp_exchange); __threadfence*; atomicAdd/Sub/And/Or/Xor/Exch/CAS/Max/Min on
 // int, unsigned and unsigned long long and atomicAdd/Max/Min/Exch on float (Add on double) as real
 // CPU atomics (blocks run on several OS threads); the fast-math intrinsics (__expf, __fdividef,
-// __saturatef, the __*_rn roundings), bit tricks (__popc, __clz, __brev, __umulhi ...), the
+// __saturatef, the __*_rn roundings), the float overloads of exp, tanh, sqrt ... in the global
+// namespace (CUDA's math API), bit tricks (__popc, __clz, __brev, __umulhi ...), the
 // __float_as_int family, __ldg, and CUDA's by-value min/max overloads.
 // Limits: shuffle masks are ignored (every live lane of the warp takes part, as in cuda_src/'s
 // full-warp use); a shuffle moves at most 8 bytes; the fast intrinsics are the exact libm
@@ -126,6 +127,18 @@ GPUBLAS_INT_ATOMICS(unsigned long long)
 // ---------------------------------------------------------------------------------------------
 // Math functions and intrinsics (expf, tanhf, fmaxf ... come from <cmath> as they are)
 // ---------------------------------------------------------------------------------------------
+// CUDA's math API overloads exp, tanh, sqrt ... for float in the global namespace (a float kernel's
+// exp(x) is expf on the GPU); <cmath> keeps those overloads in std, so exp(float) was the double
+// function here: 2-3x the time per call and other roundings. Bring std's overloads in.
+using std::abs; using std::acos; using std::acosh; using std::asin; using std::asinh; using std::atan;
+using std::atan2; using std::atanh; using std::cbrt; using std::ceil; using std::copysign; using std::cos;
+using std::cosh; using std::erf; using std::erfc; using std::exp; using std::exp2; using std::expm1;
+using std::fabs; using std::fdim; using std::floor; using std::fma; using std::fmax; using std::fmin;
+using std::fmod; using std::hypot; using std::ldexp; using std::lgamma; using std::log; using std::log10;
+using std::log1p; using std::log2; using std::nearbyint; using std::pow; using std::remainder;
+using std::rint; using std::round; using std::sin; using std::sinh; using std::sqrt; using std::tan;
+using std::tanh; using std::tgamma; using std::trunc;
+
 // glibc declares its own __expf, __logf ... : map CUDA's fast intrinsics onto the ordinary functions.
 #define __expf(x) expf(x)
 #define __logf(x) logf(x)
