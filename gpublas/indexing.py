@@ -23,6 +23,7 @@ shape, converted to a's dtype) through one strided copy kernel; a right-hand sid
 target otherwise than element for element is copied first, so `x[1:] += x[:-1]` gives NumPy's
 result. Every check runs before anything is written: a failed assignment leaves `a` untouched.
 """
+import math
 import operator
 
 import numpy as np
@@ -49,6 +50,11 @@ def _is_int(k):
 
 def getitem(a, key):
     """a[key]: a view for a basic key, a new array for one with an integer or boolean array."""
+    if type(key) is int and a.ndim:  # a[i], the commonest key (a time step, a layer): _basic's view, directly
+        n = a.shape[0]
+        if not -n <= key < n:
+            raise IndexError(f"index {key} is out of bounds for axis 0 with size {n}")
+        return a._view(a.shape[1:], a.strides[1:], (key % n) * a.strides[0])
     key = key if isinstance(key, tuple) else (key,)
     if any(_is_array(k) for k in key):
         where, _ = _advanced(a, key)
@@ -167,12 +173,12 @@ def reshape(a, shape):
     if shape.count(-1) > 1:
         raise ValueError("reshape: only one dimension can be -1")
     if -1 in shape:
-        known = int(np.prod([s for s in shape if s != -1], dtype=np.int64))
+        known = math.prod(s for s in shape if s != -1)
         if known == 0 or a.size % known:
             raise ValueError(f"reshape: cannot reshape array of size {a.size} into shape {tuple(shape)}")
         shape[shape.index(-1)] = a.size // known
     shape = tuple(shape)
-    if any(s < 0 for s in shape) or int(np.prod(shape, dtype=np.int64)) != a.size:
+    if any(s < 0 for s in shape) or math.prod(shape) != a.size:
         raise ValueError(f"reshape: cannot reshape array of shape {a.shape} into {shape}")
     strides = layout.reshape_strides(a.shape, a.strides, shape, a.itemsize)
     if strides is None:

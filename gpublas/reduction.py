@@ -9,6 +9,7 @@ None). Every result is deterministic: the summation order depends on the shape o
 backend gives identical bits under every thread order.
 """
 import builtins
+import math
 
 import numpy as np
 
@@ -99,8 +100,8 @@ def _fold(a, axis, keepdims, what):
     if not -a.ndim <= axis < a.ndim:
         raise ValueError(f"{what}: axis {axis} is out of bounds for an array of dimension {a.ndim}")
     axis = int(axis) % a.ndim
-    outer = int(np.prod(a.shape[:axis], dtype=np.int64))
-    inner = int(np.prod(a.shape[axis + 1:], dtype=np.int64))
+    outer = math.prod(a.shape[:axis])
+    inner = math.prod(a.shape[axis + 1:])
     shape = a.shape[:axis] + ((1,) if keepdims else ()) + a.shape[axis + 1:]
     return outer, a.shape[axis], inner, shape
 
