@@ -110,8 +110,10 @@ class DeviceArray:
     __hash__ = None  # == is elementwise, so arrays are unhashable (as NumPy's)
 
     def __init__(self, shape, dtype=np.float32, *, _mem=None, _offset=0, _strides=None, _base=None):
-        self.shape = _shape(shape)
-        self.dtype = _check_dtype(dtype)
+        # a view (_base given, from _view) has its base's dtype and int tuples derived from its base's
+        # layout: only a new array's arguments need checking and converting
+        self.shape = _shape(shape) if _base is None else shape
+        self.dtype = _check_dtype(dtype) if _base is None else dtype
         self.size = math.prod(self.shape)
         self.nbytes = self.size * self.dtype.itemsize
         if _mem is None:
@@ -125,7 +127,7 @@ class DeviceArray:
             self.strides = layout.c_strides(self.shape, self.dtype.itemsize)
             self.c_contiguous = True
         else:
-            self.strides = tuple(int(s) for s in _strides)
+            self.strides = tuple(int(s) for s in _strides) if _base is None else _strides
             self.c_contiguous = layout.is_c_contiguous(self.shape, self.strides, self.dtype.itemsize)
         self.base = _base  # the array this is a view of (None when it owns its memory)
 
@@ -234,7 +236,8 @@ class DeviceArray:
 
     # -- views (gpublas.indexing) -------------------------------------------------------------
     def _view(self, shape, strides, offset=0):
-        """A view of the same memory: `offset` bytes from this array's first element."""
+        """A view of the same memory: `offset` bytes from this array's first element; shape and
+        strides are tuples of ints (the constructor takes them unchecked)."""
         self.ptr  # a view of freed memory is an error now, not later
         return DeviceArray(shape, self.dtype, _mem=self._mem, _offset=self._offset + offset, _strides=strides,
                            _base=self if self.base is None else self.base)
