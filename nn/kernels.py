@@ -113,7 +113,7 @@ def im2col(x, cols, geom):
     if cols.shape != (C * kh * kw, N * OH * OW):
         raise ValueError(f"im2col: cols {cols.shape}, expected {(C * kh * kw, N * OH * OW)}")
     get_kernel("conv", "im2col_nchw", _same("im2col", x, cols))(
-        grid_1d(cols.size), BLOCK, x, cols, *_conv_sizes(N, C, H, W, geom))
+        grid_1d(cols.size), BLOCK, x, cols, *_conv_sizes(N, C, H, W, geom), fd(N * OH * OW))
     return cols
 
 

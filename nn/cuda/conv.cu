@@ -13,7 +13,8 @@
 //                   then the activation `act` (common.cuh's ACT_*); b may be null.
 // Its inverse without bias (dY (C, N*P) from dy (N, C, P)) is gpublas' swap01 (cuda_src/transpose.cu).
 //
-// Index math: every size a kernel divides by (N, C, H, W, kh, kw, sh, sw, OH, OW; P for cnp_to_nchw_bias)
+// Index math: every size a kernel divides by (N, C, H, W, kh, kw, sh, sw, OH, OW; N*OH*OW for im2col_nchw,
+// P for cnp_to_nchw_bias)
 // arrives as a FastDivmod divisor (gpublas.launch.fast_divisor), and each kernel body is a template on
 // its index type: 32-bit (unsigned, __umulhi + shift per division) when every array it touches has
 // fewer than 2^31 elements, else 64-bit with plain divisions.
@@ -34,13 +35,16 @@ __device__ __forceinline__ ConvGeom conv_geom(unsigned long long N, unsigned lon
                     FastDivmod(sh), FastDivmod(sw), FastDivmod(OH), FastDivmod(OW), ph, pw, dh, dw};
 }
 
-// cols element e = ((k * N + n) * OH + oh) * OW + ow with k = (c * kh + i) * kw + j
+// cols element e = k * NP + q with k = (c * kh + i) * kw + j and q = (n * OH + oh) * OW + ow: one division
+// by NP = N * OH * OW, then two independent chains of two (a chain of five would be as many latencies)
 template <class I>
 __device__ __forceinline__ void im2col_loop(const real* __restrict__ x, real* __restrict__ cols, I total,
-                                            const ConvGeom& g) {
+                                            const ConvGeom& g, const FastDivmod& NP) {
     GRID_STRIDE_LOOP(I, e, total) {
-        I ow, oh, n, j, i;
-        const I c = div_mod(div_mod(div_mod(div_mod(div_mod(e, g.OW, ow), g.OH, oh), g.N, n), g.kw, j), g.kh, i);
+        I q, ow, oh, j, i;
+        const I k = div_mod(e, NP, q);
+        const I n = div_mod(div_mod(q, g.OW, ow), g.OH, oh);
+        const I c = div_mod(div_mod(k, g.kw, j), g.kh, i);
         const int h = (int)oh * g.sh.d - g.ph + (int)i * g.dh, w = (int)ow * g.sw.d - g.pw + (int)j * g.dw;
         cols[e] = (h >= 0 && h < g.H.d && w >= 0 && w < g.W.d)
                       ? x[((n * (I)g.C.d + c) * (I)g.H.d + (I)h) * (I)g.W.d + (I)w] : (real)0;
@@ -50,13 +54,15 @@ __device__ __forceinline__ void im2col_loop(const real* __restrict__ x, real* __
 extern "C" __global__ void im2col_nchw(const real* __restrict__ x, real* __restrict__ cols, unsigned long long N, unsigned long long C,
                                        unsigned long long H, unsigned long long W, unsigned long long kh,
                                        unsigned long long kw, unsigned long long sh, unsigned long long sw, int ph,
-                                       int pw, int dh, int dw, unsigned long long OH, unsigned long long OW) {
+                                       int pw, int dh, int dw, unsigned long long OH, unsigned long long OW,
+                                       unsigned long long NP_) {
     const ConvGeom g = conv_geom(N, C, H, W, kh, kw, sh, sw, ph, pw, dh, dw, OH, OW);
-    const long long total = (long long)g.C.d * g.kh.d * g.kw.d * g.N.d * g.OH.d * g.OW.d;
+    const FastDivmod NP(NP_);  // N * OH * OW
+    const long long total = (long long)g.C.d * g.kh.d * g.kw.d * NP.d;
     if (small_index(total) && small_index((long long)g.N.d * g.C.d * g.H.d * g.W.d))
-        im2col_loop<unsigned>(x, cols, (unsigned)total, g);
+        im2col_loop<unsigned>(x, cols, (unsigned)total, g, NP);
     else
-        im2col_loop<long long>(x, cols, total, g);
+        im2col_loop<long long>(x, cols, total, g, NP);
 }
 
 // dx element e = ((n * C + c) * H + h) * W + w
