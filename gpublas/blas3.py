@@ -283,16 +283,17 @@ def _run_v2(name, a, b, c, m, n, k, batch, lds, strides, alpha, beta, trans, dty
     """Launches a gemm_v2.cu kernel: 'v2' and 'splitk' take their configuration from the shape."""
     lda, ldb, ldc = lds
     vec = gemm_v2.vector_copies(a, lda, b, ldb, m, n, k, *trans, strides)
-    sim = simulated()
-    auto, config, splits = gemm_v2.choose(m, n, k, batch, 8 if sim else gemm_v2.multiprocessors(), dtype)
     if name.startswith("v2_"):
         config = name[3:]
     elif name == "tf32":
         config = "large"
+    else:  # 'v2' or 'splitk': the configuration (and the K slices) from the shape
+        auto, config, splits = gemm_v2.choose(m, n, k, batch, 8 if simulated() else gemm_v2.multiprocessors(), dtype)
+        if name == "splitk" and auto != "splitk":
+            splits = gemm_v2.forced_splits(k, dtype)
+    item = a.dtype.itemsize
     for pa, pb, pc, nz, rows in _chunks(a, b, c, batch, lds, strides, m, trans[0]):
         if name == "splitk":
-            splits = splits if auto == "splitk" else gemm_v2.forced_splits(k, dtype)
-            item = a.dtype.itemsize
             for z in range(nz):  # split-K runs one product at a time
                 args = (rows, n, k, alpha, pa + z * strides[0] * item, lda, pb + z * strides[1] * item, ldb,
                         beta, pc + z * strides[2] * item, ldc)
