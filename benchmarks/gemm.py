@@ -2,7 +2,8 @@
 
 For each shape every variant is checked against a float64 NumPy reference, then timed with events:
 gpublas' automatic choice, the FP32 v2 kernel the dispatcher picks (forced with kernel='v2'), split-K
-where the shape is one for it, the old regblock kernel (v1), and the opt-in TF32 v2 kernel; beside them
+where the shape is one for it, the old regblock kernel (v1), and the opt-in TF32 v2 kernels (mma.sync;
+wgmma, on Hopper only); beside them
 cuBLAS through CuPy or PyTorch in the same process, in FP32 (TF32 off) and in TF32. '% cuBLAS' compares
 each variant with cuBLAS of its own precision: FP32 variants with cuBLAS SGEMM, TF32 with cuBLAS TF32.
 The issue's goal on an H100: >= 90 % of cuBLAS SGEMM (FP32) and >= 70 % of cuBLAS TF32 at 4096^3.
@@ -21,7 +22,7 @@ DESCRIPTION = "GEMM v2 (FP32, TF32, split-K) vs cuBLAS: % of cuBLAS at 4096^3 an
 F32 = np.float32
 # (label, kernel=, precision); 'splitk' only where the dispatcher would split
 VARIANTS = [("auto", "auto", "fp32"), ("v2 FP32", "v2", "fp32"), ("v2 split-K", "splitk", "fp32"),
-            ("v1 regblock", "regblock", "fp32"), ("v2 TF32", "tf32", "tf32")]
+            ("v1 regblock", "regblock", "fp32"), ("v2 TF32", "tf32", "tf32"), ("v2 TF32 wgmma", "wgmma", "tf32")]
 TOL = {"fp32": (1e-4, 1e-4), "tf32": (5e-3, 5e-3)}  # (rtol, atol per sqrt(K)); TF32 keeps 10 mantissa bits
 
 
@@ -36,9 +37,12 @@ def shapes(ctx):
                     quick=[(64, 64, 64), (32, 64, 512)])
 
 
-def _tf32_ok():
+def _tf32_missing(kernel):
+    """'' when the backend can run TF32 `kernel`, else why not ('wgmma': Hopper, 9.0, only)."""
     b = gpublas._current_backend()
-    return b.name == "sim" or b.cc >= 80
+    if b.name == "sim" or (b.cc == 90 if kernel == "wgmma" else b.cc >= 80):
+        return ""
+    return "wgmma needs compute capability 9.0" if kernel == "wgmma" else "TF32 needs compute capability 8.0 or newer"
 
 
 def run(ctx):
@@ -59,8 +63,8 @@ def run(ctx):
                 continue
             if kernel == "splitk" and gpublas.blas3.choose_kernel(m, n, k, sms=sms) != "splitk":
                 continue  # only where the dispatcher would split on this device (the sim: as on an H100)
-            if prec == "tf32" and not _tf32_ok():
-                report.skip(f"{name} {label}", "TF32 needs compute capability 8.0 or newer")
+            if prec == "tf32" and _tf32_missing(kernel):
+                report.skip(f"{name} {label}", _tf32_missing(kernel))
                 continue
             run_it = (lambda kern=kernel: gpublas.gemm(da, db, dc, kernel=kern))
             rtol, atol = TOL[prec]

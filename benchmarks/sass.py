@@ -22,15 +22,16 @@ import tempfile
 from pathlib import Path
 
 from gpublas import compiler, source
+from gpublas.backends.cuda import ARCH_SPECIFIC
 
 from .harness import Report
 
 DESCRIPTION = "registers, spills, occupancy and SASS instruction mix of every kernel (nvcc + cuobjdump)"
-MIX = ("FFMA", "DFMA", "HMMA", "LDS", "LDS.128", "LDSM", "LD", "LDG", "LDG.128", "LDGSTS", "BAR")
+MIX = ("FFMA", "DFMA", "HMMA", "HGMMA", "LDS", "LDS.128", "LDSM", "LD", "LDG", "LDG.128", "LDGSTS", "BAR")
 # per SM: max warps, registers, shared memory (bytes), max blocks
 LIMITS = {70: (64, 65536, 96 << 10, 32), 75: (32, 65536, 64 << 10, 16), 80: (64, 65536, 164 << 10, 32),
           86: (48, 65536, 100 << 10, 16), 89: (48, 65536, 100 << 10, 24), 90: (64, 65536, 228 << 10, 32)}
-_INSTR = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);", re.M)
+_INSTR = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Za-z0-9_.]*)([^;]*);", re.M)
 _FUNC = re.compile(r"Function : (\w+)")
 _RES = re.compile(r"Function (\w+):\s*REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)")
 _BOUNDS = re.compile(r"__launch_bounds__\s*\(\s*(\d+)[^)]*\)\s*(\w+)\s*\(")
@@ -63,9 +64,14 @@ def _nvcc_version():
     return out[-1] if out else ""
 
 
+def target(arch):
+    """What nvcc builds for `arch`: what the cuda backend builds for such a device (sm_90 -> sm_90a)."""
+    return ARCH_SPECIFIC.get(int(arch[3:]), arch) if re.fullmatch(r"sm_\d+", arch) else arch
+
+
 def build(family, real, arch="sm_90", root=None):
     """(cubin path, ptxas -v log) of <root>/<family>.cu (root: cuda_src/) with `real` for `arch`, cached."""
-    flags = ["-cubin", "-std=c++17", "-O3", "-Xptxas", "-v", f"-Dreal={real}", f"-arch={arch}"]
+    flags = ["-cubin", "-std=c++17", "-O3", "-Xptxas", "-v", f"-Dreal={real}", f"-arch={target(arch)}"]
     key = compiler.cache_key(source.read(family, root), source.headers_digest(), " ".join(flags), _nvcc_version())
     out = compiler.cache_dir() / f"sass-{family}-{real}-{key}.cubin"
     log = out.with_suffix(".log")
@@ -109,7 +115,7 @@ def mix(instrs):
     c = collections.Counter()
     for _, op, _ in instrs:
         base, wide = op.split(".")[0], ".128" in op
-        if base in ("FFMA", "DFMA", "HMMA", "LDSM", "LD", "LDGSTS", "BAR"):  # LD: generic (no LDS, LDG)
+        if base in ("FFMA", "DFMA", "HMMA", "HGMMA", "LDSM", "LD", "LDGSTS", "BAR"):  # LD: generic (no LDS, LDG)
             c[base] += 1
         elif base in ("LDS", "LDG"):
             c[base] += 1
@@ -137,7 +143,11 @@ def _lds_bytes(op):
 
 
 def _mma_volume(op):
-    """m*n*k of one HMMA (a warp's): HMMA.1688 is 16x8x8, HMMA.16816 16x8x16, HMMA.884 8x8x4."""
+    """m*n*k of one HMMA (a warp's): HMMA.1688 is 16x8x8, HMMA.16816 16x8x16, HMMA.884 8x8x4; or of one
+    HGMMA (a warpgroup's): HGMMA.64x256x8 is 64x256x8."""
+    g = re.match(r"HGMMA\.(\d+)x(\d+)x(\d+)", op)
+    if g:
+        return int(g.group(1)) * int(g.group(2)) * int(g.group(3))
     d = re.match(r"HMMA\.(\d+)", op)
     d = d.group(1) if d else "1688"
     m, rest = (16, d[2:]) if d.startswith("16") else (int(d[0]), d[1:])
@@ -145,9 +155,11 @@ def _mma_volume(op):
 
 
 def loop_figures(body):
-    """{'loop_instr', 'loop_fma', 'fma_share', 'flop_per_smem_byte'} of a loop body, per thread."""
+    """{'loop_instr', 'loop_fma', 'fma_share', 'flop_per_smem_byte'} of a loop body, per thread. An HGMMA
+    is a warpgroup's (128 threads'); the shared memory it reads through descriptors (B, and A unless A
+    is in registers: n x k and m x k elements of 4 bytes, TF32) counts as read, shared among the 128."""
     flops, fma, smem = 0.0, 0, 0
-    for _, op, _ in body:
+    for _, op, rest in body:
         base = op.split(".")[0]
         if base in ("FFMA", "DFMA"):
             fma += 1
@@ -155,6 +167,11 @@ def loop_figures(body):
         elif base == "HMMA":
             fma += 1
             flops += 2.0 * _mma_volume(op) / 32
+        elif base == "HGMMA":
+            m, n, k = map(int, re.match(r"HGMMA\.(\d+)x(\d+)x(\d+)", op).groups())
+            fma += 1
+            flops += 2.0 * m * n * k / 128
+            smem += 4 * k * (n + (m if rest.count("gdesc") > 1 else 0)) / 128
         elif base in ("LDS", "LDSM"):
             smem += _lds_bytes(op)
     n = len(body)
@@ -198,7 +215,7 @@ def family_rows(family, real, arch, root=None):
 # -- the suite ------------------------------------------------------------------------------------
 COLUMNS = [("kernel", "kernel", "s"), ("real", "real", "s"), ("regs", "regs", "d"), ("spill_bytes", "spill B", "d"),
            ("smem", "smem B", "d"), ("threads", "threads", "d"), ("occupancy", "occ", ".0%"),
-           ("FFMA", "FFMA", "d"), ("DFMA", "DFMA", "d"), ("HMMA", "HMMA", "d"), ("LDS", "LDS", "d"),
+           ("FFMA", "FFMA", "d"), ("DFMA", "DFMA", "d"), ("HMMA", "HMMA", "d"), ("HGMMA", "HGMMA", "d"), ("LDS", "LDS", "d"),
            ("LDS.128", "LDS.128", "d"), ("LDSM", "LDSM", "d"), ("LD", "LD", "d"), ("LDG", "LDG", "d"), ("LDG.128", "LDG.128", "d"), ("LDGSTS", "LDGSTS", "d"),
            ("BAR", "BAR", "d"), ("loop_instr", "loop", "d"), ("loop_fma", "loop FMA", "d"),
            ("fma_share", "FMA share", ".0%"), ("flop_per_smem_byte", "FLOP/smem B", ".2f")]

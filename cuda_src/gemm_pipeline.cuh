@@ -98,7 +98,17 @@ struct V2Loader {
 // CUTLASS, the first stage takes the K residue (K mod STEP, or STEP), so every later stage is whole and
 // only the prologue checks K.
 // ---------------------------------------------------------------------------------------------------
-template <class Cfg, class TileA, class TileB, int STEP, bool VEC, class Compute>
+// Makes this thread's completed shared-memory writes (its cp.async copies, once waited for) visible to
+// the async proxy, through which wgmma reads shared memory (PTX ISA: a cross-proxy fence; sm_90).
+__device__ __forceinline__ void fence_proxy_async_shared() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && !defined(__CUDA_ARCH_SIM__)
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
+// ASYNC_READS: compute reads the stages through the async proxy (wgmma), so each thread fences its
+// landed copies for it before the barrier.
+template <class Cfg, class TileA, class TileB, int STEP, bool VEC, class Compute, bool ASYNC_READS = false>
 __device__ __forceinline__ void v2_mainloop(int M, int N, int K, const real* __restrict__ A, int lda,
                                             const real* __restrict__ B, int ldb, int m_left, int n_left,
                                             real (*As)[TileA::ELEMS], real (*Bs)[TileB::ELEMS], Compute compute) {
@@ -124,6 +134,7 @@ __device__ __forceinline__ void v2_mainloop(int M, int N, int K, const real* __r
     int read = 0, write = S - 1;  // stage buffers: computed now, filled now
     for (int kt = 0; kt < ktiles; ++kt) {
         __pipeline_wait_prior(S - 2);  // stage kt has landed (this thread's copies) ...
+        if constexpr (ASYNC_READS) fence_proxy_async_shared();
         __syncthreads();               // ... everyone's, and everyone is done with stage kt - 1
         if (kt + S - 1 < ktiles) {
             la.template copy<false>(As[write], STEP);

@@ -1,6 +1,6 @@
 // gemm_tf32.cu: GEMM v2 on the TF32 tensor cores, C = alpha * op(A) @ op(B) + beta * C on row-major float
 // matrices, with the signature, variant names (<ta><tb>_<copy>), bounds handling and cp.async pipeline of
-// gemm_v2.cu (gemm_pipeline.cuh); the tensor cores through mma.cuh (mma.sync, ldmatrix).
+// gemm_v2.cu (gemm_pipeline.cuh); the tensor cores through mma.cuh (mma.sync, ldmatrix; wgmma).
 //
 // gemm_tf32_large: TF32 tensor cores through mma.sync m16n8k8 (mma.cuh), float accumulation, float only,
 //   sm_80+ (elsewhere an empty body; the launcher refuses it). Block 128x256, 256 threads (2 x 4 warps of
@@ -14,6 +14,9 @@
 //   truncation toward zero: a cvt.rna rounding would cost one instruction per fragment register, 64 per 64
 //   mma). Epilogue from registers: float2 stores (two adjacent columns of a lane) in interior tiles when C
 //   and ldc allow 8-byte alignment, checked scalar stores elsewhere; beta == 0 never reads C.
+// gemm_tf32_wgmma: the same product through Hopper's warpgroup MMA (sm_90a; nn, nt, tt only): 2
+//   warpgroups, one wgmma m64n256k8 each per 8 of K with A from registers and B from the stages through a
+//   descriptor, 4 stages in 97 KB. Its thread mapping is stated above gemm_wgmma_body.
 #include "common.cuh"
 #include "gemm_common.cuh"
 #include "gemm_pipeline.cuh"
@@ -188,3 +191,92 @@ extern "C" __global__ void __launch_bounds__(256) gemm_tf32_large_nn_elem(GEMM_V
 extern "C" __global__ void __launch_bounds__(256) gemm_tf32_large_nt_elem(GEMM_V2_PARAMS) { gemm_tf32_body<false, true, false>(GEMM_V2_ARGS); }
 extern "C" __global__ void __launch_bounds__(256) gemm_tf32_large_tn_elem(GEMM_V2_PARAMS) { gemm_tf32_body<true, false, false>(GEMM_V2_ARGS); }
 extern "C" __global__ void __launch_bounds__(256) gemm_tf32_large_tt_elem(GEMM_V2_PARAMS) { gemm_tf32_body<true, true, false>(GEMM_V2_ARGS); }
+
+// ---------------------------------------------------------------------------------------------------
+// gemm_tf32_wgmma: TF32 tensor cores through Hopper's wgmma (mma.cuh; float only, sm_90a on the cuda
+// backend, elsewhere an empty body the launcher refuses)
+// ---------------------------------------------------------------------------------------------------
+// D = A' B' with B' (N' x K) K-contiguous in shared memory, read by the tensor cores through a descriptor,
+// and A' (M' x K) loaded to registers by tf32_load_p (so either layout): nt and tt compute D = C (A' =
+// op(A), B' = B, stored N x K); nn computes D = C^T (A' = B^T from B's k-major tile, B' = A, stored M x K).
+// tn has no K-contiguous operand, which wgmma needs for TF32: the launcher refuses it ('tf32' takes it).
+// Block: D tile 128 x 256 (C tile 128 x 256, or 256 x 128 for nn), 256 threads = 2 warpgroups; warpgroup
+// wg owns D rows 64 wg .. 64 wg + 63, its warp w rows 16 w .. of those, all 256 columns: one
+// m64n256k8 wgmma per k-step of 8 (128 accumulators a thread). K in steps of 16 through WGMMA_STAGES
+// cp.async stages of Tf32Tiles (B' K-contiguous: the 64-byte swizzle wgmma reads) in dynamic shared
+// memory rounded up to 1024 bytes. Per K step each warp loads its A' fragments (2 ldmatrix or 4 LDS.64),
+// fences, issues two wgmma, commits and waits for them before the next step's barrier frees the stage.
+// Epilogue from registers as gemm_tf32_large's: float2 stores in interior tiles when C and ldc allow.
+#define WGMMA_STAGES 4
+
+template <bool TA, bool TB, bool VEC, class T>
+__device__ __forceinline__ void gemm_wgmma_body(int M, int N, int K, T alpha, const T* __restrict__ A, int lda,
+                                                const T* __restrict__ B, int ldb, T beta, T* __restrict__ C, int ldc,
+                                                long long stride_a, long long stride_b, long long stride_c) {
+#if defined(GPUBLAS_HAS_WGMMA)
+    if constexpr (sizeof(T) == 4 && !(TA && !TB)) {
+        constexpr bool SWAP = !TB;  // nn: D = C^T
+        typedef typename V2Pick<SWAP, V2Config<128, 256, 2, 4, 2, 4, WGMMA_STAGES>,
+                                V2Config<256, 128, 4, 2, 2, 4, WGMMA_STAGES>>::type Cfg;  // C tile
+        typedef Tf32Tile<Cfg::BM, TA> TileA;
+        typedef Tf32Tile<Cfg::BN, !TB> TileB;
+        typedef typename V2Pick<SWAP, TileA, TileB>::type TileP;  // A': registers
+        typedef typename V2Pick<SWAP, TileB, TileA>::type TileQ;  // B': descriptor
+        static_assert(!TileQ::KMAJOR && TileQ::ROWS == 256, "B' is 256 K-contiguous rows: one m64n256 operand");
+        extern __shared__ __align__(16) float v2_wgmma_smem[];
+        const unsigned window = shared_address(v2_wgmma_smem);
+        float* smem = v2_wgmma_smem + (((window + 1023) & ~1023u) - window) / 4;  // 1024-byte aligned stages
+        auto As = reinterpret_cast<float (*)[TileA::ELEMS]>(smem);
+        auto Bs = reinterpret_cast<float (*)[TileB::ELEMS]>(smem + Cfg::STAGES * TileA::ELEMS);
+        const V2Block<Cfg, TA, TB> blk(M, N, A, lda, B, ldb, C, ldc, stride_a, stride_b, stride_c);
+        const int m_left = blk.m_left, n_left = blk.n_left;
+        const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+        const int p0 = threadIdx.x / 128 * 64 + threadIdx.x / 32 % 4 * 16;  // this warp's first row of D
+
+        float acc[128];
+#pragma unroll
+        for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
+
+        auto compute = [&](const float* sa, const float* sb) {
+            unsigned p[1][2][4];
+            tf32_load_p<TileP, 1>(p, SWAP ? sb : sa, p0, lane);
+            const unsigned q = shared_address(SWAP ? sa : sb);
+            wgmma_fence(acc);
+#pragma unroll
+            for (int ks = 0; ks < 2; ++ks) wgmma_m64n256k8_tf32_rs(acc, p[0][ks], wgmma_desc_sw64(q + 32 * ks));
+            wgmma_commit();
+            wgmma_wait0(acc);  // the stage is free for the copies issued after the next barrier
+        };
+        v2_mainloop<Cfg, TileA, TileB, BK, VEC, decltype(compute), true>(  // true: wgmma reads the stages
+            M, N, K, A, lda, B, ldb, m_left, n_left, As, Bs, compute);
+
+        // Epilogue: acc[4j + 2h + e] is D[p0 + tf32_p_index(0, h, g)][8j + 2t + e]. Not swapped, e = 0, 1 are
+        // adjacent columns of C; swapped, h = 0, 1 are (A' = B is k-major: its rows 2g, 2g + 1).
+        if (!blk.edge() && reinterpret_cast<size_t>(C) % 8 == 0 && ldc % 2 == 0) {
+#pragma unroll
+            for (int j = 0; j < 32; ++j)
+#pragma unroll
+                for (int x = 0; x < 2; ++x) {  // h (not swapped) or e (swapped)
+                    const int pi = p0 + tf32_p_index<TileP>(0, SWAP ? 0 : x, g), qi = 8 * j + 2 * t + (SWAP ? x : 0);
+                    store_c_vec<float2>(C, SWAP ? qi * ldc + pi : pi * ldc + qi, alpha, &acc[4 * j + (SWAP ? x : 2 * x)],
+                                        SWAP ? 2 : 1, beta);
+                }
+        } else {
+#pragma unroll
+            for (int i = 0; i < 128; ++i) {
+                const int pi = p0 + tf32_p_index<TileP>(0, (i >> 1) & 1, g), qi = 8 * (i >> 2) + 2 * t + (i & 1);
+                const int r = SWAP ? qi : pi, c = SWAP ? pi : qi;
+                if (r < m_left && c < n_left) store_c(C, r * ldc + c, alpha, acc[i], beta);
+            }
+        }
+    }
+#endif
+}
+
+// One block per SM (128 accumulators a thread; 97 KB of shared memory). No tn: see above.
+extern "C" __global__ void __launch_bounds__(256) gemm_tf32_wgmma_nn_vec(GEMM_V2_PARAMS) { gemm_wgmma_body<false, false, true>(GEMM_V2_ARGS); }
+extern "C" __global__ void __launch_bounds__(256) gemm_tf32_wgmma_nt_vec(GEMM_V2_PARAMS) { gemm_wgmma_body<false, true, true>(GEMM_V2_ARGS); }
+extern "C" __global__ void __launch_bounds__(256) gemm_tf32_wgmma_tt_vec(GEMM_V2_PARAMS) { gemm_wgmma_body<true, true, true>(GEMM_V2_ARGS); }
+extern "C" __global__ void __launch_bounds__(256) gemm_tf32_wgmma_nn_elem(GEMM_V2_PARAMS) { gemm_wgmma_body<false, false, false>(GEMM_V2_ARGS); }
+extern "C" __global__ void __launch_bounds__(256) gemm_tf32_wgmma_nt_elem(GEMM_V2_PARAMS) { gemm_wgmma_body<false, true, false>(GEMM_V2_ARGS); }
+extern "C" __global__ void __launch_bounds__(256) gemm_tf32_wgmma_tt_elem(GEMM_V2_PARAMS) { gemm_wgmma_body<true, true, false>(GEMM_V2_ARGS); }

@@ -1,7 +1,8 @@
-// mma.cuh: the tensor cores' warp-level matrix multiply, mma.sync m16n8k8 with TF32 inputs and float
-// accumulators (sm_80+), the one place a kernel reaches them: d = A B + d for a 16 x 8 x 8 product that
-// the 32 lanes of a warp hold between them; and ldmatrix, the warp-wide shared-memory load that hands
-// each lane its fragment registers. Every lane of the warp must call either together (.aligned).
+// mma.cuh: the one place a kernel reaches the tensor cores. The warp-level matrix multiply, mma.sync
+// m16n8k8 with TF32 inputs and float accumulators (sm_80+): d = A B + d for a 16 x 8 x 8 product that
+// the 32 lanes of a warp hold between them; ldmatrix, the warp-wide shared-memory load that hands each
+// lane its fragment registers (every lane of the warp must call either together: .aligned); and, at the
+// end, Hopper's warpgroup MMA (wgmma, sm_90a) with its descriptor, fence, commit and wait.
 //
 // Fragment layout (PTX ISA, "Matrix fragments for mma.m16n8k8", .tf32): lane = 4 g + t, g = lane / 4 (the
 // group), t = lane % 4 (the thread in the group). Each register holds one float whose top 19 bits (sign,
@@ -49,5 +50,119 @@ __device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const float* row) 
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(a));
+#endif
+}
+
+// ---------------------------------------------------------------------------------------------------
+// wgmma (sm_90a: Hopper's warpgroup MMA; GPUBLAS_HAS_WGMMA where the target has it)
+// ---------------------------------------------------------------------------------------------------
+// wgmma.mma_async m64nNk8 .tf32: the 4 warps of a warpgroup (128 threads, warp w = threadIdx.x / 32 % 4)
+// multiply a 64 x 8 A by an 8 x N B into a 64 x N float D, asynchronously: the issue returns at once,
+// wgmma_commit() closes the group of products issued so far and wgmma_wait0() waits for all of them.
+// Registers a wgmma reads or writes must not be touched until it completes, and wgmma_fence() must come
+// between other writes to them and the next wgmma (PTX ISA, "Asynchronous Warpgroup Level Matrix
+// Operations"). Here A comes from registers (the .rs form: warp w holds rows 16w .. 16w + 15 in
+// mma.m16n8k8's A layout above) and B from shared memory through a matrix descriptor; TF32 takes B
+// "K-major" only (stored N x 8, K contiguous). D for N = 256, 128 floats a thread:
+//   d[i] = D[16w + g + 8 ((i >> 1) & 1)][8 (i >> 2) + 2t + (i & 1)]
+// (mma.m16n8k8's D layout, repeated over the 32 column groups of 8).
+//
+// B's layout (wgmma_desc_sw64): rows of 16 floats (64 bytes: one K step of 16), 8-row groups 512 bytes
+// apart, "64-byte swizzle": the hardware XORs address bits 4-5 (the 16-byte chunk in the row) with bits
+// 7-8 ((row / 2) % 4) of the shared-window address, so the tile must start 512-byte aligned. That is
+// gemm_tf32.cu's K-contiguous Tf32Tile (chunk ^ (row / 2 % 4)). The descriptor of the k-step at byte
+// 32 ks of each row starts 32 ks bytes in.
+//
+// On the simulator (gpublas/sim/mma_sync.h) the product is computed at issue, each lane computing its
+// own elements of D from its warp's A registers and B read through the descriptor; fence, commit and
+// wait are then no-ops.
+#if defined(__CUDA_ARCH_SIM__) || defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define GPUBLAS_HAS_WGMMA 1
+#endif
+
+// The descriptor of a K-major, 64-byte-swizzled B at shared-window address `addr`: start address (bits
+// 0-13, in 16-byte units), leading byte offset (16-29; unused by swizzled K-major layouts: 1), stride
+// byte offset (32-45: 512 bytes from one 8-row group to the next), layout type (62-63: 2 = 64-byte swizzle).
+__device__ __forceinline__ unsigned long long wgmma_desc_sw64(unsigned addr) {
+    return (unsigned long long)((addr & 0x3FFFF) >> 4) | 1ull << 16 | (unsigned long long)(512 >> 4) << 32 |
+           2ull << 62;
+}
+
+// The shared-window address of p (a pointer into dynamic shared memory).
+__device__ __forceinline__ unsigned shared_address(const void* p) {
+#if defined(__CUDA_ARCH_SIM__)
+    return gpublas_sim::shared_window_address(p);
+#else
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+#endif
+}
+
+// Keeps the compiler from moving accesses to the accumulators across a wgmma fence or wait.
+template <int R>
+__device__ __forceinline__ void wgmma_fence_operands(float (&d)[R]) {
+#if !defined(__CUDA_ARCH_SIM__)
+#pragma unroll
+    for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
+#endif
+}
+
+template <int R>
+__device__ __forceinline__ void wgmma_fence(float (&d)[R]) {
+    wgmma_fence_operands(d);
+#if defined(GPUBLAS_HAS_WGMMA) && !defined(__CUDA_ARCH_SIM__)
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void wgmma_commit() {
+#if defined(GPUBLAS_HAS_WGMMA) && !defined(__CUDA_ARCH_SIM__)
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+#endif
+}
+
+template <int R>
+__device__ __forceinline__ void wgmma_wait0(float (&d)[R]) {
+#if defined(GPUBLAS_HAS_WGMMA) && !defined(__CUDA_ARCH_SIM__)
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+#endif
+    wgmma_fence_operands(d);
+}
+
+// d += A B for A 64 x 8 (registers a, as above) and B 8 x 256 (descriptor desc_b), TF32 inputs.
+__device__ __forceinline__ void wgmma_m64n256k8_tf32_rs(float (&d)[128], const unsigned (&a)[4],
+                                                        unsigned long long desc_b) {
+#if defined(__CUDA_ARCH_SIM__)
+    gpublas_sim::wgmma_m64nNk8_tf32_rs<256>(d, a, desc_b);
+#elif defined(GPUBLAS_HAS_WGMMA)
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 "
+        "{"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+        "}, {%128, %129, %130, %131}, %132, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+          "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+          "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+          "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+          "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1));  // %133: scale-d = 1, D += A B
 #endif
 }

@@ -10,8 +10,9 @@ the v2 kernels (cp.async pipelines, warp tiles; gpublas/gemm_v2.py launches them
 shape, transposes, alignment and SM count (the table in gemm_v2.py's docstring) unless the caller forces
 one with kernel="..." or the environment variable GPUBLAS_GEMM_KERNEL: a ladder step, 'v2' (v2 with the
 configuration chosen by shape), 'v2_large' / 'v2_medium' / 'v2_small' (128x128, 64x64, 32x64 tiles),
-'splitk' or 'tf32'. The TF32 kernels ('wmma', 'tf32') are opt-in only: float32, and on the cuda backend
-compute capability 8.0 or newer.
+'splitk', 'tf32' (mma.sync) or 'wgmma' (Hopper's warpgroup MMA). The TF32 kernels ('wmma', 'tf32',
+'wgmma') are opt-in only: float32, and on the cuda backend compute capability 8.0 or newer ('wgmma': 9.0,
+and not trans_a=True with trans_b=False).
 
 BLAS semantics: beta == 0 never reads c; alpha == 0 (or K == 0) reads neither a nor b and only scales
 c; M == 0 or N == 0 returns an empty result. Transposes are strides inside the kernels, never copies.
@@ -37,7 +38,7 @@ from .layout import may_overlap_itself, may_share_memory
 LADDER = ("naive", "tiled", "regblock", "direct", "wmma")
 DIRECT_TILE = (4, 8)  # gemm.cu's DIRECT_TM x DIRECT_TN
 KERNELS = LADDER + gemm_v2.NAMES
-TF32 = ("wmma", "tf32")
+TF32 = ("wmma", "tf32", "wgmma")
 ENV_KERNEL = "GPUBLAS_GEMM_KERNEL"
 MAX_GRID_Z = 65535  # batches per launch
 ROWS_PER_LAUNCH = 65535 * 16  # grid.y <= 65,535 with the smallest row tile (16 rows: naive, tiled)
@@ -136,11 +137,17 @@ _LAUNCHERS = {"naive": _launch_naive, "tiled": _launch_tiled, "regblock": _launc
               "wmma": _launch_wmma}
 
 
-def _check_tf32(name, dtype):
+def _check_tf32(name, dtype, trans_a, trans_b):
     b = backends.current()
     if b.name == "cuda" and b.cc < 80:
         raise ValueError(f"gemm: kernel '{name}' needs TF32 tensor cores (compute capability 8.0 or newer); "
                          f"this device has {b.cc // 10}.{b.cc % 10}")
+    if name == "wgmma" and b.name == "cuda" and b.cc != 90:
+        raise ValueError(f"gemm: kernel 'wgmma' needs Hopper's warpgroup MMA (compute capability 9.0 exactly); "
+                         f"this device has {b.cc // 10}.{b.cc % 10}: use 'tf32'")
+    if name == "wgmma" and trans_a and not trans_b:
+        raise ValueError("gemm: kernel 'wgmma' needs op(A) or op(B) stored with K contiguous, which trans_a=True, "
+                         "trans_b=False lacks (TF32 wgmma reads B K-major only): use 'tf32'")
     if dtype != np.float32:
         raise ValueError(f"gemm: kernel '{name}' computes in TF32 and takes float32 operands, not {dtype}")
 
@@ -235,7 +242,7 @@ def _run(a, b, c, m, n, k, batch, alpha, beta, trans_a, trans_b, dtype, kernel, 
     lds, strides = (lda, ldb, ldc), (_batch_stride(a), _batch_stride(b), _batch_stride(c))
     name = _kernel_name(kernel, m, n, k, batch, lds, dtype, trans_a, trans_b)
     if name in TF32:
-        _check_tf32(name, dtype)
+        _check_tf32(name, dtype, trans_a, trans_b)
     if m == 0 or n == 0 or batch == 0:
         return
     if alpha == 0 or k == 0:
@@ -285,8 +292,8 @@ def _run_v2(name, a, b, c, m, n, k, batch, lds, strides, alpha, beta, trans, dty
     vec = gemm_v2.vector_copies(a, lda, b, ldb, m, n, k, *trans, strides)
     if name.startswith("v2_"):
         config = name[3:]
-    elif name == "tf32":
-        config = "large"
+    elif name in ("tf32", "wgmma"):
+        config = "large" if name == "tf32" else "wgmma"
     else:  # 'v2' or 'splitk': the configuration (and the K slices) from the shape
         auto, config, splits = gemm_v2.choose(m, n, k, batch, 8 if simulated() else gemm_v2.multiprocessors(), dtype)
         if name == "splitk" and auto != "splitk":
@@ -300,7 +307,7 @@ def _run_v2(name, a, b, c, m, n, k, batch, lds, strides, alpha, beta, trans, dty
                 gemm_v2.launch_splitk(args, rows, n, k, trans, vec, dtype, config, splits, stream)
             continue
         args = (rows, n, k, alpha, pa, lda, pb, ldb, beta, pc, ldc, *strides)
-        prefix = "gemm_tf32" if name == "tf32" else "gemm_v2"
+        prefix = "gemm_tf32" if name in ("tf32", "wgmma") else "gemm_v2"
         gemm_v2.launch_tiles(prefix, config, args, rows, n, nz, trans, vec, dtype, stream)
 
 

@@ -29,8 +29,9 @@ from .launch import ceil_div, get_kernel
 # (BM, BN, threads) of each configuration by element size; gemm_v2.cu's V2Large / V2Medium / V2Small
 CONFIGS = {"large": {4: (128, 128, 256), 8: (128, 64, 256)}, "medium": {4: (64, 64, 128), 8: (64, 64, 128)},
            "small": {4: (32, 64, 128), 8: (32, 64, 128)}}
-NAMES = ("v2", "v2_large", "v2_medium", "v2_small", "splitk", "tf32")
+NAMES = ("v2", "v2_large", "v2_medium", "v2_small", "splitk", "tf32", "wgmma")
 _TF32 = source.int_defines("gemm_tf32.cu", "TF32_")  # gemm_tf32_large: its tile and stage count
+_WGMMA_STAGES = source.int_defines("gemm_tf32.cu", "WGMMA_")["WGMMA_STAGES"]  # gemm_tf32_wgmma's
 MAX_SPLITS = 16
 INDEX_LIMIT = 2 ** 31
 
@@ -107,11 +108,18 @@ def tf32_tile():
     return bm, bn, 256, stages * (bm + bn) * k_step(np.float32) * 4
 
 
+def wgmma_tile(trans_b):
+    """(BM, BN, threads, dynamic shared bytes) of gemm_tf32_wgmma: a 128 x 256 tile of D, which is C^T for
+    nn (B not transposed), its stages of A and B, BK deep, and 1 KB to align them to 1024 bytes."""
+    bm, bn = (128, 256) if trans_b else (256, 128)
+    return bm, bn, 256, _WGMMA_STAGES * (bm + bn) * k_step(np.float32) * 4 + 1024
+
+
 def launch_tiles(prefix, config, args, m, n, batch, trans, vec, dtype, stream):
     """One v2 kernel over the grid of `config` tiles; args in gemm_v2.cu's signature order."""
     kernel = _kernel(prefix, config, *trans, vec, dtype)
     if prefix == "gemm_tf32":
-        bm, bn, threads, shared = tf32_tile()
+        bm, bn, threads, shared = wgmma_tile(trans[1]) if config == "wgmma" else tf32_tile()
         kernel.allow_shared(shared)  # above the default 48 KB: an opt-in, once per kernel
     else:
         (bm, bn, threads), shared = tile(config, dtype), 0

@@ -1,6 +1,7 @@
 """The GEMM v2 kernels, read as compiled code (benchmarks/sass.py: nvcc for sm_90, cuobjdump -sass): the
 FP32 kernel's main loop is fed by cp.async (LDGSTS) and 128-bit shared loads and holds >= 512 FFMA; the
-TF32 kernel's runs mma.sync (HMMA) on shared-memory fragments (LDS, LDSM) of LDGSTS-filled tiles; no kernel
+TF32 kernel's runs mma.sync (HMMA) on shared-memory fragments (LDS, LDSM) of LDGSTS-filled tiles, and
+the wgmma kernel's (sm_90a) warpgroup MMAs (HGMMA) on them; no kernel
 spills. Needs nvcc and cuobjdump (the `sass`
 extra); skipped, saying which is missing, elsewhere."""
 import pytest
@@ -68,3 +69,18 @@ def test_tf32_v2_main_loop_runs_hmma_on_shared_fragments(tf32_float, t):
     assert body["LD"] == 0 and body["LDS"] + body["LDSM"] >= 16, body
     assert fig["fma_share"] >= 0.35, fig
     assert res[name]["local"] == 0
+
+
+@pytest.mark.parametrize("t", ["nn", "nt", "tt"])
+def test_tf32_wgmma_main_loop_is_hgmma_on_cp_async_stages(tf32_float, t):
+    # sm_90a: per K step of 16 one barrier, the next stage's cp.async, the warp's A fragments (<= 4 shared
+    # loads) and two warpgroup MMAs of 64 x 256 x 8 reading B from shared memory through a descriptor
+    funcs, res = tf32_float
+    name = f"gemm_tf32_wgmma_{t}_vec"
+    loop = sass.main_loop(funcs[name])
+    body, fig = sass.mix(loop), sass.loop_figures(loop)
+    assert body["HGMMA"] == 2 and body["HMMA"] == 0 and body["LDGSTS"] > 0 and body["BAR"] == 1, body
+    assert {op for _, op, _ in loop if op.startswith("HGMMA")} == {"HGMMA.64x256x8.F32.TF32"}
+    assert body["LD"] == 0 and 0 < body["LDS"] + body["LDSM"] <= 4, body
+    assert fig["flop_per_smem_byte"] > 20, fig
+    assert res[name]["local"] == 0 and res[name]["regs"] <= 255

@@ -72,13 +72,20 @@ def toolkit_problem(driver_version, release, ptx):
     return None
 
 
+# Devices whose cubins are built with their architecture-specific features (sm_90a: wgmma, used by
+# gemm_tf32.cu's wgmma kernels): such a cubin runs on that compute capability only, which is all a
+# runtime-compiled kernel is ever built for.
+ARCH_SPECIFIC = {90: "sm_90a"}
+
+
 def nvcc_arch_flags(cc, override=None):
-    """-arch flags for compute capability `cc` (e.g. 90): a cubin where nvcc knows the device."""
+    """-arch flags for compute capability `cc` (e.g. 90): a cubin where nvcc knows the device (sm_90a
+    for 9.0, ARCH_SPECIFIC)."""
     if override:
         return [f"-arch={override}"], ".cubin" if override.startswith("sm_") else ".ptx"
     _, _, known = nvcc()
     if cc in known:
-        return [f"-arch=sm_{cc}"], ".cubin"
+        return [f"-arch={ARCH_SPECIFIC.get(cc, f'sm_{cc}')}"], ".cubin"
     older = [a for a in known if a <= cc]
     if not older:
         raise CompileError(f"nvcc knows no architecture at or below sm_{cc}", " ".join(map(str, known)))

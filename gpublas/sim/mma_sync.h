@@ -12,6 +12,13 @@
 // ldmatrix: each lane publishes its row address through the warp exchange, then reads its four words
 // from the rows other lanes named (shared memory does not change between: no lane of the warp writes it
 // until all have read, and other warps' writes to it wait for a __syncthreads).
+// wgmma (cuda_src/mma.cuh's wgmma_m64n256k8_tf32_rs: Hopper's warpgroup MMA, A from registers, B from
+// shared memory through a descriptor): computed at issue, so the asynchronous product has landed before
+// the next statement and fence / commit / wait need nothing. Each warp of the warpgroup exchanges its A
+// registers as mma.sync's do (warp w's rows 16w .. 16w + 15 come only from warp w), and each lane reads
+// its columns of B itself, through the descriptor as the hardware does: start address, stride byte offset
+// between 8-row groups, and the 64-byte swizzle (address bits 4-5 ^= bits 7-8) on shared-window addresses
+// (offsets into the block's dynamic shared memory: shared_window_address). Other layout types are refused.
 // Limits: every lane of the warp must take part, as .aligned requires on the GPU (a lane that exited
 // makes the launch fail); the accumulation order inside one mma is K order, where the GPU's is its own,
 // so results can differ from a GPU's in the last bits of float, never in the TF32 rounding of inputs.
@@ -41,30 +48,84 @@ static inline bool warp_all_present(const WarpSlot* s, unsigned stamp, const cha
     return true;
 }
 
-static inline void mma_sync_m16n8k8_tf32(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+// Publishes this lane's fragment registers to its warp and waits for every lane's: the warp's slots
+// (nullptr, the launch failed, when a lane is missing).
+static inline const MmaTf32Slot* mma_exchange(const unsigned (&a)[4], unsigned b0, unsigned b1, const char* what) {
     static thread_local std::vector<MmaTf32Slot> scratch;  // [warp][parity][lane]
     Worker* w = tls_worker;
-    if (w->fast) { misuse("mma.sync"); return; }
+    if (w->fast) { misuse(what); return nullptr; }
     const unsigned lane = w->cur->linear & 31, warp = w->cur->linear >> 5, stamp = w->cur->warp_gen;
     const size_t need = size_t(w->nthreads + 31) / 32 * 64;
     if (scratch.size() < need) scratch.resize(need, MmaTf32Slot{{0, 0, 0, 0}, {0, 0}, ~0u});
     MmaTf32Slot* slots = &scratch[size_t(warp) * 64 + (stamp & 1) * 32];
-    slots[lane] = MmaTf32Slot{{a[0], a[1], a[2], a[3]}, {b[0], b[1]}, stamp};
+    slots[lane] = MmaTf32Slot{{a[0], a[1], a[2], a[3]}, {b0, b1}, stamp};
     unsigned stamp_out, lane_out;
     WarpSlot* present = warp_exchange(0, stamp_out, lane_out);  // every lane's fragments are in
-    if (!warp_all_present(present, stamp, "mma.sync (mma_tf32_m16n8k8)")) return;
-    const unsigned g = lane >> 2, t = lane & 3;
+    return warp_all_present(present, stamp, what) ? slots : nullptr;
+}
+
+// A[row][k] of the 16 x 8 A the warp's slots hold: lane 4 (row % 8) + k % 4, register (row >= 8) + 2 (k >= 4).
+static inline float mma_a(const MmaTf32Slot* slots, unsigned row, unsigned k) {
+    return tf32_input(slots[4 * (row & 7) + (k & 3)].a[(row >> 3) + 2 * (k >> 2)]);
+}
+
+static inline void mma_sync_m16n8k8_tf32(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+    const MmaTf32Slot* slots = mma_exchange(a, b[0], b[1], "mma.sync (mma_tf32_m16n8k8)");
+    if (!slots) return;
+    const unsigned lane = tls_worker->cur->linear & 31, g = lane >> 2, t = lane & 3;
     for (int e = 0; e < 4; ++e) {
         const unsigned row = g + (e >> 1) * 8, col = 2 * t + (e & 1);
         float acc = d[e];
-        for (unsigned k = 0; k < 8; ++k) {
-            // A[row][k] sits in lane 4 (row % 8) + k % 4, register (row >= 8) + 2 (k >= 4);
-            // B[k][col] in lane 4 col + k % 4, register (k >= 4).
-            const float x = tf32_input(slots[4 * (row & 7) + (k & 3)].a[(row >> 3) + 2 * (k >> 2)]);
-            const float y = tf32_input(slots[4 * col + (k & 3)].b[k >> 2]);
-            acc += x * y;
-        }
+        for (unsigned k = 0; k < 8; ++k)  // B[k][col] sits in lane 4 col + k % 4, register (k >= 4)
+            acc += mma_a(slots, row, k) * tf32_input(slots[4 * col + (k & 3)].b[k >> 2]);
         d[e] = acc;
+    }
+}
+
+// The offset of p in the block's dynamic shared memory: the simulator's shared window.
+static inline unsigned shared_window_address(const void* p) {
+    const char* base = static_cast<const char*>(dynamic_shared());
+    const Worker* w = tls_worker;
+    const size_t size = w->dyn_smem.size() - size_t(base - w->dyn_smem.data());
+    const char* q = static_cast<const char*>(p);
+    if (q < base || q >= base + size) {
+        tls_worker->launch->fail("a shared-memory address of something outside dynamic shared memory "
+                                 "(the simulator's shared window holds only that)");
+        return 0;
+    }
+    return unsigned(q - base);
+}
+
+// D (64 x N) += A (64 x 8, the warps' registers) B (8 x N, K-major in shared memory via desc), as
+// wgmma.mma_async m64nNk8 .tf32 with A in registers; d[i] = D[16w + g + 8 ((i >> 1) & 1)][8 (i >> 2) + 2t + (i & 1)].
+template <int N>
+static inline void wgmma_m64nNk8_tf32_rs(float (&d)[N / 2], const unsigned (&a)[4], uint64_t desc) {
+    const MmaTf32Slot* slots = mma_exchange(a, 0, 0, "wgmma (wgmma_m64n256k8_tf32_rs)");
+    if (!slots) return;
+    Worker* w = tls_worker;
+    if (desc >> 62 != 2) {
+        w->launch->fail("wgmma: only the 64-byte-swizzled K-major B layout (descriptor layout type 2) is simulated");
+        return;
+    }
+    const unsigned start = unsigned(desc & 0x3FFF) << 4, sbo = unsigned(desc >> 32 & 0x3FFF) << 4;
+    const char* base = static_cast<const char*>(dynamic_shared());
+    const size_t size = w->dyn_smem.size() - size_t(base - w->dyn_smem.data());
+    const unsigned lane = w->cur->linear & 31, g = lane >> 2, t = lane & 3;
+    for (int i = 0; i < N / 2; ++i) {
+        const unsigned row = g + 8 * ((i >> 1) & 1), col = 8 * (i >> 2) + 2 * t + (i & 1);
+        float acc = d[i];
+        for (unsigned k = 0; k < 8; ++k) {
+            unsigned addr = start + col / 8 * sbo + col % 8 * 64 + 4 * k;  // B[k][col] = row col of the K-major tile
+            addr ^= (addr >> 7 & 3) << 4;                                   // the 64-byte swizzle
+            if (addr + 4 > size) {
+                w->launch->fail("wgmma: the B descriptor reaches past the block's dynamic shared memory");
+                return;
+            }
+            uint32_t bits;
+            std::memcpy(&bits, base + addr, 4);
+            acc += mma_a(slots, row, k) * tf32_input(bits);
+        }
+        d[i] = acc;
     }
 }
 
