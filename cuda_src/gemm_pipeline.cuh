@@ -107,12 +107,16 @@ __device__ __forceinline__ void fence_proxy_async_shared() {
 }
 
 // ASYNC_READS: compute reads the stages through the async proxy (wgmma), so each thread fences its
-// landed copies for it before the barrier.
+// landed copies for it before the barrier, and compute may return with its reads of the stage still in
+// flight (wgmma's wait_group 1): they are done when the next compute returns. The copies then run one
+// stage less ahead (S - 2 instead of S - 1), so that a buffer is refilled only two K steps after its
+// compute began.
 template <class Cfg, class TileA, class TileB, int STEP, bool VEC, class Compute, bool ASYNC_READS = false>
 __device__ __forceinline__ void v2_mainloop(int M, int N, int K, const real* __restrict__ A, int lda,
                                             const real* __restrict__ B, int ldb, int m_left, int n_left,
                                             real (*As)[TileA::ELEMS], real (*Bs)[TileB::ELEMS], Compute compute) {
-    constexpr int S = Cfg::STAGES;
+    constexpr int S = Cfg::STAGES, AHEAD = ASYNC_READS ? S - 2 : S - 1;  // stages in flight before a compute
+    static_assert(AHEAD >= 1, "ASYNC_READS needs 3 stages or more");
     V2Loader<TileA, Cfg::THREADS, VEC> la(A, lda, m_left);
     V2Loader<TileB, Cfg::THREADS, VEC> lb(B, ldb, n_left);
     const int ktiles = (K + STEP - 1) / STEP, kres = K - (ktiles - 1) * STEP;
@@ -122,7 +126,7 @@ __device__ __forceinline__ void v2_mainloop(int M, int N, int K, const real* __r
     lb.advance(kres);
     __pipeline_commit();
 #pragma unroll
-    for (int kt = 1; kt < S - 1; ++kt) {
+    for (int kt = 1; kt < AHEAD; ++kt) {
         if (kt < ktiles) {
             la.template copy<false>(As[kt], STEP);
             lb.template copy<false>(Bs[kt], STEP);
@@ -131,12 +135,12 @@ __device__ __forceinline__ void v2_mainloop(int M, int N, int K, const real* __r
         }
         __pipeline_commit();
     }
-    int read = 0, write = S - 1;  // stage buffers: computed now, filled now
+    int read = 0, write = AHEAD;  // stage buffers: computed now, filled now
     for (int kt = 0; kt < ktiles; ++kt) {
-        __pipeline_wait_prior(S - 2);  // stage kt has landed (this thread's copies) ...
+        __pipeline_wait_prior(AHEAD - 1);  // stage kt has landed (this thread's copies) ...
         if constexpr (ASYNC_READS) fence_proxy_async_shared();
-        __syncthreads();               // ... everyone's, and everyone is done with stage kt - 1
-        if (kt + S - 1 < ktiles) {
+        __syncthreads();  // ... everyone's, and everyone is done with stage kt - 1 (kt - 2: ASYNC_READS)
+        if (kt + AHEAD < ktiles) {
             la.template copy<false>(As[write], STEP);
             lb.template copy<false>(Bs[write], STEP);
             la.advance(STEP);

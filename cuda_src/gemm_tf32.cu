@@ -16,7 +16,9 @@
 //   and ldc allow 8-byte alignment, checked scalar stores elsewhere; beta == 0 never reads C.
 // gemm_tf32_wgmma: the same product through Hopper's warpgroup MMA (sm_90a; nn, nt, tt only): 2
 //   warpgroups, one wgmma m64n256k8 each per 8 of K with A from registers and B from the stages through a
-//   descriptor, 4 stages in 97 KB. Its thread mapping is stated above gemm_wgmma_body.
+//   descriptor, 5 stages in 121 KB. Its thread mapping is stated above gemm_wgmma_body.
+#include <type_traits>  // std::integral_constant
+
 #include "common.cuh"
 #include "gemm_common.cuh"
 #include "gemm_pipeline.cuh"
@@ -205,9 +207,11 @@ extern "C" __global__ void __launch_bounds__(256) gemm_tf32_large_tt_elem(GEMM_V
 // m64n256k8 wgmma per k-step of 8 (128 accumulators a thread). K in steps of 16 through WGMMA_STAGES
 // cp.async stages of Tf32Tiles (B' K-contiguous: the 64-byte swizzle wgmma reads) in dynamic shared
 // memory rounded up to 1024 bytes. Per K step each warp loads its A' fragments (2 ldmatrix or 4 LDS.64),
-// fences, issues two wgmma, commits and waits for them before the next step's barrier frees the stage.
+// fences, issues two wgmma, commits, and waits only for the previous step's (wait_group 1), so the next
+// step's barrier and loads overlap this step's products; the copies run 3 stages ahead, refilling a
+// stage two steps after its products were issued (v2_mainloop's ASYNC_READS).
 // Epilogue from registers as gemm_tf32_large's: float2 stores in interior tiles when C and ldc allow.
-#define WGMMA_STAGES 4
+#define WGMMA_STAGES 5
 
 template <bool TA, bool TB, bool VEC, class T>
 __device__ __forceinline__ void gemm_wgmma_body(int M, int N, int K, T alpha, const T* __restrict__ A, int lda,
@@ -237,18 +241,30 @@ __device__ __forceinline__ void gemm_wgmma_body(int M, int N, int K, T alpha, co
 #pragma unroll
         for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
 
-        auto compute = [&](const float* sa, const float* sb) {
-            unsigned p[1][2][4];
-            tf32_load_p<TileP, 1>(p, SWAP ? sb : sa, p0, lane);
+        // A' fragments alternate between two register sets by step parity: the products issued with one set
+        // may still be reading it during the next step, so each set is held (fenced as an operand) until the
+        // wait that retires its products, and only refilled the step after.
+        unsigned p[2][1][2][4];
+        int odd = 0;
+        auto step = [&](const float* sa, const float* sb, auto parity) {
+            constexpr int X = decltype(parity)::value;
+            tf32_load_p<TileP, 1>(p[X], SWAP ? sb : sa, p0, lane);
             const unsigned q = shared_address(SWAP ? sa : sb);
             wgmma_fence(acc);
 #pragma unroll
-            for (int ks = 0; ks < 2; ++ks) wgmma_m64n256k8_tf32_rs(acc, p[0][ks], wgmma_desc_sw64(q + 32 * ks));
+            for (int ks = 0; ks < 2; ++ks) wgmma_m64n256k8_tf32_rs(acc, p[X][0][ks], wgmma_desc_sw64(q + 32 * ks));
             wgmma_commit();
-            wgmma_wait0(acc);  // the stage is free for the copies issued after the next barrier
+            wgmma_wait<1>(acc);  // the previous step's products are done: its stage and fragments are free
+            wgmma_fence_operands(p[1 - X][0]);
+        };
+        auto compute = [&](const float* sa, const float* sb) {
+            if (odd) step(sa, sb, std::integral_constant<int, 1>());
+            else step(sa, sb, std::integral_constant<int, 0>());
+            odd ^= 1;
         };
         v2_mainloop<Cfg, TileA, TileB, BK, VEC, decltype(compute), true>(  // true: wgmma reads the stages
             M, N, K, A, lda, B, ldb, m_left, n_left, As, Bs, compute);
+        wgmma_wait<0>(acc);
 
         // Epilogue: acc[4j + 2h + e] is D[p0 + tf32_p_index(0, h, g)][8j + 2t + e]. Not swapped, e = 0, 1 are
         // adjacent columns of C; swapped, h = 0, 1 are (A' = B is k-major: its rows 2g, 2g + 1).
@@ -273,7 +289,7 @@ __device__ __forceinline__ void gemm_wgmma_body(int M, int N, int K, T alpha, co
 #endif
 }
 
-// One block per SM (128 accumulators a thread; 97 KB of shared memory). No tn: see above.
+// One block per SM (128 accumulators a thread; 121 KB of shared memory). No tn: see above.
 extern "C" __global__ void __launch_bounds__(256) gemm_tf32_wgmma_nn_vec(GEMM_V2_PARAMS) { gemm_wgmma_body<false, false, true>(GEMM_V2_ARGS); }
 extern "C" __global__ void __launch_bounds__(256) gemm_tf32_wgmma_nt_vec(GEMM_V2_PARAMS) { gemm_wgmma_body<false, true, true>(GEMM_V2_ARGS); }
 extern "C" __global__ void __launch_bounds__(256) gemm_tf32_wgmma_tt_vec(GEMM_V2_PARAMS) { gemm_wgmma_body<true, true, true>(GEMM_V2_ARGS); }

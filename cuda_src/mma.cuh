@@ -58,7 +58,8 @@ __device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const float* row) 
 // ---------------------------------------------------------------------------------------------------
 // wgmma.mma_async m64nNk8 .tf32: the 4 warps of a warpgroup (128 threads, warp w = threadIdx.x / 32 % 4)
 // multiply a 64 x 8 A by an 8 x N B into a 64 x N float D, asynchronously: the issue returns at once,
-// wgmma_commit() closes the group of products issued so far and wgmma_wait0() waits for all of them.
+// wgmma_commit() closes the group of products issued so far and wgmma_wait<n>() waits until at most n
+// groups are still running.
 // Registers a wgmma reads or writes must not be touched until it completes, and wgmma_fence() must come
 // between other writes to them and the next wgmma (PTX ISA, "Asynchronous Warpgroup Level Matrix
 // Operations"). Here A comes from registers (the .rs form: warp w holds rows 16w .. 16w + 15 in
@@ -97,12 +98,22 @@ __device__ __forceinline__ unsigned shared_address(const void* p) {
 #endif
 }
 
-// Keeps the compiler from moving accesses to the accumulators across a wgmma fence or wait.
+// Keeps the compiler from moving accesses to a wgmma's registers (accumulators, A fragments) across a
+// fence or wait, and from reusing them before it: they count as read and written here.
 template <int R>
 __device__ __forceinline__ void wgmma_fence_operands(float (&d)[R]) {
 #if !defined(__CUDA_ARCH_SIM__)
 #pragma unroll
     for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
+#endif
+}
+template <int R, int C>
+__device__ __forceinline__ void wgmma_fence_operands(unsigned (&a)[R][C]) {
+#if !defined(__CUDA_ARCH_SIM__)
+#pragma unroll
+    for (int i = 0; i < R; ++i)
+#pragma unroll
+        for (int j = 0; j < C; ++j) asm volatile("" : "+r"(a[i][j])::"memory");
 #endif
 }
 
@@ -120,10 +131,11 @@ __device__ __forceinline__ void wgmma_commit() {
 #endif
 }
 
-template <int R>
-__device__ __forceinline__ void wgmma_wait0(float (&d)[R]) {
+// Waits until at most PENDING committed groups are still running (0: all done).
+template <int PENDING, int R>
+__device__ __forceinline__ void wgmma_wait(float (&d)[R]) {
 #if defined(GPUBLAS_HAS_WGMMA) && !defined(__CUDA_ARCH_SIM__)
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(PENDING) : "memory");
 #endif
     wgmma_fence_operands(d);
 }

@@ -41,7 +41,7 @@ extern "C" __global__ void wgmma_one(const float* A, const float* Bsw, float* D)
                                __float_as_uint(A[r0 * 16 + k + 4]), __float_as_uint(A[(r0 + 8) * 16 + k + 4])};
         wgmma_m64n256k8_tf32_rs(d, a, wgmma_desc_sw64(shared_address(s) + 32 * ks));
         wgmma_commit();
-        wgmma_wait0(d);
+        wgmma_wait<0>(d);
     }
     for (int i = 0; i < 128; ++i) D[(r0 + 8 * ((i >> 1) & 1)) * 256 + 8 * (i >> 2) + 2 * t + (i & 1)] = d[i];
 }

@@ -74,13 +74,17 @@ def test_tf32_v2_main_loop_runs_hmma_on_shared_fragments(tf32_float, t):
 @pytest.mark.parametrize("t", ["nn", "nt", "tt"])
 def test_tf32_wgmma_main_loop_is_hgmma_on_cp_async_stages(tf32_float, t):
     # sm_90a: per K step of 16 one barrier, the next stage's cp.async, the warp's A fragments (<= 4 shared
-    # loads) and two warpgroup MMAs of 64 x 256 x 8 reading B from shared memory through a descriptor
+    # loads) and two warpgroup MMAs of 64 x 256 x 8 reading B from shared memory through a descriptor,
+    # waiting only for the previous step's; the loop body holds the code of both fragment register sets
+    # (even and odd steps), one of which each iteration runs
     funcs, res = tf32_float
     name = f"gemm_tf32_wgmma_{t}_vec"
     loop = sass.main_loop(funcs[name])
     body, fig = sass.mix(loop), sass.loop_figures(loop)
-    assert body["HGMMA"] == 2 and body["HMMA"] == 0 and body["LDGSTS"] > 0 and body["BAR"] == 1, body
+    assert body["HGMMA"] == 4 and body["HMMA"] == 0 and body["LDGSTS"] > 0 and body["BAR"] == 1, body
     assert {op for _, op, _ in loop if op.startswith("HGMMA")} == {"HGMMA.64x256x8.F32.TF32"}
-    assert body["LD"] == 0 and 0 < body["LDS"] + body["LDSM"] <= 4, body
+    assert body["LD"] == 0 and 0 < body["LDS"] + body["LDSM"] <= 8, body
+    waits = [rest for _, op, rest in loop if op.startswith("WARPGROUP.DEPBAR")]
+    assert waits and all(w.replace(" ", "").endswith("gsb0,0x1") for w in waits), waits
     assert fig["flop_per_smem_byte"] > 20, fig
     assert res[name]["local"] == 0 and res[name]["regs"] <= 255
