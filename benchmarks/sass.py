@@ -1,11 +1,11 @@
 """sass: what nvcc makes of every kernel in cuda_src/, read from the compiled code (no GPU needed).
 
 `python -m benchmarks sass [--arch sm_90] [--json F]` compiles every kernel family (cuda_src/ and nn/cuda/)
-in float and double for the architecture, then reports per kernel: registers, spilled bytes (local memory),
+in float and double for the architecture (what the cuda backend builds for it: sm_90 -> sm_90a), then reports per kernel: registers, spilled bytes (local memory),
 static shared memory, theoretical occupancy (from registers, shared memory and the block size its
-__launch_bounds__ names, else 256 threads), the SASS instruction mix (LDSM: ldmatrix; LD: generic loads, neither shared nor global), and for the largest loop body (a
-GEMM's main loop): its length, its FFMA/DFMA/HMMA share and the FLOPs it does per byte it reads from shared
-memory. Those bound what a kernel can reach on a GPU: LDGSTS (cp.async) means global loads overlap the math,
+__launch_bounds__ names, else 256 threads), the SASS instruction mix (LDSM: ldmatrix; LD: generic loads, neither shared nor global; HGMMA: Hopper's
+warpgroup MMA), and for the largest loop body (a GEMM's main loop): its length, its FFMA/DFMA/HMMA/HGMMA
+share and the FLOPs it does per byte it reads from shared memory (an HGMMA's descriptor operands count). Those bound what a kernel can reach on a GPU: LDGSTS (cp.async) means global loads overlap the math,
 LDS.128 means one shared load feeds four FMAs' operands, and a fat FMA share means the issue slots go to math.
 
 nvcc comes from the PATH; cuobjdump from the PATH or the `nvidia-cuda-cuobjdump` wheel (the `sass` extra).
