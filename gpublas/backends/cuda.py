@@ -73,8 +73,8 @@ def toolkit_problem(driver_version, release, ptx):
 
 
 # Devices whose cubins are built with their architecture-specific features (sm_90a: wgmma, used by
-# gemm_tf32.cu's wgmma kernels): such a cubin runs on that compute capability only, which is all a
-# runtime-compiled kernel is ever built for.
+# gemm_tf32.cu's wgmma kernels; nvcc 12.0 or newer): such a cubin runs on that compute capability only,
+# which is all a runtime-compiled kernel is ever built for.
 ARCH_SPECIFIC = {90: "sm_90a"}
 
 
@@ -83,9 +83,10 @@ def nvcc_arch_flags(cc, override=None):
     for 9.0, ARCH_SPECIFIC)."""
     if override:
         return [f"-arch={override}"], ".cubin" if override.startswith("sm_") else ".ptx"
-    _, _, known = nvcc()
+    _, version, known = nvcc()
     if cc in known:
-        return [f"-arch={ARCH_SPECIFIC.get(cc, f'sm_{cc}')}"], ".cubin"
+        specific = cc in ARCH_SPECIFIC and nvcc_release(version) >= (12, 0)
+        return [f"-arch={ARCH_SPECIFIC[cc] if specific else f'sm_{cc}'}"], ".cubin"
     older = [a for a in known if a <= cc]
     if not older:
         raise CompileError(f"nvcc knows no architecture at or below sm_{cc}", " ".join(map(str, known)))
