@@ -88,6 +88,27 @@ def test_wgmma_gemm_matches_numpy(rng, sim_order, trans_a, trans_b, m, n, k, off
     assert_close(got, 0.5 * (tf32(oa).astype(np.float64) @ tf32(ob)) + 2.0 * c, rtol=1e-5, atol=1e-5 * np.sqrt(k))
 
 
+@pytest.mark.parametrize("trans_a,trans_b", WGMMA_TRANS)
+def test_wgmma_on_views_with_odd_leading_dimensions_and_empty_shapes(rng, trans_a, trans_b):
+    # lda, ldb, ldc = K + 1 etc. (not multiples of 4: the one-element copies), and M, N or K of 0
+    m, n, k = 67, 131, 29
+    ha = rng.standard_normal((k, m + 1) if trans_a else (m, k + 1)).astype(np.float32)
+    hb = rng.standard_normal((n, k + 3) if trans_b else (k, n + 3)).astype(np.float32)
+    a = gpublas.to_device(ha)[:, :m] if trans_a else gpublas.to_device(ha)[:, :k]
+    b = gpublas.to_device(hb)[:, :k] if trans_b else gpublas.to_device(hb)[:, :n]
+    c = gpublas.to_device(np.zeros((m, n + 5), np.float32))[:, 1:1 + n]
+    gpublas.gemm(a, b, c, trans_a=trans_a, trans_b=trans_b, kernel="wgmma")
+    oa = a.get().T if trans_a else a.get()
+    ob = b.get().T if trans_b else b.get()
+    assert_close(c.get(), tf32(oa).astype(np.float64) @ tf32(ob), rtol=1e-5, atol=1e-5 * np.sqrt(k))
+    for mm, nn, kk in ((0, 5, 7), (5, 0, 7), (5, 7, 0)):
+        x = gpublas.to_device(np.ones((kk, mm) if trans_a else (mm, kk), np.float32))
+        y = gpublas.to_device(np.ones((nn, kk) if trans_b else (kk, nn), np.float32))
+        z = gpublas.to_device(np.full((mm, nn), 3.0, np.float32))
+        got = gpublas.gemm(x, y, z, beta=0.5, trans_a=trans_a, trans_b=trans_b, kernel="wgmma").get()
+        np.testing.assert_array_equal(got, np.full((mm, nn), 1.5, np.float32))  # K = 0: C = beta C
+
+
 def test_wgmma_batched_and_beta_zero_never_reads_c(rng):
     a = rng.standard_normal((3, 256, 24)).astype(np.float32)
     b = rng.standard_normal((3, 24, 128)).astype(np.float32)
