@@ -107,6 +107,41 @@ __device__ __forceinline__ void tf32_load_q(unsigned (&q)[FQ][2][2], const float
     }
 }
 
+// The epilogue of both TF32 kernels, from registers: tile(ip, jq)[e] (a pointer to mma.m16n8k8's D
+// registers of P tile ip and Q tile jq) is D at P index p0 + tf32_p_index(ip, e / 2, g) and Q index
+// q0 + 8 jq + 2t + e % 2 (lane 4g + t), and D is C, or C^T when SWAP. A lane's two D elements e, e + 1
+// (not swapped) or e, e + 2 (swapped: P k-major) sit side by side in a row of C: interior tiles store
+// them as one float2 where C and ldc allow it; edge tiles and unaligned C store checked scalars.
+// beta == 0 never reads C. (g and t come from the kernel's start: computed after a wgmma main loop,
+// ptxas serializes its wgmma, C7515.)
+template <class TileP, bool SWAP, int FP, int FQ, class Tile>
+__device__ __forceinline__ void tf32_store_d(Tile tile, float* __restrict__ C, int ldc, float alpha, float beta,
+                                             int p0, int q0, int g, int t, bool edge, int m_left, int n_left) {
+    if (!edge && reinterpret_cast<size_t>(C) % 8 == 0 && ldc % 2 == 0) {
+#pragma unroll
+        for (int i = 0; i < FP; ++i)
+#pragma unroll
+            for (int j = 0; j < FQ; ++j)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const int pi = p0 + tf32_p_index<TileP>(i, SWAP ? 0 : h, g), qi = q0 + 8 * j + 2 * t + (SWAP ? h : 0);
+                    store_c_vec<float2>(C, SWAP ? qi * ldc + pi : pi * ldc + qi, alpha, tile(i, j) + (SWAP ? h : 2 * h),
+                                        SWAP ? 2 : 1, beta);
+                }
+        return;
+    }
+#pragma unroll
+    for (int i = 0; i < FP; ++i)
+#pragma unroll
+        for (int j = 0; j < FQ; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int pi = p0 + tf32_p_index<TileP>(i, e / 2, g), qi = q0 + 8 * j + 2 * t + e % 2;
+                const int r = SWAP ? qi : pi, c = SWAP ? pi : qi;
+                if (r < m_left && c < n_left) store_c(C, r * ldc + c, alpha, tile(i, j)[e], beta);
+            }
+}
+
 // Block 128 x 256, 8 warps (2 x 4) of 64 x 64; P = A and Q = B, except when A is K-contiguous and B k-major
 // (nn), where P = B and Q = A (the accumulators then hold C transposed). acc[ip][jq][e] is D of P tile ip
 // and Q tile jq at P index tf32_p_index(ip, e / 2, g), Q index 8 jq + 2t + e % 2.
@@ -154,32 +189,8 @@ __device__ __forceinline__ void gemm_tf32_body(int M, int N, int K, T alpha, con
                         for (int j = 0; j < FQ; ++j) mma_tf32_m16n8k8(acc[i][j], p[i][ks], q[j][ks]);
             });
 
-        // Epilogue. A lane's two D elements e, e + 1 (not swapped) or e, e + 2 (swapped: P k-major) sit side by
-        // side in a row of C: interior tiles store them as one float2 where C and ldc allow it; edge tiles and
-        // unaligned C store checked scalars.
-        if (!blk.edge() && reinterpret_cast<size_t>(C) % 8 == 0 && ldc % 2 == 0) {
-#pragma unroll
-            for (int i = 0; i < FP; ++i)
-#pragma unroll
-                for (int j = 0; j < FQ; ++j)
-#pragma unroll
-                    for (int h = 0; h < 2; ++h) {
-                        const int pi = p0 + tf32_p_index<TileP>(i, SWAP ? 0 : h, g), qi = q0 + 8 * j + 2 * t + (SWAP ? h : 0);
-                        store_c_vec<float2>(C, SWAP ? qi * ldc + pi : pi * ldc + qi, alpha, &acc[i][j][SWAP ? h : 2 * h],
-                                            SWAP ? 2 : 1, beta);
-                    }
-        } else {
-#pragma unroll
-            for (int i = 0; i < FP; ++i)
-#pragma unroll
-                for (int j = 0; j < FQ; ++j)
-#pragma unroll
-                    for (int e = 0; e < 4; ++e) {
-                        const int pi = p0 + tf32_p_index<TileP>(i, e / 2, g), qi = q0 + 8 * j + 2 * t + e % 2;
-                        const int r = SWAP ? qi : pi, c = SWAP ? pi : qi;
-                        if (r < m_left && c < n_left) store_c(C, r * ldc + c, alpha, acc[i][j][e], beta);
-                    }
-        }
+        tf32_store_d<TileP, SWAP, FP, FQ>([&](int i, int j) { return acc[i][j]; }, C, ldc, alpha, beta, p0, q0, g,
+                                          t, blk.edge(), m_left, n_left);
     }
 #endif
 }
@@ -210,7 +221,7 @@ extern "C" __global__ void __launch_bounds__(256) gemm_tf32_large_tt_elem(GEMM_V
 // fences, issues two wgmma, commits, and waits only for the previous step's (wait_group 1), so the next
 // step's barrier and loads overlap this step's products; the copies run 3 stages ahead, refilling a
 // stage two steps after its products were issued (v2_mainloop's ASYNC_READS).
-// Epilogue from registers as gemm_tf32_large's: float2 stores in interior tiles when C and ldc allow.
+// Epilogue from registers: tf32_store_d, as gemm_tf32_large's.
 #define WGMMA_STAGES 5
 
 template <bool TA, bool TB, bool VEC, class T>
@@ -266,25 +277,9 @@ __device__ __forceinline__ void gemm_wgmma_body(int M, int N, int K, T alpha, co
             M, N, K, A, lda, B, ldb, m_left, n_left, As, Bs, compute);
         wgmma_wait<0>(acc);
 
-        // Epilogue: acc[4j + 2h + e] is D[p0 + tf32_p_index(0, h, g)][8j + 2t + e]. Not swapped, e = 0, 1 are
-        // adjacent columns of C; swapped, h = 0, 1 are (A' = B is k-major: its rows 2g, 2g + 1).
-        if (!blk.edge() && reinterpret_cast<size_t>(C) % 8 == 0 && ldc % 2 == 0) {
-#pragma unroll
-            for (int j = 0; j < 32; ++j)
-#pragma unroll
-                for (int x = 0; x < 2; ++x) {  // h (not swapped) or e (swapped)
-                    const int pi = p0 + tf32_p_index<TileP>(0, SWAP ? 0 : x, g), qi = 8 * j + 2 * t + (SWAP ? x : 0);
-                    store_c_vec<float2>(C, SWAP ? qi * ldc + pi : pi * ldc + qi, alpha, &acc[4 * j + (SWAP ? x : 2 * x)],
-                                        SWAP ? 2 : 1, beta);
-                }
-        } else {
-#pragma unroll
-            for (int i = 0; i < 128; ++i) {
-                const int pi = p0 + tf32_p_index<TileP>(0, (i >> 1) & 1, g), qi = 8 * (i >> 2) + 2 * t + (i & 1);
-                const int r = SWAP ? qi : pi, c = SWAP ? pi : qi;
-                if (r < m_left && c < n_left) store_c(C, r * ldc + c, alpha, acc[i], beta);
-            }
-        }
+        // acc[4j + e] is mma.m16n8k8's D element e of column group j (mma.cuh): one P tile, 32 Q tiles
+        tf32_store_d<TileP, SWAP, 1, 32>([&](int, int j) { return acc + 4 * j; }, C, ldc, alpha, beta, p0, 0, g, t,
+                                         blk.edge(), m_left, n_left);
     }
 #endif
 }

@@ -88,3 +88,11 @@ def test_tf32_wgmma_main_loop_is_hgmma_on_cp_async_stages(tf32_float, t):
     assert waits and all(w.replace(" ", "").endswith("gsb0,0x1") for w in waits), waits
     assert fig["flop_per_smem_byte"] > 20, fig
     assert res[name]["local"] == 0 and res[name]["regs"] <= 255
+
+
+def test_ptxas_keeps_the_wgmma_pipeline():
+    # ptxas serializes wgmma (warning C7515) when other instructions may touch its registers inside the
+    # pipeline, e.g. index math placed after the main loop: the kernels would run, at a fraction of the rate
+    _, log = sass.build("gemm_tf32", "float", "sm_90")
+    assert "gemm_tf32_wgmma_nn_vec" in log  # ptxas -v named the kernels: this is their log
+    assert "C7515" not in log and "serialized" not in log, log
