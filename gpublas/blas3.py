@@ -287,12 +287,14 @@ def _chunks(a, b, c, batch, lds, strides, m, trans_a):
 
 
 def _run_v2(name, a, b, c, m, n, k, batch, lds, strides, alpha, beta, trans, dtype, stream):
-    """Launches a gemm_v2.cu kernel: 'v2' and 'splitk' take their configuration from the shape."""
+    """Launches a GEMM v2 kernel (gemm_v2.cu, gemm_tf32.cu): 'v2' and 'splitk' take their configuration from the
+    shape."""
     lda, ldb, ldc = lds
     vec = gemm_v2.vector_copies(a, lda, b, ldb, m, n, k, *trans, strides)
+    prefix = "gemm_tf32" if name in ("tf32", "wgmma") else "gemm_v2"  # the kernel family
     if name.startswith("v2_"):
         config = name[3:]
-    elif name in ("tf32", "wgmma"):
+    elif prefix == "gemm_tf32":
         config = "large" if name == "tf32" else "wgmma"
     else:  # 'v2' or 'splitk': the configuration (and the K slices) from the shape
         auto, config, splits = gemm_v2.choose(m, n, k, batch, 8 if simulated() else gemm_v2.multiprocessors(), dtype)
@@ -307,7 +309,6 @@ def _run_v2(name, a, b, c, m, n, k, batch, lds, strides, alpha, beta, trans, dty
                 gemm_v2.launch_splitk(args, rows, n, k, trans, vec, dtype, config, splits, stream)
             continue
         args = (rows, n, k, alpha, pa, lda, pb, ldb, beta, pc, ldc, *strides)
-        prefix = "gemm_tf32" if name in ("tf32", "wgmma") else "gemm_v2"
         gemm_v2.launch_tiles(prefix, config, args, rows, n, nz, trans, vec, dtype, stream)
 
 

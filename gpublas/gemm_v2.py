@@ -97,9 +97,9 @@ def vector_copies(a, lda, b, ldb, m, n, k, trans_a, trans_b, strides):
 
 
 def _kernel(prefix, config, trans_a, trans_b, vec, dtype):
+    """<prefix>_<config>_<ta><tb>_<copy> of the family (.cu file) named `prefix`: gemm_v2 or gemm_tf32."""
     t = ("t" if trans_a else "n") + ("t" if trans_b else "n")
-    family = "gemm_tf32" if prefix == "gemm_tf32" else "gemm_v2"
-    return get_kernel(family, f"{prefix}_{config}_{t}_{'vec' if vec else 'elem'}", dtype)
+    return get_kernel(prefix, f"{prefix}_{config}_{t}_{'vec' if vec else 'elem'}", dtype)
 
 
 def tf32_tile():
