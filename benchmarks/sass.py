@@ -13,6 +13,7 @@ Builds are cached beside the kernel cache, so tests/test_sass.py and this suite 
 """
 import collections
 import glob
+import math
 import os
 import re
 import shutil
@@ -142,16 +143,21 @@ def _lds_bytes(op):
     return {"128": 16, "64": 8, "U8": 1, "S8": 1, "U16": 2, "S16": 2}[width.group(1)] if width else 4
 
 
-def _mma_volume(op):
-    """m*n*k of one HMMA (a warp's): HMMA.1688 is 16x8x8, HMMA.16816 16x8x16, HMMA.884 8x8x4; or of one
-    HGMMA (a warpgroup's): HGMMA.64x256x8 is 64x256x8."""
+def _mma_shape(op):
+    """(m, n, k) of one HMMA (a warp's): HMMA.1688 is 16x8x8, HMMA.16816 16x8x16, HMMA.884 8x8x4; or of
+    one HGMMA (a warpgroup's): HGMMA.64x256x8 is 64x256x8."""
     g = re.match(r"HGMMA\.(\d+)x(\d+)x(\d+)", op)
     if g:
-        return int(g.group(1)) * int(g.group(2)) * int(g.group(3))
+        return tuple(int(x) for x in g.groups())
     d = re.match(r"HMMA\.(\d+)", op)
     d = d.group(1) if d else "1688"
     m, rest = (16, d[2:]) if d.startswith("16") else (int(d[0]), d[1:])
-    return m * int(rest[0]) * int(rest[1:])
+    return m, int(rest[0]), int(rest[1:])
+
+
+def _mma_volume(op):
+    """m*n*k of one HMMA or HGMMA (_mma_shape)."""
+    return math.prod(_mma_shape(op))
 
 
 def loop_figures(body):
@@ -168,7 +174,7 @@ def loop_figures(body):
             fma += 1
             flops += 2.0 * _mma_volume(op) / 32
         elif base == "HGMMA":
-            m, n, k = map(int, re.match(r"HGMMA\.(\d+)x(\d+)x(\d+)", op).groups())
+            m, n, k = _mma_shape(op)
             fma += 1
             flops += 2.0 * m * n * k / 128
             smem += 4 * k * (n + (m if rest.count("gdesc") > 1 else 0)) / 128
