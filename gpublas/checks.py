@@ -20,6 +20,12 @@ def is_scalar(x):
     return isinstance(x, numbers.Number) and not isinstance(x, bool) or isinstance(x, np.generic)
 
 
+def is_fill_value(x):
+    """A scalar an item assignment writes to every selected element: a number or a bool (is_scalar
+    refuses Python's bool for arithmetic, where True + x is a mistake; a[mask] = True is not)."""
+    return is_scalar(x) or isinstance(x, (bool, np.bool_))
+
+
 def as_array(x, what="argument"):
     """A DeviceArray from a DeviceArray or anything np.asarray takes (copied to the device)."""
     if isinstance(x, DeviceArray):

@@ -19,7 +19,7 @@ import numpy as np
 from . import elementwise as ew
 from . import layout, reduction
 from .array import DeviceArray, to_device
-from .checks import as_array, is_scalar
+from .checks import as_array, is_fill_value
 from .launch import BLOCK, get_kernel, grid_1d
 from .scan import exclusive_scan
 
@@ -118,7 +118,7 @@ def scatter(view, axis, ndim, w, wstride, front, value, repeats=True):
     shape, rest, wb = _walk(view, axis, ndim, w)
     perm, inverse = _order(len(shape), axis, w.ndim, front)
     result_shape = tuple(shape[p] for p in perm)
-    v = DeviceArray((), view.dtype).fill(value) if is_scalar(value) or isinstance(value, (bool, np.bool_)) else \
+    v = DeviceArray((), view.dtype).fill(value) if is_fill_value(value) else \
         as_array(value, "item assignment")
     if not _broadcasts(v.shape, result_shape):
         raise ValueError(f"shape mismatch: value array of shape {v.shape} could not be broadcast to indexing "

@@ -31,7 +31,7 @@ import numpy as np
 from . import elementwise as ew
 from . import gather, layout
 from .array import SRC_CODES, DeviceArray, provide, to_device
-from .checks import as_array, is_scalar
+from .checks import as_array, is_fill_value
 from .launch import get_kernel
 
 
@@ -154,7 +154,7 @@ def setitem(a, key, value):
         gather.scatter(*where, value, repeats)
         return
     view = _basic(a, key)
-    if is_scalar(value) or isinstance(value, (bool, np.bool_)):
+    if is_fill_value(value):
         view.fill(value)
     elif isinstance(value, DeviceArray):
         copy_to(view, value)
