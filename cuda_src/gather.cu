@@ -51,11 +51,7 @@ extern "C" __global__ void take_nd_real(const real* a, const long long* __restri
                                         real* out, long long n, ND_DIM_PARAMS, ND_STRIDE_PARAMS(sa),
                                         ND_STRIDE_PARAMS(sw), ND_STRIDE_PARAMS(so)) {
     const NdLayout<3> L = {ND_DIMS, {ND_STRIDES(sa), ND_STRIDES(sw), ND_STRIDES(so)}};
-    GRID_STRIDE_LOOP(long long, i, n) {
-        long long off[3];
-        L.offsets(i, off);
-        out[off[2]] = a[off[0] + w[off[1]] * wstride];
-    }
+    L.walk(n, [&](const long long* off) { out[off[2]] = a[off[0] + w[off[1]] * wstride]; });
 }
 
 extern "C" __global__ void put_nd_real(const real* v, const long long* __restrict__ w, long long wstride,
@@ -63,10 +59,8 @@ extern "C" __global__ void put_nd_real(const real* v, const long long* __restric
                                        ND_DIM_PARAMS, ND_STRIDE_PARAMS(sv), ND_STRIDE_PARAMS(sw),
                                        ND_STRIDE_PARAMS(sa)) {
     const NdLayout<3> L = {ND_DIMS, {ND_STRIDES(sv), ND_STRIDES(sw), ND_STRIDES(sa)}};
-    GRID_STRIDE_LOOP(long long, i, n) {
-        long long off[3];
-        L.offsets(i, off);
+    L.walk(n, [&](const long long* off) {
         const long long j = off[1];
         if (owner == nullptr || owner[w[j]] == (unsigned long long)j + 1) a[off[2] + w[j] * wstride] = v[off[0]];
-    }
+    });
 }
