@@ -9,8 +9,10 @@ and os.replace'd into place (one filesystem by construction, so bind mounts and 
 matter), beside a `.sha256` record of its size and checksum written first. A module whose record
 does not match (truncated, empty, garbage) is rebuilt with one warning line instead of being loaded
 (a truncated shared library would crash the process); one with no record (an older gpublas wrote it)
-is rebuilt quietly. A cache directory that cannot be written is left alone: modules are built into a
-private temporary directory for this process instead, said once on stderr.
+is rebuilt quietly. A cache directory deleted while a module compiles is recreated and the module
+compiled again, said in one line on stderr (not the compiler's error about its vanished files). A
+cache directory that cannot be written is left alone: modules are built into a private temporary
+directory for this process instead, said once on stderr.
 """
 import atexit
 import hashlib
@@ -24,7 +26,7 @@ import threading
 import uuid
 from pathlib import Path
 
-from .errors import CompileError
+from .errors import CompileError, GpublasError
 
 _ERROR_LINE = re.compile(r"^(?P<file>[^\s:][^:\n]*?)[:(](?P<line>\d+)(?::\d+:|\)[:]?)\s*(?:fatal )?error",
                          re.MULTILINE)
@@ -107,9 +109,31 @@ class _Unwritable(OSError):
     pass
 
 
+class _Vanished(Exception):
+    pass
+
+
 def _build_into(root, name, source, build):
+    """Builds `name` in directory `root` (_build_once). When the directory, or the source written into
+    it, disappears while the compiler runs (another process cleared the cache), the compiler's error
+    is not the problem: says so in one line, recreates the directory and builds once more; a second
+    disappearance raises GpublasError in one line."""
+    try:
+        return _build_once(root, name, source, build)
+    except _Vanished:
+        print(f"gpublas: the kernel cache directory {root} vanished while {name} was compiling; "
+              "recreating it and compiling again", file=sys.stderr)
+    try:
+        return _build_once(root, name, source, build)
+    except _Vanished:
+        raise GpublasError(f"the kernel cache directory {root} vanished twice while {name} was compiling "
+                           "(is something deleting it? set GPUBLAS_CACHE_DIR to another directory)") from None
+
+
+def _build_once(root, name, source, build):
     """Builds `name` in directory `root`: source and output under unique temporary names there,
-    the record, then an atomic os.replace, so concurrent processes never load a half-written file."""
+    the record, then an atomic os.replace, so concurrent processes never load a half-written file.
+    Raises _Vanished when the build fails and its source file is gone."""
     tag = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
     stem, suffix = name[:-len(Path(name).suffix)], Path(name).suffix
     src, part = root / f"{stem}.{tag}.cu", root / f"{stem}.{tag}.part{suffix}"
@@ -125,6 +149,10 @@ def _build_into(root, name, source, build):
         record.write_text(_fingerprint(part.read_bytes()))
         os.replace(record, _record(out))
         os.replace(part, out)
+    except (CompileError, OSError) as e:
+        if not src.exists():
+            raise _Vanished(root) from e
+        raise
     finally:
         for p in (src, part, root / f"{stem}.{tag}.sha256"):
             p.unlink(missing_ok=True)

@@ -1,8 +1,10 @@
 """The on-disk kernel cache survives faults: bad cached modules are rebuilt (one warning line), the
 temporary file lives in the cache directory itself, and an unwritable cache falls back to a private
 directory. The unit tests drive compile_cached with a Python `build`; the last test loads a
-truncated shared library through the sim backend in a fresh process (it used to die of SIGBUS)."""
+truncated shared library through the sim backend in a fresh process (it used to die of SIGBUS). A
+cache directory deleted while g++ runs is recreated and the module built again."""
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -11,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from gpublas import compiler
+from gpublas.errors import GpublasError
 
 
 class Builder:
@@ -109,3 +112,40 @@ def test_truncated_shared_library_is_rebuilt_not_loaded(tmp_path):
     p = run()
     assert p.returncode == 0 and p.stdout.strip() == "224.0", p.stderr
     assert "cachecheck" in p.stderr and "rebuilding" in p.stderr
+
+
+class VanishingBuilder(Builder):
+    """Deletes the cache directory, then compiles `src` with g++ through compiler.run_compiler (as the
+    sim backend does), on its first `vanish` calls: g++ finds neither its source nor its output's
+    directory."""
+
+    def __init__(self, cache, vanish):
+        super().__init__()
+        self.cache, self.vanish = cache, vanish
+
+    def __call__(self, src, out):
+        if len(self.calls) < self.vanish:
+            self.calls.append((Path(src), Path(out)))
+            shutil.rmtree(self.cache)
+            compiler.run_compiler(["g++", "-shared", "-x", "c++", str(src), "-o", str(out)], what="a test",
+                                  output=out, source_name="fam.cu")
+        super().__call__(src, out)
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+def test_a_cache_deleted_during_a_compile_is_recreated_and_the_module_built_again(cache, capfd):
+    build = VanishingBuilder(cache, vanish=1)
+    out = _compile(build)
+    assert len(build.calls) == 2 and out.read_bytes() == build.payload and compiler.check_cached(out) is None
+    assert sorted(p.name for p in cache.iterdir()) == [out.name, out.name + ".sha256"]
+    err = capfd.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "vanished" in err[0] and str(cache) in err[0] and "g++" not in err[0]
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+def test_a_cache_deleted_during_every_compile_is_one_line_not_the_compilers_error(cache):
+    with pytest.raises(GpublasError) as info:
+        _compile(VanishingBuilder(cache, vanish=2))
+    assert not isinstance(info.value, compiler.CompileError)
+    message = str(info.value)
+    assert "\n" not in message and "vanished twice" in message and str(cache) in message and "g++" not in message
