@@ -8,7 +8,8 @@
 // index math, the common broadcasts); `_nd` kernels any layout up to 8 axes (NdLayout, 64-bit
 // divisions). Strides are per operand, in elements, 0 on a broadcast axis, negative for reversed views.
 //
-// unary_real, unary_nd3_real, unary_nd_real:     y = f(x; p0, p1): math and array-scalar arithmetic (EW_*).
+// unary_real, unary_nd3_real, unary_nd_real:     y = f(x; p0, p1): math and array-scalar arithmetic (EW_*),
+//                                                 cumath's NumPy-named functions (EW_SIN ...).
 // binary_real, binary_nd3_real, binary_nd_real:  out = a (op) b (BIN_*); the strided forms broadcast.
 // compare_nd3_real, compare_nd_real:             out (bool) = a (cmp) b (CMP_*), or a (cmp) p0 when b is NULL.
 // where_nd3_real, where_nd_real:                 out = cond ? x : y, cond bool, broadcasting.
@@ -36,6 +37,27 @@
 #define EW_MIN_S 17     // minimum(x, p0)
 #define EW_CLIP 18      // minimum(maximum(x, p0), p1)
 
+// cumath's unary opcodes (gpublas/cumath.py), NumPy's semantics; numbered from 32 to leave room above.
+#define EW_SIN 32
+#define EW_COS 33
+#define EW_TAN 34
+#define EW_ARCSIN 35
+#define EW_ARCCOS 36
+#define EW_ARCTAN 37
+#define EW_SINH 38
+#define EW_COSH 39
+#define EW_FLOOR 40
+#define EW_CEIL 41
+#define EW_TRUNC 42
+#define EW_LOG10 43
+#define EW_LOG2 44
+#define EW_LOG1P 45
+#define EW_EXPM1 46
+#define EW_EXP2 47
+#define EW_SQUARE 48      // x * x
+#define EW_RECIPROCAL 49  // 1 / x
+#define EW_SIGN 50        // -1, 0 or 1; NaN stays NaN
+
 // Comparison opcodes.
 #define CMP_EQ 0
 #define CMP_NE 1
@@ -53,6 +75,11 @@
 #define BIN_MAX 5
 #define BIN_MIN 6
 
+// cumath's binary opcodes, numbered from 16 to leave room above.
+#define BIN_FMOD 16     // C's fmod: the remainder has a's sign (NumPy's fmod)
+#define BIN_ARCTAN2 17  // atan2(a, b)
+#define BIN_HYPOT 18    // sqrt(a*a + b*b) without overflow
+
 // The math functions (ew_exp, ew_log, ew_sqrt, ew_abs, ew_tanh, ew_pow) are common.cuh's.
 
 // NumPy's maximum/minimum: a NaN in either operand gives NaN.
@@ -64,6 +91,18 @@ __device__ __forceinline__ real ew_sigmoid(real x) {
     if (x >= (real)0) return (real)1 / ((real)1 + ew_exp(-x));
     real e = ew_exp(x);
     return e / ((real)1 + e);
+}
+
+// cumath's functions through the math API's overload set: a float build calls the single-precision
+// functions (sinf ...), a double build the double ones, an int build (which Python launches with
+// floor, ceil, trunc, square and sign only) goes through double.
+template <class T> struct MathType { typedef double type; };
+template <> struct MathType<float> { typedef float type; };
+typedef MathType<real>::type mreal;
+
+// NumPy's sign: 0 for either zero, NaN for NaN.
+__device__ __forceinline__ real ew_sign(real x) {
+    return x > (real)0 ? (real)1 : (x < (real)0 ? (real)-1 : (x == (real)0 ? (real)0 : x));
 }
 
 template <int OP>
@@ -87,6 +126,25 @@ __device__ __forceinline__ real unary_op(real x, real p0, real p1) {
         case EW_RPOW_S: return ew_pow(p0, x);
         case EW_MAX_S: return ew_max(x, p0);
         case EW_MIN_S: return ew_min(x, p0);
+        case EW_SIN: return (real)sin((mreal)x);
+        case EW_COS: return (real)cos((mreal)x);
+        case EW_TAN: return (real)tan((mreal)x);
+        case EW_ARCSIN: return (real)asin((mreal)x);
+        case EW_ARCCOS: return (real)acos((mreal)x);
+        case EW_ARCTAN: return (real)atan((mreal)x);
+        case EW_SINH: return (real)sinh((mreal)x);
+        case EW_COSH: return (real)cosh((mreal)x);
+        case EW_FLOOR: return (real)floor((mreal)x);
+        case EW_CEIL: return (real)ceil((mreal)x);
+        case EW_TRUNC: return (real)trunc((mreal)x);
+        case EW_LOG10: return (real)log10((mreal)x);
+        case EW_LOG2: return (real)log2((mreal)x);
+        case EW_LOG1P: return (real)log1p((mreal)x);
+        case EW_EXPM1: return (real)expm1((mreal)x);
+        case EW_EXP2: return (real)exp2((mreal)x);
+        case EW_SQUARE: return x * x;
+        case EW_RECIPROCAL: return (real)1 / x;
+        case EW_SIGN: return ew_sign(x);
         default: return ew_min(ew_max(x, p0), p1);  // EW_CLIP
     }
 }
@@ -100,6 +158,9 @@ __device__ __forceinline__ real binary_op(real a, real b) {
         case BIN_DIV: return a / b;
         case BIN_POW: return ew_pow(a, b);
         case BIN_MAX: return ew_max(a, b);
+        case BIN_FMOD: return (real)fmod((mreal)a, (mreal)b);
+        case BIN_ARCTAN2: return (real)atan2((mreal)a, (mreal)b);
+        case BIN_HYPOT: return (real)hypot((mreal)a, (mreal)b);
         default: return ew_min(a, b);  // BIN_MIN
     }
 }
@@ -148,6 +209,25 @@ __device__ void unary_any(const real* x, real* y, int op, real p0, real p1, long
         case EW_MAX_S: unary_loop<EW_MAX_S>(x, y, p0, p1, n, lay); break;
         case EW_MIN_S: unary_loop<EW_MIN_S>(x, y, p0, p1, n, lay); break;
         case EW_CLIP: unary_loop<EW_CLIP>(x, y, p0, p1, n, lay); break;
+        case EW_SIN: unary_loop<EW_SIN>(x, y, p0, p1, n, lay); break;
+        case EW_COS: unary_loop<EW_COS>(x, y, p0, p1, n, lay); break;
+        case EW_TAN: unary_loop<EW_TAN>(x, y, p0, p1, n, lay); break;
+        case EW_ARCSIN: unary_loop<EW_ARCSIN>(x, y, p0, p1, n, lay); break;
+        case EW_ARCCOS: unary_loop<EW_ARCCOS>(x, y, p0, p1, n, lay); break;
+        case EW_ARCTAN: unary_loop<EW_ARCTAN>(x, y, p0, p1, n, lay); break;
+        case EW_SINH: unary_loop<EW_SINH>(x, y, p0, p1, n, lay); break;
+        case EW_COSH: unary_loop<EW_COSH>(x, y, p0, p1, n, lay); break;
+        case EW_FLOOR: unary_loop<EW_FLOOR>(x, y, p0, p1, n, lay); break;
+        case EW_CEIL: unary_loop<EW_CEIL>(x, y, p0, p1, n, lay); break;
+        case EW_TRUNC: unary_loop<EW_TRUNC>(x, y, p0, p1, n, lay); break;
+        case EW_LOG10: unary_loop<EW_LOG10>(x, y, p0, p1, n, lay); break;
+        case EW_LOG2: unary_loop<EW_LOG2>(x, y, p0, p1, n, lay); break;
+        case EW_LOG1P: unary_loop<EW_LOG1P>(x, y, p0, p1, n, lay); break;
+        case EW_EXPM1: unary_loop<EW_EXPM1>(x, y, p0, p1, n, lay); break;
+        case EW_EXP2: unary_loop<EW_EXP2>(x, y, p0, p1, n, lay); break;
+        case EW_SQUARE: unary_loop<EW_SQUARE>(x, y, p0, p1, n, lay); break;
+        case EW_RECIPROCAL: unary_loop<EW_RECIPROCAL>(x, y, p0, p1, n, lay); break;
+        case EW_SIGN: unary_loop<EW_SIGN>(x, y, p0, p1, n, lay); break;
     }
 }
 
@@ -183,6 +263,9 @@ __device__ void binary_any(const real* a, const real* b, real* out, int op, long
         case BIN_POW: binary_loop<BIN_POW>(a, b, out, n, lay); break;
         case BIN_MAX: binary_loop<BIN_MAX>(a, b, out, n, lay); break;
         case BIN_MIN: binary_loop<BIN_MIN>(a, b, out, n, lay); break;
+        case BIN_FMOD: binary_loop<BIN_FMOD>(a, b, out, n, lay); break;
+        case BIN_ARCTAN2: binary_loop<BIN_ARCTAN2>(a, b, out, n, lay); break;
+        case BIN_HYPOT: binary_loop<BIN_HYPOT>(a, b, out, n, lay); break;
     }
 }
 

@@ -30,6 +30,8 @@ from .factories import ElementwiseKernel, ReductionKernel
 # --- elementwise operations and reductions (issue: BLAS/array ops) ---
 from .elementwise import (abs, axpby, clip, exp, log, maximum, minimum, negative, pow, relu, sigmoid, sqrt,
                           tanh, transpose, where)
+from .cumath import (arccos, arcsin, arctan, arctan2, ceil, cos, cosh, exp2, expm1, floor, fmod, hypot, log1p,
+                     log2, log10, reciprocal, sign, sin, sinh, square, tan, trunc)
 from .ops import (add, all, any, divide, equal, greater, greater_equal, less, less_equal, multiply, not_equal,
                   subtract)
 # --- indexing: views, integer and boolean array indices (issue: array) ---
