@@ -252,17 +252,18 @@ class DeviceArray:
         integer array or a mask (repeated indices: the last one wins)."""
         impl.setitem(self, key, value)
 
-    def reshape(self, *shape):
-        """A view with a new shape when the layout allows (always for a contiguous array), else a copy."""
-        return impl.reshape(self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape)
+    def reshape(self, *shape, order="C"):
+        """A view with a new shape when the layout allows (always for a contiguous array), else a copy,
+        as NumPy's; `order` 'C', 'F' or 'A' reads and places the elements in that order."""
+        return impl.reshape(self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape, order)
 
-    def ravel(self):
-        """The elements as 1-D: a view when contiguous, else a copy."""
-        return self.reshape(-1)
+    def ravel(self, order="C"):
+        """The elements as 1-D: a view when contiguous in `order`, else a copy (NumPy's rule)."""
+        return impl.ravel(self, order)
 
-    def flatten(self):
+    def flatten(self, order="C"):
         """The elements as a new 1-D array (always a copy)."""
-        return self.copy().reshape(-1)
+        return impl.reshape(self, -1, order, copy=True)
 
     def transpose(self, *axes):
         """A view with the axes permuted (reversed by default), as NumPy's."""

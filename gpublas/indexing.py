@@ -167,8 +167,39 @@ def setitem(a, key, value):
                         "use a scalar, a DeviceArray or an ndarray")
 
 
-def reshape(a, shape):
-    """a seen with `shape` (one -1 is inferred): a view when the layout allows, else a copy."""
+def _order(a, order, what):
+    """'C' or 'F' for NumPy's order argument ('A': F when a is F- but not C-contiguous)."""
+    if order not in ("C", "F", "A"):
+        raise ValueError(f"{what}: order must be 'C', 'F' or 'A', got {order!r}")
+    if order == "A":
+        return "F" if a.flags.f_contiguous and not a.c_contiguous else "C"
+    return order
+
+
+def reshape(a, shape, order="C", copy=None):
+    """a seen with `shape` (one -1 is inferred), its elements read and placed in `order` (NumPy's C or
+    F). The one rule of reshape, ravel and flatten: a view exactly when NumPy gives one: reshape when
+    layout.reshape_strides finds strides, ravel (copy=None, view=contiguous) only when the array
+    is contiguous in that order, flatten (copy=True) never."""
+    order = _order(a, order, "reshape")
+    if order == "F":  # F order is C order on the reversed axes
+        return reshape(transpose(a, ()), tuple(_shape(a, shape))[::-1], "C", copy).T
+    shape = _shape(a, shape)
+    strides = None if copy else layout.reshape_strides(a.shape, a.strides, shape, a.itemsize)
+    if strides is None:
+        return a.copy()._view(shape, layout.c_strides(shape, a.itemsize))
+    return a._view(shape, strides)
+
+
+def ravel(a, order="C"):
+    """a's elements in `order` as 1-D: a view when a is contiguous in that order, else a copy (NumPy's
+    ravel: a[::-1].ravel() copies where a[::-1].reshape(-1) is a view)."""
+    order = _order(a, order, "ravel")
+    contiguous = a.c_contiguous if order == "C" else a.flags.f_contiguous
+    return reshape(a, -1, order, copy=None if contiguous else True)
+
+
+def _shape(a, shape):
     shape = [operator.index(s) for s in ((shape,) if isinstance(shape, (int, np.integer)) else shape)]
     if shape.count(-1) > 1:
         raise ValueError("reshape: only one dimension can be -1")
@@ -180,10 +211,7 @@ def reshape(a, shape):
     shape = tuple(shape)
     if any(s < 0 for s in shape) or math.prod(shape) != a.size:
         raise ValueError(f"reshape: cannot reshape array of shape {a.shape} into {shape}")
-    strides = layout.reshape_strides(a.shape, a.strides, shape, a.itemsize)
-    if strides is None:
-        return a.copy().reshape(shape)
-    return a._view(shape, strides)
+    return shape
 
 
 def transpose(a, axes):
@@ -214,4 +242,5 @@ def copy_to(dst, src, stream=None):
     return dst
 
 
-provide(getitem=getitem, setitem=setitem, reshape=reshape, transpose=transpose, copy_to=copy_to)  # DeviceArray's
+provide(getitem=getitem, setitem=setitem, reshape=reshape, ravel=ravel, transpose=transpose,
+        copy_to=copy_to)  # DeviceArray's
