@@ -44,6 +44,7 @@ from .reduction import argmax, argmin, logsumexp, max, mean, min, softmax, sum
 from .blas1 import asum, axpy, copy, dot, iamax, nrm2, scal, swap
 from .blas2 import gemv, ger
 from .blas3 import gemm, gemm_batched, matmul
+from . import numpy_dispatch as _numpy_dispatch  # noqa: E402,F401 (np.sum(a), np.exp(a) on DeviceArrays)
 
 from . import profiler as _profiler  # noqa: E402
 _profiler._from_environment()  # GPUBLAS_PROFILE=1: profile the whole process

@@ -329,6 +329,20 @@ class DeviceArray:
     sum, mean, max, min = _reduction("sum"), _reduction("mean"), _reduction("max"), _reduction("min")
     argmax, argmin, any, all = _reduction("argmax"), _reduction("argmin"), _reduction("any"), _reduction("all")
 
+    # -- NumPy's protocols (gpublas.numpy_dispatch) -------------------------------------------------
+    def __array__(self, dtype=None, copy=None):
+        """Refused, as CuPy does: np.asarray(a) would copy from the device behind the caller's back."""
+        raise TypeError("implicit conversion of a DeviceArray to a NumPy array is not allowed; "
+                        "call .get() for a host copy")
+
+    def __array_function__(self, func, types, args, kwargs):
+        """np.sum(a), np.reshape(a, s), ...: gpublas' function of that name, or TypeError naming what to call."""
+        return impl.array_function(func, types, args, kwargs)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """np.add(a, b), np.exp(a), ndarray + a: gpublas' function, a DeviceArray result."""
+        return impl.array_ufunc(ufunc, method, *inputs, **kwargs)
+
     # -- interop (gpublas.interop) ----------------------------------------------------------------
     @property
     def __cuda_array_interface__(self):

@@ -81,3 +81,49 @@ def test_reshape_order_argument():
         np.testing.assert_array_equal(d.T.reshape((2, 15), order=order).get(), h.T.reshape((2, 15), order=order))
     with pytest.raises(ValueError, match="order must be"):
         d.reshape(30, order="K")
+
+
+def test_array_protocol_refuses_implicit_copies():
+    """np.asarray(a) raises (CuPy's choice), never an object array of 0-d DeviceArrays."""
+    d = gpublas.to_device(np.arange(6.0))
+    for f in (np.asarray, np.array, lambda a: np.asarray([a, a])):
+        with pytest.raises(TypeError, match=r"call \.get\(\)"):
+            f(d)
+    np.testing.assert_array_equal(d.get(), np.arange(6.0))
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: np.sum(x), lambda x: np.mean(x, axis=0), lambda x: np.max(x, axis=1), lambda x: np.min(x),
+    lambda x: np.argmax(x, axis=0), lambda x: np.any(x > 3), lambda x: np.transpose(x),
+    lambda x: np.reshape(x, (4, 3)), lambda x: np.ravel(x.T), lambda x: np.where(x > 2, x, 0.0),
+    lambda x: np.clip(x, 1.0, 4.0), lambda x: np.exp(x), lambda x: np.maximum(x, 2.5), lambda x: np.add(x, x),
+    lambda x: np.multiply(2.0, x), lambda x: np.less(x, 5.0), lambda x: np.matmul(x, x.T), lambda x: abs(-x),
+])
+def test_numpy_functions_dispatch_to_gpublas(call):
+    h = np.arange(12.0).reshape(3, 4) / 3
+    got = call(gpublas.to_device(h))
+    assert isinstance(got, gpublas.DeviceArray)
+    np.testing.assert_allclose(got.get(), call(h), rtol=1e-12)
+
+
+def test_numpy_shape_and_mixed_operands():
+    h = np.arange(6.0).reshape(2, 3)
+    d = gpublas.to_device(h)
+    assert np.shape(d) == (2, 3) and np.ndim(d) == 2 and np.size(d) == 6
+    r = h + d  # ndarray (op) DeviceArray: np.add's __array_ufunc__, a DeviceArray
+    assert isinstance(r, gpublas.DeviceArray)
+    np.testing.assert_array_equal(r.get(), 2 * h)
+    np.maximum(d, 2.0, out=d)
+    np.testing.assert_array_equal(d.get(), np.maximum(h, 2.0))
+
+
+def test_numpy_functions_gpublas_lacks_say_what_to_call():
+    d = gpublas.to_device(np.arange(6.0))
+    with pytest.raises(TypeError, match=r"numpy.cumprod is not implemented for DeviceArray.*a\.get\(\)"):
+        np.cumprod(d)
+    with pytest.raises(TypeError, match=r"numpy.add.reduce .*a\.sum\(\)"):
+        np.add.reduce(d)
+    with pytest.raises(TypeError, match="gpublas' sum, which cannot take these arguments"):
+        np.sum(d, dtype=np.float32)
+    with pytest.raises(TypeError, match="writes into a DeviceArray only"):
+        np.add(d, d, out=np.empty(6))
