@@ -8,15 +8,15 @@ call (`.get()` for a host copy), never a silent host round trip.
     np.asarray(a)                 # TypeError: call a.get() (DeviceArray.__array__, CuPy's rule)
 
 Each table maps a NumPy callable to gpublas' function of the same meaning; a callable in neither
-goes to the function of its NumPy name in elementwise, ops, reduction or gather (np.sin reaches
-gpublas.sin once elementwise has one). Keyword arguments are passed on by name, so one gpublas does
+goes to the function of its NumPy name in elementwise, cumath, ops, reduction or gather (np.sin reaches
+gpublas.cumath.sin). Keyword arguments are passed on by name, so one gpublas does
 not take (dtype=, where=) raises TypeError naming it.
 """
 import inspect
 
 import numpy as np
 
-from . import blas3, elementwise as ew, gather, indexing, ops, reduction
+from . import blas3, cumath, elementwise as ew, gather, indexing, ops, reduction
 from .array import DeviceArray, provide
 
 FUNCTIONS = {
@@ -40,7 +40,7 @@ UFUNCS = {
 }
 
 
-BY_NAME = (ew, ops, reduction, gather)
+BY_NAME = (ew, cumath, ops, reduction, gather)
 
 
 def _lookup(table, func):
@@ -49,7 +49,7 @@ def _lookup(table, func):
     name = func.__name__
     for module in BY_NAME if f is None and not name.startswith(("_", "launch")) else ():
         g = getattr(module, name, None)
-        if callable(g) and getattr(g, "__module__", None) == module.__name__:
+        if callable(g) and str(getattr(g, "__module__", "")).startswith("gpublas."):
             return g
     return f
 

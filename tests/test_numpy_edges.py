@@ -98,6 +98,7 @@ def test_array_protocol_refuses_implicit_copies():
     lambda x: np.reshape(x, (4, 3)), lambda x: np.ravel(x.T), lambda x: np.where(x > 2, x, 0.0),
     lambda x: np.clip(x, 1.0, 4.0), lambda x: np.exp(x), lambda x: np.maximum(x, 2.5), lambda x: np.add(x, x),
     lambda x: np.multiply(2.0, x), lambda x: np.less(x, 5.0), lambda x: np.matmul(x, x.T), lambda x: abs(-x),
+    lambda x: np.sin(x), lambda x: np.arctan2(x, 2.0 * x + 1),
 ])
 def test_numpy_functions_dispatch_to_gpublas(call):
     h = np.arange(12.0).reshape(3, 4) / 3
