@@ -183,13 +183,17 @@ def avgpool_backward(dy, dx, geom):
 
 
 # -- dropout.cu -------------------------------------------------------------------------------------
-def dropout_forward(x, y, mask, p, seed, offset):
-    """y = x * mask / (1 - p) with mask[i] = hash(seed, offset + i) >= p, drawn on the device."""
+def dropout_forward(x, y, mask, p, seed, counter):
+    """y = x * mask / (1 - p) with mask[i] = hash(seed, offset + i) >= p, drawn on the device; offset is
+    the int64 device scalar `counter`, which then moves on by x.size (dropout_advance)."""
     if mask.dtype != np.uint8 or mask.size != x.size or y.size != x.size:
         raise ValueError(f"dropout_forward: x {x.shape}, y {y.shape}, mask {mask.dtype} {mask.shape}")
+    if counter.dtype != np.int64 or counter.size != 1:
+        raise ValueError(f"dropout_forward: counter must be one int64 element, got {counter.dtype} {counter.shape}")
     scale = 1.0 / (1.0 - p)
-    get_kernel("dropout", "dropout_forward", _same("dropout_forward", x, y))(
-        grid_1d(x.size), BLOCK, x, y, mask, x.size, p, scale, seed, offset)
+    dtype = _same("dropout_forward", x, y)
+    get_kernel("dropout", "dropout_forward", dtype)(grid_1d(x.size), BLOCK, x, y, mask, x.size, p, scale, seed, counter)
+    get_kernel("dropout", "dropout_advance", dtype)(1, 1, counter, x.size)
     return y
 
 
@@ -230,32 +234,44 @@ def sum_scaled(x, out, scale=1.0):
 
 
 # -- optim.cu ---------------------------------------------------------------------------------------
-def sgd_update(p, grad, buf, lr, momentum, dampening, weight_decay, nesterov, first):
-    """PyTorch's SGD step for one parameter, in place (buf: momentum buffer or None)."""
+def _state(state):
+    if state.dtype != np.float64 or state.shape != (4,):
+        raise ValueError(f"optimizer state must be float64 (4,) [lr, t, step_size, bc2_sqrt], got "
+                         f"{state.dtype} {state.shape}")
+
+
+def optim_tick(state, beta1=0.0, beta2=0.0):
+    """Advances the device step count t in state [lr, t, step_size, bc2_sqrt] and sets Adam's bias
+    corrections for the new t (one thread)."""
+    _state(state)
+    get_kernel("optim", "optim_tick", np.float64)(1, 1, state, beta1, beta2)
+    return state
+
+
+def sgd_update(p, grad, buf, state, momentum, dampening, weight_decay, nesterov):
+    """PyTorch's SGD step for one parameter, in place (buf: momentum buffer or None); lr and the step
+    count (t == 1: the first step, buf = g) come from the device `state`."""
     if grad.shape != p.shape or (buf is not None and buf.shape != p.shape):
         raise ValueError(f"sgd_update: param {p.shape}, grad {grad.shape}, buffer {None if buf is None else buf.shape}")
     if momentum != 0 and buf is None:
         raise ValueError("sgd_update: momentum needs a buffer")
+    _state(state)
     get_kernel("optim", "sgd_update", _same("sgd_update", p, grad, buf))(
-        grid_1d(p.size), BLOCK, p, grad, buf, p.size, lr, momentum, dampening, weight_decay, int(nesterov), int(first))
+        grid_1d(p.size), BLOCK, p, grad, buf, p.size, state, momentum, dampening, weight_decay, int(nesterov))
     return p
 
 
-def adam_update(p, grad, m, v, vmax, lr, beta1, beta2, eps, weight_decay, decoupled, step):
-    """PyTorch's Adam (decoupled=False) or AdamW (True) step `step` (1, 2, ...) for one parameter, in
-    place; m, v: the moment buffers; vmax: amsgrad's running max of v, or None."""
+def adam_update(p, grad, m, v, vmax, state, beta1, beta2, eps, weight_decay, decoupled):
+    """PyTorch's Adam (decoupled=False) or AdamW (True) step for one parameter, in place; m, v: the
+    moment buffers; vmax: amsgrad's running max of v, or None; lr and the bias corrections of the
+    current step (optim_tick) come from the device `state`."""
     for name, b in (("m", m), ("v", v), ("vmax", vmax)):
         if grad.shape != p.shape or (b is not None and b.shape != p.shape):
             raise ValueError(f"adam_update: param {p.shape}, grad {grad.shape}, "
                              f"{name} {None if b is None else b.shape}")
-    if step < 1:
-        raise ValueError(f"adam_update: step must be >= 1, got {step}")
-    # the bias corrections in double on the host, as PyTorch computes them
-    step_size = lr / (1.0 - beta1 ** step)
-    bc2_sqrt = math.sqrt(1.0 - beta2 ** step)
+    _state(state)
     get_kernel("optim", "adam_update", _same("adam_update", p, grad, m, v, vmax))(
-        grid_1d(p.size), BLOCK, p, grad, m, v, vmax, p.size, lr, beta1, beta2, eps, weight_decay, int(decoupled),
-        step_size, bc2_sqrt)
+        grid_1d(p.size), BLOCK, p, grad, m, v, vmax, p.size, state, beta1, beta2, eps, weight_decay, int(decoupled))
     return p
 
 
@@ -269,6 +285,26 @@ def sumsq(x, out, slot):
 
 def scale_inplace(x, s):
     get_kernel("optim", "scale_inplace", x.dtype)(grid_1d(x.size), BLOCK, x, x.size, s)
+    return x
+
+
+def clip_coef(sums32, sums64, max_norm, clip):
+    """clip (float64 (2,)) = [total, coefficient]: total = the square root of the sum of the float32
+    and float64 per-parameter sums of squares (each group summed in NumPy's order, None: empty), and
+    coefficient = max_norm / (total + 1e-6) when total > max_norm, else 1 (one thread)."""
+    for what, s, dtype in (("sums32", sums32, np.float32), ("sums64", sums64, np.float64)):
+        if s is not None and s.dtype != dtype:
+            raise TypeError(f"clip_coef: {what} must be {np.dtype(dtype)}, got {s.dtype}")
+    if clip.dtype != np.float64 or clip.size != 2:
+        raise ValueError(f"clip_coef: clip must be float64 (2,), got {clip.dtype} {clip.shape}")
+    get_kernel("optim", "clip_coef", np.float64)(1, 1, sums32, 0 if sums32 is None else sums32.size, sums64,
+                                                 0 if sums64 is None else sums64.size, max_norm, clip)
+    return clip
+
+
+def clip_scale(x, clip):
+    """x *= clip[1] (rounded to x's dtype) unless clip[1] == 1: clip_coef's coefficient applied on the device."""
+    get_kernel("optim", "clip_scale", x.dtype)(grid_1d(x.size), BLOCK, x, x.size, clip)
     return x
 
 

@@ -18,7 +18,38 @@ def _param_list(params):
     return params
 
 
-class SGD:
+class _Optimizer:
+    """What SGD and Adam share: the parameters, zero_grad, and the device state [lr, t, step_size,
+    bc2_sqrt] (float64) the update kernels read. `opt.lr = x` writes the learning rate into it (a
+    host-to-device copy, so between steps, never inside a captured one) and schedules do the same;
+    the step count t advances on the device (optim_tick), so a replayed step sees both as an eager
+    step would."""
+
+    def __init__(self, params, lr):
+        self.params = _param_list(params)
+        self.state = gpublas.zeros((4,), np.float64)
+        self.lr = lr
+
+    @property
+    def lr(self):
+        return self._lr
+
+    @lr.setter
+    def lr(self, value):
+        self._lr = float(value)
+        self.state[0:1].set(np.array([self._lr]))
+
+    @property
+    def steps(self):
+        """Steps taken: the device count (a read-back; replayed steps are counted too)."""
+        return int(self.state.get()[1])
+
+    def zero_grad(self):
+        for p in self.params:
+            p.zero_grad()
+
+
+class SGD(_Optimizer):
     """p -= lr * g with g = grad + weight_decay p, through momentum (buf = momentum buf + (1 -
     dampening) g; the first step sets buf = g) and optionally Nesterov (g + momentum buf)."""
 
@@ -27,29 +58,25 @@ class SGD:
             raise ValueError(f"SGD: lr, momentum and weight_decay must be >= 0, got {lr}, {momentum}, {weight_decay}")
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("SGD: nesterov needs momentum > 0 and dampening 0")
-        self.params = _param_list(params)
-        self.lr, self.momentum, self.nesterov = float(lr), float(momentum), bool(nesterov)
+        super().__init__(params, lr)
+        self.momentum, self.nesterov = float(momentum), bool(nesterov)
         self.weight_decay, self.dampening = float(weight_decay), float(dampening)
-        self.buffers = [None] * len(self.params)
-
-    def zero_grad(self):
-        for p in self.params:
-            p.zero_grad()
+        # momentum buffers: written whole on the first step (t == 1), so never read uninitialized
+        self.buffers = [gpublas.empty(p.shape, p.dtype) if self.momentum != 0 else None for p in self.params]
 
     def step(self):
-        for i, p in enumerate(self.params):
-            first = False
-            if self.momentum != 0 and self.buffers[i] is None:
-                self.buffers[i] = gpublas.empty(p.shape, p.dtype)
-                first = True
-            K.sgd_update(p.data, p.grad, self.buffers[i], self.lr, self.momentum, self.dampening,
-                         self.weight_decay, self.nesterov, first)
+        if self.momentum != 0:
+            K.optim_tick(self.state)  # t == 1 marks the first step (buf = g)
+        for p, buf in zip(self.params, self.buffers):
+            K.sgd_update(p.data, p.grad, buf, self.state, self.momentum, self.dampening, self.weight_decay,
+                         self.nesterov)
 
 
-class Adam:
+class Adam(_Optimizer):
     """PyTorch's Adam: m = beta1 m + (1 - beta1) g, v = beta2 v + (1 - beta2) g^2 (amsgrad: the running
     max of v is used instead), p -= lr / (1 - beta1^t) * m / (sqrt(v / (1 - beta2^t)) + eps), where
-    weight_decay adds weight_decay * p to g (L2). One fused kernel per parameter and step."""
+    weight_decay adds weight_decay * p to g (L2). One fused kernel per parameter and step, after one
+    one-thread kernel that advances t and computes the bias corrections on the device."""
 
     decoupled = False
 
@@ -60,25 +87,18 @@ class Adam:
         beta1, beta2 = (float(b) for b in betas)
         if not (0.0 <= beta1 < 1.0 and 0.0 <= beta2 < 1.0):
             raise ValueError(f"{name}: betas must be in [0, 1), got {tuple(betas)}")
-        self.params = _param_list(params)
-        self.lr, self.betas, self.eps = float(lr), (beta1, beta2), float(eps)
+        super().__init__(params, lr)
+        self.betas, self.eps = (beta1, beta2), float(eps)
         self.weight_decay, self.amsgrad = float(weight_decay), bool(amsgrad)
-        self.steps = 0
-        self.exp_avg = self.exp_avg_sq = self.max_exp_avg_sq = None   # per parameter, made on the first step
-
-    def zero_grad(self):
-        for p in self.params:
-            p.zero_grad()
+        self.exp_avg = [gpublas.zeros(p.shape, p.dtype) for p in self.params]
+        self.exp_avg_sq = [gpublas.zeros(p.shape, p.dtype) for p in self.params]
+        self.max_exp_avg_sq = [gpublas.zeros(p.shape, p.dtype) if self.amsgrad else None for p in self.params]
 
     def step(self):
-        if self.exp_avg is None:
-            self.exp_avg = [gpublas.zeros(p.shape, p.dtype) for p in self.params]
-            self.exp_avg_sq = [gpublas.zeros(p.shape, p.dtype) for p in self.params]
-            self.max_exp_avg_sq = [gpublas.zeros(p.shape, p.dtype) if self.amsgrad else None for p in self.params]
-        self.steps += 1
+        K.optim_tick(self.state, *self.betas)
         for p, m, v, vmax in zip(self.params, self.exp_avg, self.exp_avg_sq, self.max_exp_avg_sq):
-            K.adam_update(p.data, p.grad, m, v, vmax, self.lr, *self.betas, self.eps, self.weight_decay,
-                          self.decoupled, self.steps)
+            K.adam_update(p.data, p.grad, m, v, vmax, self.state, *self.betas, self.eps, self.weight_decay,
+                          self.decoupled)
 
 
 class AdamW(Adam):
@@ -130,19 +150,20 @@ class CosineLR(_Schedule):
         return self.eta_min + (self.base_lr - self.eta_min) * (1 + math.cos(math.pi * epoch / self.T_max)) / 2
 
 
-def clip_grad_norm(params, max_norm):
+def clip_grad_norm(params, max_norm, on_device=False):
     """Scales every gradient by max_norm / (total + 1e-6) when the global L2 norm `total` of all the
-    gradients exceeds max_norm; returns total. Each parameter's sum of squares is one fixed-order
-    device reduction into its own slot; only those few numbers come back to the host."""
+    gradients exceeds max_norm; returns total as a float, or with on_device=True as a float64 (1,)
+    DeviceArray with no read-back (a captured step). Each parameter's sum of squares is one
+    fixed-order device reduction into its own slot; one one-thread kernel sums the slots (in NumPy's
+    order, in double), takes the root and the coefficient, and the scaling kernels read it there."""
     params = _param_list(params)
-    sums = {}
-    for p in params:
-        if p.dtype not in sums:
-            sums[p.dtype] = gpublas.zeros((len(params),), p.dtype)
+    dtypes = list(dict.fromkeys(p.dtype for p in params))
+    make = gpublas.empty if len(dtypes) == 1 else gpublas.zeros   # slot i: parameter i (the others' stay 0)
+    sums = {dtype: make((len(params),), dtype) for dtype in dtypes}
     for i, p in enumerate(params):
         K.sumsq(p.grad, sums[p.dtype], i)
-    total = math.sqrt(sum(float(s.get().astype(np.float64).sum()) for s in sums.values()))
-    if total > max_norm:
-        for p in params:
-            K.scale_inplace(p.grad, max_norm / (total + 1e-6))
-    return total
+    clip = gpublas.empty((2,), np.float64)
+    K.clip_coef(sums.get(np.dtype(np.float32)), sums.get(np.dtype(np.float64)), float(max_norm), clip)
+    for p in params:
+        K.clip_scale(p.grad, clip)
+    return clip[0:1] if on_device else float(clip.get()[0])

@@ -1,11 +1,14 @@
 // dropout.cu: inverted dropout with the mask drawn on the device by a counter-based generator.
 // `real` is the element type. Element i of a call uses the random number splitmix64(seed, offset + i):
-// a pure function of (seed, counter), so the mask does not depend on the launch shape or thread order,
-// and the host advances `offset` by n after each call to get fresh numbers.
+// a pure function of (seed, counter), so the mask does not depend on the launch shape or thread order.
+// `offset` lives in device memory (one long long per Dropout layer) and dropout_advance moves it on by
+// n after each draw, so a replayed graph draws fresh numbers exactly as eager calls do.
 //
 // dropout_forward:  grid-stride loop, one element per thread: u = top 24 bits of the hash / 2^24 in
 //                   [0, 1); keep = u >= p; mask[i] = keep; y[i] = keep ? x[i] * scale : 0 (scale = 1/(1-p)).
 // dropout_backward: grid-stride loop, one element per thread: dx[i] = mask[i] ? dy[i] * scale : 0.
+// dropout_advance:  one thread: *offset += n (after the draw: a kernel cannot move the counter that its
+//                   other threads are still reading).
 #include "common.cuh"
 
 __device__ __forceinline__ unsigned long long dropout_hash(unsigned long long seed, unsigned long long counter) {
@@ -17,7 +20,9 @@ __device__ __forceinline__ unsigned long long dropout_hash(unsigned long long se
 }
 
 extern "C" __global__ void dropout_forward(const real* __restrict__ x, real* __restrict__ y, unsigned char* __restrict__ mask,
-                                           long long n, float p, real scale, long long seed, long long offset) {
+                                           long long n, float p, real scale, long long seed,
+                                           const long long* __restrict__ counter) {
+    const long long offset = *counter;
     GRID_STRIDE_LOOP(long long, i, n) {
         unsigned long long r = dropout_hash((unsigned long long)seed, (unsigned long long)(offset + i));
         float u = (float)(r >> 40) * (1.0f / 16777216.0f);
@@ -31,4 +36,8 @@ extern "C" __global__ void dropout_backward(const real* __restrict__ dy, const u
                                             real* __restrict__ dx, long long n, real scale) {
     GRID_STRIDE_LOOP(long long, i, n)
         dx[i] = mask[i] ? dy[i] * scale : (real)0;
+}
+
+extern "C" __global__ void dropout_advance(long long* __restrict__ counter, long long n) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) *counter += n;
 }

@@ -11,7 +11,9 @@ from ..module import Module
 class Dropout(Module):
     """In train mode zeroes each element with probability p and scales the rest by 1/(1-p); in eval
     mode the identity. The seed comes from nn's generator (nn.manual_seed); the counter `offset`
-    advances by the number of elements on every call, so each call draws fresh numbers."""
+    advances by the number of elements on every call, so each call draws fresh numbers. The counter
+    lives in device memory and advances there, so a replayed graph draws as eager calls would;
+    reading or setting `offset` copies it."""
 
     def __init__(self, p=0.5):
         super().__init__()
@@ -19,8 +21,16 @@ class Dropout(Module):
             raise ValueError(f"Dropout: p must be in [0, 1), got {p}")
         self.p = float(p)
         self.seed = init.next_seed()
-        self.offset = 0
+        self.counter = gpublas.zeros((1,), np.int64)
         self.mask = None
+
+    @property
+    def offset(self):
+        return int(self.counter.get()[0])
+
+    @offset.setter
+    def offset(self, value):
+        self.counter.set(np.array([value], np.int64))
 
     def extra_repr(self):
         return f"p={self.p}"
@@ -32,8 +42,7 @@ class Dropout(Module):
             self.mask = False  # identity: backward passes dy through
             return x
         mask = gpublas.empty(x.shape, np.uint8)
-        y = K.dropout_forward(x, gpublas.empty_like(x), mask, self.p, self.seed, self.offset)
-        self.offset += x.size
+        y = K.dropout_forward(x, gpublas.empty_like(x), mask, self.p, self.seed, self.counter)
         self.mask = mask  # cached: which elements were kept (uint8), all backward needs
         return y
 
