@@ -5,6 +5,10 @@
 //   GRID_STRIDE_LOOP(I, i, n)        for i in [0, n) in a grid-stride loop of index type I: long long,
 //                                    or unsigned where small_index(n) holds (n < 2^31, so i + stride
 //                                    cannot wrap) and the loop body's index math runs in 32 bits
+//   compute_t<T>, load_as(x)         the type a kernel computes in for storage type T (float for
+//   convert<T>(v)                    __half and __nv_bfloat16, T itself otherwise) and an element read
+//                                    as it; v (any storage or compute type) as a T, rounded once to
+//                                    nearest even where T is narrower (CUDA's __float2half_rn ...)
 //   ew_exp, ew_log, ew_sqrt, ew_abs, ew_tanh, ew_pow   float/double overloads (expf for float), int builds
 //   SumOp / MaxOp / MinOp<T>         combiners; MaxOp and MinOp propagate NaN (a NaN anywhere wins)
 //   warp_reduce(v, op)               shuffle-down tree inside a warp: lane 0 ends with op over the warp
@@ -36,6 +40,9 @@
 // threads run in: results are bit-identical run to run (and under the simulator's thread orders).
 #pragma once
 
+#include <cuda_fp16.h>  // __half and __nv_bfloat16: NVIDIA's on a GPU, gpublas/sim's on the simulator
+#include <cuda_bf16.h>
+
 #define FULL_MASK 0xffffffffu
 
 __host__ __device__ __forceinline__ long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
@@ -45,6 +52,25 @@ __host__ __device__ __forceinline__ bool small_index(long long n) { return n < 0
 
 #define GRID_STRIDE_LOOP(I, i, n) \
     for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < (I)(n); i += (I)gridDim.x * blockDim.x)
+
+// ---------------------------------------------------------------------------------------------------
+// Storage types: 16-bit floats are loaded as float, computed in float and rounded once when stored
+// (as CUDA's own bf16 arithmetic and PyTorch do); every other type computes as itself. A new
+// storage type is one more Compute specialization (and its row in gpublas/dtypes.py).
+// ---------------------------------------------------------------------------------------------------
+template <class T> struct Compute { typedef T type; };
+template <> struct Compute<__half> { typedef float type; };
+template <> struct Compute<__nv_bfloat16> { typedef float type; };
+template <class T> using compute_t = typename Compute<T>::type;
+
+template <class T> __device__ __forceinline__ compute_t<T> load_as(T x) { return (compute_t<T>)x; }
+
+// v as a T: storage types widen to their compute type first (exactly), then one C conversion, which
+// for a 16-bit T is CUDA's round-to-nearest-even constructor from float, double or an integer.
+// A copy (S == T) keeps every bit, NaN payloads included.
+template <class T, class S> struct Convert { static __device__ __forceinline__ T from(S v) { return (T)load_as(v); } };
+template <class T> struct Convert<T, T> { static __device__ __forceinline__ T from(T v) { return v; } };
+template <class T, class S> __device__ __forceinline__ T convert(S v) { return Convert<T, S>::from(v); }
 
 // ---------------------------------------------------------------------------------------------------
 // Math

@@ -1,21 +1,24 @@
 // memory.cu: filling and converting device buffers. `real` is the destination element type
-// (-Dreal=float, double, int, long long, unsigned char or bool).
+// (-Dreal=float, double, int, long long, unsigned char, bool, __half or __nv_bfloat16).
 //
 // fill_real:    grid-stride loop, one element per thread per step: x[i] = value.
 // cast_nd_real, cast_nd3_real: grid-stride loop over a strided layout (common.cuh NdLayout<2>, up to
 //               8 axes, or Nd3Layout<2>, at most 3 axes and n < 2^31; operand 0 is the source, 1
-//               the destination): y[oy] = (real) x[ox], where x holds the SRC_* type `src`
+//               the destination): y[oy] = convert<real>(x[ox]) (common.cuh: C's conversions, 16-bit
+//               floats rounded to nearest even), where x holds the SRC_* type `src`
 //               (switched on once, outside the loop). Copies of views (src type == real), astype,
 //               and item assignment with broadcasting (source strides 0) all run here.
 #include "common.cuh"
 
-// Source type codes, mirrored in gpublas/array.py (SRC_CODES).
+// Source type codes, mirrored in gpublas/dtypes.py (TABLE's `src` column).
 #define SRC_FLOAT 0
 #define SRC_DOUBLE 1
 #define SRC_INT 2
 #define SRC_LONG 3
 #define SRC_UCHAR 4
 #define SRC_BOOL 5
+#define SRC_HALF 6
+#define SRC_BFLOAT16 7
 
 extern "C" __global__ void fill_real(real* __restrict__ x, real value, long long n) {
     GRID_STRIDE_LOOP(long long, i, n)
@@ -24,7 +27,7 @@ extern "C" __global__ void fill_real(real* __restrict__ x, real value, long long
 
 template <class T, class L>
 __device__ __forceinline__ void cast_loop(const T* x, real* y, long long n, const L& lay) {
-    lay.walk(n, [&](const long long* o) { y[o[1]] = (real)x[o[0]]; });
+    lay.walk(n, [&](const long long* o) { y[o[1]] = convert<real>(x[o[0]]); });
 }
 
 template <class L>
@@ -36,6 +39,8 @@ __device__ void cast_any(const void* x, int src, real* y, long long n, const L& 
         case SRC_LONG: cast_loop((const long long*)x, y, n, lay); break;
         case SRC_UCHAR: cast_loop((const unsigned char*)x, y, n, lay); break;
         case SRC_BOOL: cast_loop((const bool*)x, y, n, lay); break;
+        case SRC_HALF: cast_loop((const __half*)x, y, n, lay); break;
+        case SRC_BFLOAT16: cast_loop((const __nv_bfloat16*)x, y, n, lay); break;
     }
 }
 

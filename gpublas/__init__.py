@@ -5,6 +5,7 @@
     print(gpublas.backend(), a.get().sum())
 """
 from .array import DeviceArray, asarray, ascontiguousarray, empty, empty_like, full, to_device, zeros, zeros_like
+from .dtypes import bfloat16, float16
 from .backends import backend, current as _current_backend, device_info, free_cached, memory_stats, use
 from .errors import CompileError, FreedArrayError, GpublasError, IllegalAddressError, LaunchError, OutOfMemoryError
 from .launch import ceil_div, get_kernel, load_source

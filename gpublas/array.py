@@ -15,21 +15,17 @@ import warnings
 
 import numpy as np
 
-from . import backends, layout
+from . import backends, dtypes, layout
 from .launch import BLOCK, GRID_STRIDE_BLOCKS, ceil_div, get_kernel
 from .pinned import PageableMemoryWarning, is_pinned
 from .stream import current_stream
 
-DTYPES = tuple(np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64, np.uint8, np.bool_))
-SRC_CODES = {d: i for i, d in enumerate(DTYPES)}  # the SRC_* numbers of cuda_src/memory.cu
+DTYPES = dtypes.DTYPES
+SRC_CODES = {d: r.src for d, r in dtypes.TABLE.items()}  # the SRC_* numbers of cuda_src/memory.cu
 
 
 def _check_dtype(dtype):
-    dtype = np.dtype(dtype)
-    if dtype not in DTYPES:
-        raise TypeError(f"unsupported dtype {dtype}; gpublas arrays hold "
-                        f"{', '.join(str(d) for d in DTYPES)}")
-    return dtype
+    return dtypes.row(dtype).dtype
 
 
 def _shape(shape):
@@ -284,7 +280,7 @@ class DeviceArray:
         if value == 0:
             self.backend.memset_d8(self.ptr, 0, self.nbytes, _stream_handle(stream))
         else:
-            value = bool(value) if self.dtype.kind == "b" else self.dtype.type(value).item()
+            value = dtypes.scalar_arg(self.dtype, value)
             k = get_kernel("memory", "fill_real", self.dtype)
             # one element per thread on every backend (the profiler tests count these launch shapes)
             k(min(ceil_div(self.size, BLOCK), GRID_STRIDE_BLOCKS), BLOCK, self, value, self.size, stream=stream)

@@ -22,14 +22,15 @@ import ctypes
 
 import numpy as np
 
+from . import dtypes
 from .array import DTYPES, DeviceArray, provide
 from .pool import Allocation
 from .stream import current_stream
 
 KDLCPU, KDLCUDA = 1, 2
-# numpy dtype <-> DLPack (type code, bits): kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBool 6; lanes are 1.
-DL_TYPES = {np.dtype(np.float32): (2, 32), np.dtype(np.float64): (2, 64), np.dtype(np.int32): (0, 32),
-            np.dtype(np.int64): (0, 64), np.dtype(np.uint8): (1, 8), np.dtype(np.bool_): (6, 8)}
+# numpy dtype <-> DLPack (type code, bits): kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBfloat 4, kDLBool 6;
+# lanes are 1.
+DL_TYPES = {d: row.dlpack for d, row in dtypes.TABLE.items()}
 NP_TYPES = {v: k for k, v in DL_TYPES.items()}
 DL_CODE_NAMES = {0: "int", 1: "uint", 2: "float", 4: "bfloat", 5: "complex", 6: "bool"}
 _NAME, _USED = b"dltensor", b"used_dltensor"

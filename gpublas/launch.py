@@ -6,7 +6,7 @@
 
 import numpy as np
 
-from . import backends, profiler, source
+from . import backends, dtypes, profiler, source
 from .errors import LaunchError
 from .stream import current_stream
 
@@ -22,8 +22,7 @@ GRID_STRIDE_BLOCKS = 4096  # a grid-stride loop needs no more blocks than keep a
 # On the sim backend a thread costs far more than an element (a function call per thread), so its
 # grid-stride loops get 8 elements per thread: the same kernels, an eighth of the threads.
 SIM_ELEMENTS_PER_THREAD = 8
-REAL = {np.dtype(np.float32): "float", np.dtype(np.float64): "double", np.dtype(np.int32): "int",
-        np.dtype(np.int64): "long long", np.dtype(np.uint8): "unsigned char", np.dtype(np.bool_): "bool"}
+REAL = {d: row.c for d, row in dtypes.TABLE.items()}  # the C type `real` stands for, per dtype
 
 
 def ceil_div(a, b):

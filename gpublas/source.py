@@ -21,6 +21,7 @@ _SCALARS = {
     "uint32_t": "I", "long long": "q", "long long int": "q", "int64_t": "q", "ptrdiff_t": "q",
     "long": "q", "unsigned long long": "Q", "uint64_t": "Q", "size_t": "Q", "unsigned long": "Q",
     "bool": "?", "char": "b", "unsigned char": "B", "short": "h", "unsigned short": "H",
+    "__half": "H", "__nv_bfloat16": "H",  # passed as their bit patterns (dtypes.scalar_arg)
 }
 _OBJECT_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+(\S[^\n]*?)[ \t]*$", re.M)
 _PARAM_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\((\w+)\)[ \t]+(\S[^\n]*?[^\\\s])[ \t]*$", re.M)

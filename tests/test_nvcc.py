@@ -43,7 +43,8 @@ def test_family_compiles_with_nvcc(root, family, real, tmp_path):
 # a mask's prefix sum (scan).
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
 @pytest.mark.parametrize("family, real", [("elementwise", "int"), ("reduce", "long long"), ("memory", "bool"),
-                                          ("memory", "unsigned char"), ("gather", "long long"),
+                                          ("memory", "unsigned char"), ("memory", "__half"),
+                                          ("memory", "__nv_bfloat16"), ("gather", "long long"),
                                           ("gather", "bool"), ("scan", "bool")])
 def test_array_dtypes_compile_with_nvcc(family, real, tmp_path):
     test_family_compiles_with_nvcc(None, family, real, tmp_path)
