@@ -8,6 +8,9 @@
 //   scal_beta:    x[i] = beta == 0 ? 0 : beta * x[i]  (BLAS output scaling: beta == 0 never reads x)
 //   copy_real:    y[i] = x[i]
 //   swap_real:    x[i] <-> y[i]
+//   rot_real:     (x[i], y[i]) = (c x[i] + s y[i], c y[i] - s x[i])          (a plane rotation)
+//   rotm_real:    (x[i], y[i]) = (h11 x[i] + h12 y[i], h21 x[i] + h22 y[i])  (a modified Givens H; the
+//                 launcher expands rotmg's flag into the four entries)
 // Reductions: two passes. Pass 1 (<op>_partial): 1-D blocks of 256 threads, grid-stride loop, each
 // thread accumulates its elements in registers, then a block reduction (shuffles within each warp,
 // one value per warp through shared memory and a barrier, shuffles again in warp 0) writes one partial
@@ -21,6 +24,8 @@
 //                               scale = max |x[i]| read from device memory (amax first): no overflow
 //                               or underflow of the squares.
 //   iamax_partial / iamax_final: first index of max |x[i]| (value and index pairs, ties to the lower index)
+//   iamin_partial / iamin_final: first index of min |x[i]| (the same with the order reversed; NaN never
+//                               wins, so an all-NaN vector leaves the index unset: the launcher says 0)
 #include "common.cuh"
 
 #define BLAS1_BLOCK 256
@@ -61,14 +66,40 @@ extern "C" __global__ void swap_real(long long n, real* __restrict__ x, long lon
     }
 }
 
-// (value, index) pairs for iamax: larger value wins, equal values go to the lower index.
+extern "C" __global__ void rot_real(long long n, real* __restrict__ x, long long incx, real* __restrict__ y,
+                                    long long incy, real c, real s) {
+    GRID_STRIDE_LOOP(long long, i, n) {
+        const real xi = x[i * incx], yi = y[i * incy];
+        x[i * incx] = c * xi + s * yi;
+        y[i * incy] = c * yi - s * xi;
+    }
+}
+
+extern "C" __global__ void rotm_real(long long n, real* __restrict__ x, long long incx, real* __restrict__ y,
+                                     long long incy, real h11, real h21, real h12, real h22) {
+    GRID_STRIDE_LOOP(long long, i, n) {
+        const real xi = x[i * incx], yi = y[i * incy];
+        x[i * incx] = h11 * xi + h12 * yi;
+        y[i * incy] = h21 * xi + h22 * yi;
+    }
+}
+
+// (value, index) pairs for iamax / iamin: the larger (smaller) value wins, equal values go to the lower index.
 struct AbsMaxFirst {
+    static __device__ __forceinline__ real none() { return (real)-1; }
     __device__ __forceinline__ bool operator()(real bv, long long bi, real av, long long ai) const {
         return bv > av || (bv == av && bi < ai);
     }
 };
-__device__ __forceinline__ void argmax_combine(real& v, long long& i, real v2, long long i2) {
-    if (AbsMaxFirst()(v2, i2, v, i)) { v = v2; i = i2; }
+struct AbsMinFirst {
+    static __device__ __forceinline__ real none() { return (real)INFINITY; }
+    __device__ __forceinline__ bool operator()(real bv, long long bi, real av, long long ai) const {
+        return bv < av || (bv == av && bi < ai);
+    }
+};
+template <class Better>
+__device__ __forceinline__ void arg_combine(real& v, long long& i, real v2, long long i2) {
+    if (Better()(v2, i2, v, i)) { v = v2; i = i2; }
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -115,14 +146,25 @@ extern "C" __global__ void nrm2_partial(long long n, const real* __restrict__ x,
     if (threadIdx.x == 0) partial[blockIdx.x] = s;
 }
 
-extern "C" __global__ void iamax_partial(long long n, const real* __restrict__ x, long long incx,
-                                         real* __restrict__ part_v, long long* __restrict__ part_i) {
-    real v = (real)-1;
+template <class Better>
+__device__ void arg_partial(long long n, const real* __restrict__ x, long long incx, real* __restrict__ part_v,
+                            long long* __restrict__ part_i) {
+    real v = Better::none();
     long long idx = 0x7fffffffffffffffLL;
     GRID_STRIDE_LOOP(long long, i, n)
-        argmax_combine(v, idx, abs_real(x[i * incx]), i);  // i grows along the loop: ties keep the first
-    block_reduce_pair(v, idx, AbsMaxFirst());
+        arg_combine<Better>(v, idx, abs_real(x[i * incx]), i);  // i grows along the loop: ties keep the first
+    block_reduce_pair(v, idx, Better());
     if (threadIdx.x == 0) { part_v[blockIdx.x] = v; part_i[blockIdx.x] = idx; }
+}
+
+extern "C" __global__ void iamax_partial(long long n, const real* __restrict__ x, long long incx,
+                                         real* __restrict__ part_v, long long* __restrict__ part_i) {
+    arg_partial<AbsMaxFirst>(n, x, incx, part_v, part_i);
+}
+
+extern "C" __global__ void iamin_partial(long long n, const real* __restrict__ x, long long incx,
+                                         real* __restrict__ part_v, long long* __restrict__ part_i) {
+    arg_partial<AbsMinFirst>(n, x, incx, part_v, part_i);
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -154,11 +196,22 @@ extern "C" __global__ void nrm2_final(int nparts, const real* __restrict__ parti
     }
 }
 
+template <class Better>
+__device__ void arg_final(int nparts, const real* __restrict__ part_v, const long long* __restrict__ part_i,
+                          long long* __restrict__ out) {
+    real v = Better::none();
+    long long idx = 0x7fffffffffffffffLL;
+    for (int i = threadIdx.x; i < nparts; i += blockDim.x) arg_combine<Better>(v, idx, part_v[i], part_i[i]);
+    block_reduce_pair(v, idx, Better());
+    if (threadIdx.x == 0) out[0] = idx;
+}
+
 extern "C" __global__ void iamax_final(int nparts, const real* __restrict__ part_v,
                                        const long long* __restrict__ part_i, long long* __restrict__ out) {
-    real v = (real)-1;
-    long long idx = 0x7fffffffffffffffLL;
-    for (int i = threadIdx.x; i < nparts; i += blockDim.x) argmax_combine(v, idx, part_v[i], part_i[i]);
-    block_reduce_pair(v, idx, AbsMaxFirst());
-    if (threadIdx.x == 0) out[0] = idx;
+    arg_final<AbsMaxFirst>(nparts, part_v, part_i, out);
+}
+
+extern "C" __global__ void iamin_final(int nparts, const real* __restrict__ part_v,
+                                       const long long* __restrict__ part_i, long long* __restrict__ out) {
+    arg_final<AbsMinFirst>(nparts, part_v, part_i, out);
 }

@@ -7,7 +7,8 @@
 from .array import DeviceArray, asarray, ascontiguousarray, empty, empty_like, full, to_device, zeros, zeros_like
 from .dtypes import bfloat16, float16
 from .backends import backend, current as _current_backend, device_info, free_cached, memory_stats, use
-from .errors import CompileError, FreedArrayError, GpublasError, IllegalAddressError, LaunchError, OutOfMemoryError
+from .errors import (CompileError, FreedArrayError, GpublasError, IllegalAddressError, LaunchError, OutOfMemoryError,
+                     SingularMatrixWarning)
 from .launch import ceil_div, get_kernel, load_source
 from .layout import may_share_memory
 from .profiler import Profile, profile
@@ -42,9 +43,15 @@ from .indexing import take
 from .interop import as_device_array, from_dlpack
 from .reduction import argmax, argmin, logsumexp, max, mean, min, softmax, sum
 # --- BLAS levels 1-3 (issue: BLAS) ---
-from .blas1 import asum, axpy, copy, dot, iamax, nrm2, scal, swap
+from .blas1 import asum, axpy, copy, dot, iamax, iamin, nrm2, rot, rotg, rotm, rotmg, scal, swap
 from .blas2 import gemv, ger
 from .blas3 import gemm, gemm_batched, matmul
+# --- triangular and symmetric routines, cuBLAS's extensions, batched LU (issue 23) ---
+from .blas3_tri import trmm, trsm, trsm_batched
+from .blas3_sym import symm, syr2k, syrk
+from .blas2_tri import symv, syr, trmv, trsv
+from .blas_ext import dgmm, geam
+from .lapack import getrf_batched, getrs_batched
 from . import numpy_dispatch as _numpy_dispatch  # noqa: E402,F401 (np.sum(a), np.exp(a) on DeviceArrays)
 
 from . import profiler as _profiler  # noqa: E402

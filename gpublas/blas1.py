@@ -3,6 +3,7 @@
     gpublas.axpy(2.0, x, y)      # y += 2 x, in place; returns y
     gpublas.dot(x, y)            # a Python float
     gpublas.iamax(x)             # 0-based index of the first largest |x[i]|
+    c, s = gpublas.rotg(a, b)    # the Givens rotation zeroing b; gpublas.rot(x, y, c, s) applies it
 
 Vectors are taken flat: x and y must have the same shape (any number of dimensions) and dtype
 (float32 or float64). Every check runs before any launch and raises ValueError naming the shapes.
@@ -153,17 +154,135 @@ def nrm2(x, stream=None):
     return float(_read(out, stream))
 
 
-def iamax(x, stream=None):
-    """The 0-based index of the first element with the largest |x[i]| (BLAS i?amax, minus one).
-    Raises ValueError for an empty vector; an all-NaN vector gives 0."""
-    dtype = check_operands("iamax", x=x)
+def _arg_index(routine, x, stream):
+    dtype = check_operands(routine, x=x)
     if x.size == 0:
-        raise ValueError("iamax: x has shape {} and no elements".format(x.shape))
+        raise ValueError(f"{routine}: x has shape {x.shape} and no elements")
     x, incx = vector(x, stream)
     nparts = _nparts(x.size)
     part_v, part_i, out = empty(nparts, dtype), empty(nparts, np.int64), empty(1, np.int64)
-    get_kernel("blas1", "iamax_partial", dtype)(nparts, BLOCK, x.size, x, incx, part_v, part_i, stream=stream,
-                                                views=True)
-    get_kernel("blas1", "iamax_final", dtype)(1, BLOCK, nparts, part_v, part_i, out, stream=stream)
+    get_kernel("blas1", f"{routine}_partial", dtype)(nparts, BLOCK, x.size, x, incx, part_v, part_i, stream=stream,
+                                                     views=True)
+    get_kernel("blas1", f"{routine}_final", dtype)(1, BLOCK, nparts, part_v, part_i, out, stream=stream)
     i = int(_read(out, stream))
     return i if i < x.size else 0
+
+
+def iamax(x, stream=None):
+    """The 0-based index of the first element with the largest |x[i]| (BLAS i?amax, minus one).
+    Raises ValueError for an empty vector; an all-NaN vector gives 0."""
+    return _arg_index("iamax", x, stream)
+
+
+def iamin(x, stream=None):
+    """The 0-based index of the first element with the smallest |x[i]| (cuBLAS i?amin, minus one);
+    NaN elements never win. Raises ValueError for an empty vector; an all-NaN vector gives 0."""
+    return _arg_index("iamin", x, stream)
+
+
+# -- plane rotations ------------------------------------------------------------------------------
+def rot(x, y, c, s, stream=None):
+    """(x, y) = (c x + s y, c y - s x), both in place; returns (x, y) (scipy.linalg.blas ?rot)."""
+    dtype = _check_pair("rot", x, y)
+    if y.size:
+        (xv, incx), (yv, incy) = vector(x, stream), vector(y, stream)
+        get_kernel("blas1", "rot_real", dtype)(grid_1d(y.size), BLOCK, y.size, xv, incx, yv, incy, c, s,
+                                               stream=stream, views=True)
+        write_back(x, xv, stream)
+        write_back(y, yv, stream)
+    return x, y
+
+
+def rotm(x, y, param, stream=None):
+    """Applies the modified Givens transformation H that param (5 numbers, as rotmg returns: flag, h11,
+    h21, h12, h22) describes: (x, y) = (h11 x + h12 y, h21 x + h22 y), both in place; returns (x, y).
+    flag -2 is the identity (nothing runs), 0 and 1 imply the entries BLAS leaves out."""
+    dtype = _check_pair("rotm", x, y)
+    p = np.asarray(param.get() if isinstance(param, DeviceArray) else param, dtype=np.float64).ravel()
+    if p.shape != (5,):
+        raise ValueError(f"rotm: param must hold 5 numbers (flag, h11, h21, h12, h22), got shape {p.shape}")
+    flag, h11, h21, h12, h22 = p
+    if flag == 0:
+        h11 = h22 = 1.0
+    elif flag == 1:
+        h12, h21 = 1.0, -1.0
+    elif flag != -1:
+        if flag != -2:
+            raise ValueError(f"rotm: param[0] (the flag) must be -2, -1, 0 or 1, got {flag}")
+        return x, y
+    if y.size:
+        (xv, incx), (yv, incy) = vector(x, stream), vector(y, stream)
+        get_kernel("blas1", "rotm_real", dtype)(grid_1d(y.size), BLOCK, y.size, xv, incx, yv, incy, h11, h21, h12,
+                                                h22, stream=stream, views=True)
+        write_back(x, xv, stream)
+        write_back(y, yv, stream)
+    return x, y
+
+
+def rotg(a, b, dtype=np.float64):
+    """(c, s) of the Givens rotation with c a + s b = r and c b - s a = 0 (scipy.linalg.blas ?rotg, in
+    dtype's arithmetic). Scalars in, scalars out: computed on the host, as cuBLAS does in host pointer
+    mode, no kernel."""
+    t = np.dtype(dtype).type
+    a, b = t(a), t(b)
+    scale = abs(a) + abs(b)
+    if scale == 0:
+        return 1.0, 0.0
+    roe = a if abs(a) > abs(b) else b
+    r = scale * np.sqrt((a / scale) ** 2 + (b / scale) ** 2)
+    r = -r if roe < 0 else r
+    return float(a / r), float(b / r)
+
+
+GAM, GAMSQ, RGAMSQ = 4096.0, 4096.0 ** 2, 1.0 / 4096.0 ** 2  # rotmg's rescaling steps (reference BLAS)
+
+
+def rotmg(d1, d2, x1, y1, dtype=np.float64):
+    """param (a NumPy array of 5: flag, h11, h21, h12, h22) of the modified Givens transformation H that
+    zeros the second component of H (sqrt(d1) x1, sqrt(d2) y1)^T (scipy.linalg.blas ?rotmg, the
+    reference BLAS algorithm in dtype's arithmetic; entries the flag implies are left 0). Host scalars
+    in and out, as rotg."""
+    t = np.dtype(dtype).type
+    d1, d2, x1, y1 = t(d1), t(d2), t(x1), t(y1)
+    zero, one = t(0), t(1)
+    h11 = h12 = h21 = h22 = zero
+    if d1 < 0:
+        return np.array([-1, 0, 0, 0, 0], dtype)
+    p2 = d2 * y1
+    if p2 == 0:
+        return np.array([-2, 0, 0, 0, 0], dtype)
+    p1, q2 = d1 * x1, p2 * y1
+    q1 = p1 * x1
+    if abs(q1) > abs(q2):
+        h21, h12 = -y1 / x1, p2 / p1
+        u = one - h12 * h21
+        if u <= 0:
+            return np.array([-1, 0, 0, 0, 0], dtype)
+        flag, d1, d2, x1 = 0, d1 / u, d2 / u, x1 * u
+    else:
+        if q2 < 0:
+            return np.array([-1, 0, 0, 0, 0], dtype)
+        h11, h22 = p1 / p2, x1 / y1
+        u = one + h11 * h22
+        flag, d1, d2, x1 = 1, d2 / u, d1 / u, y1 * u
+    gam = t(GAM)
+    for which in (1, 2):  # d1, then |d2|, brought within (RGAMSQ, GAMSQ), the scale folded into H
+        d = d1 if which == 1 else abs(d2)
+        while d != 0 and (d <= RGAMSQ or d >= GAMSQ):
+            if flag == 0:
+                h11, h22 = one, one
+            elif flag == 1:
+                h21, h12 = -one, one
+            flag = -1
+            g = gam if d <= RGAMSQ else one / gam  # d grows by g^2, H's row shrinks by g
+            if which == 1:
+                d1, h11, h12 = d1 * g * g, h11 / g, h12 / g
+                d = d1
+            else:
+                d2, h21, h22 = d2 * g * g, h21 / g, h22 / g
+                d = abs(d2)
+    if flag == 0:
+        h11 = h22 = zero
+    elif flag == 1:
+        h12 = h21 = zero
+    return np.array([flag, h11, h21, h12, h22], dtype)

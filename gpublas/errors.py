@@ -41,3 +41,8 @@ class IllegalAddressError(LaunchError):
     encountered"). On the simulator the message names the kernel, block and thread, the address,
     and where it lies relative to the nearest allocation (GPUBLAS_SIM_MEMCHECK=1 catches every
     access past an allocation's end)."""
+
+
+class SingularMatrixWarning(RuntimeWarning):
+    """A factorization met an exactly zero pivot (getrf_batched): the matrix is singular. The factors
+    are still returned, as LAPACK's getrf returns them with info > 0."""

@@ -1,0 +1,111 @@
+// getrf.cu: batched LU factorization with partial pivoting, P A = L U (LAPACK getf2's steps and
+// pivot choice), and the row interchanges of its solve (gpublas/lapack.py). A batch is contiguous:
+// matrix b at LU + b * n * n, its pivots at piv + b * n (0-based: row k was swapped with row piv[k],
+// as scipy.linalg.lu_factor), info[b] = 0, or k + 1 for the first column k whose pivot is exactly 0.
+// Element arithmetic is `real`'s operators and abs1 (|re| + |im| for a complex `real`, as LAPACK).
+//
+// getrf_shared: one block of 32x8 threads per matrix (n <= GETRF_SHARED), held in shared memory
+//   (rows padded to n + 1) from the first load to the last store. Per column k: warp 0 scales column
+//   k - 1 below the diagonal by its pivot's reciprocal, finds the pivot of column k (lanes over the rows,
+//   a shuffle argmax, ties to the lower row) and swaps rows k and p (lanes over the columns); a
+//   barrier; the whole block updates the trailing submatrix, threadIdx.x along the columns and
+//   threadIdx.y over the rows (stride 8): A(i, j) -= A(i, k) / A(k, k) * A(k, j); a barrier.
+// getrf_global: the same steps with the matrix in global memory (any n; one block per matrix).
+// laswp: B's rows interchanged as piv says, k = 0 .. n-1 (forward) or n-1 .. 0 (backward); B a strided
+//   stack (row, column, batch strides). Grid (batch, column blocks), 1-D blocks of 128, one thread per
+//   column running the n swaps in order (no barrier).
+#include "common.cuh"
+
+#define GETRF_SHARED 32
+#define GETRF_THREADS_X 32
+#define GETRF_THREADS_Y 8
+#define LASWP_THREADS 128
+
+__device__ __forceinline__ real abs1(real v) { return v < (real)0 ? -v : v; }
+
+struct PivotFirst {  // larger |value| wins, equal ones go to the lower row
+    __device__ __forceinline__ bool operator()(real bv, int bi, real av, int ai) const {
+        return bv > av || (bv == av && bi < ai);
+    }
+};
+
+// Factors the n x n matrix A (rows lda apart; shared or global memory) in place.
+__device__ void getrf_steps(real* A, int lda, int n, int* __restrict__ piv, int* __restrict__ info) {
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    int singular = 0;
+    for (int k = 0; k < n; ++k) {
+        if (ty == 0) {  // warp 0
+            if (k > 0) {
+                const real p = A[(k - 1) * lda + k - 1];
+                if (p != (real)0) {
+                    const real r = (real)1 / p;
+                    for (int i = k + tx; i < n; i += 32) A[i * lda + k - 1] *= r;
+                }
+            }
+            real best = (real)-1;
+            int row = n;
+            for (int i = k + tx; i < n; i += 32) {
+                const real v = abs1(A[i * lda + k]);
+                if (PivotFirst()(v, i, best, row)) { best = v; row = i; }
+            }
+            warp_reduce_pair(best, row, PivotFirst());
+            row = __shfl_sync(FULL_MASK, row, 0);
+            if (row >= n) row = k;  // every candidate NaN
+            __syncwarp();           // column k - 1 scaled by every lane before rows move
+            const bool zero = A[row * lda + k] == (real)0;
+            if (!zero && row != k)
+                for (int j = tx; j < n; j += 32) {
+                    const real t = A[k * lda + j];
+                    A[k * lda + j] = A[row * lda + j];
+                    A[row * lda + j] = t;
+                }
+            if (tx == 0) {
+                piv[k] = row;
+                if (zero && !singular) singular = k + 1;
+            }
+        }
+        __syncthreads();
+        const real p = A[k * lda + k];
+        const real r = p != (real)0 ? (real)1 / p : (real)0;
+        for (int i = k + 1 + ty; i < n; i += GETRF_THREADS_Y) {
+            const real l = A[i * lda + k] * r;
+            for (int j = k + 1 + tx; j < n; j += GETRF_THREADS_X) A[i * lda + j] -= l * A[k * lda + j];
+        }
+        __syncthreads();
+    }
+    if (tx == 0 && ty == 0) *info = singular;
+}
+
+extern "C" __global__ void __launch_bounds__(256) getrf_shared(int n, real* __restrict__ LU, int* __restrict__ piv,
+                                                               int* __restrict__ info) {
+    __shared__ real s[GETRF_SHARED * (GETRF_SHARED + 1)];
+    const long long nn = (long long)n * n;
+    real* __restrict__ a = LU + blockIdx.x * nn;
+    const int tid = threadIdx.y * GETRF_THREADS_X + threadIdx.x;
+    for (int e = tid; e < nn; e += GETRF_THREADS_X * GETRF_THREADS_Y) s[e / n * (n + 1) + e % n] = a[e];
+    __syncthreads();
+    getrf_steps(s, n + 1, n, piv + (long long)blockIdx.x * n, info + blockIdx.x);
+    for (int e = tid; e < nn; e += GETRF_THREADS_X * GETRF_THREADS_Y) a[e] = s[e / n * (n + 1) + e % n];
+}
+
+extern "C" __global__ void __launch_bounds__(256) getrf_global(int n, real* __restrict__ LU, int* __restrict__ piv,
+                                                               int* __restrict__ info) {
+    getrf_steps(LU + blockIdx.x * (long long)n * n, n, n, piv + (long long)blockIdx.x * n, info + blockIdx.x);
+}
+
+extern "C" __global__ void laswp(int n, int nrhs, const int* __restrict__ piv, real* __restrict__ B, long long sbr,
+                                 long long sbc, long long zb, int forward) {
+    const int v = blockIdx.y * blockDim.x + threadIdx.x;
+    if (v >= nrhs) return;
+    piv += (long long)blockIdx.x * n;
+    B += blockIdx.x * zb + v * sbc;
+    for (int t = 0; t < n; ++t) {
+        const int k = forward ? t : n - 1 - t;
+        const int p = piv[k];
+        if (p != k) {
+            const real x = B[k * sbr];
+            B[k * sbr] = B[p * sbr];
+            B[p * sbr] = x;
+        }
+    }
+}

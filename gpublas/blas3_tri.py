@@ -1,0 +1,216 @@
+"""Triangular level-3 BLAS: trsm, trsm_batched and trmm (kernels: cuda_src/triangular.cu; most FLOPs:
+the GEMM kernels through gpublas.gemm / gemm_batched).
+
+    gpublas.trsm(a, b, side="left", lower=True)          # b = inv(tril(a)) @ b, in place; returns b
+    c = gpublas.trmm(a, b, side="right", alpha=2.0)       # c = 2 b @ triu(a), a new array
+    gpublas.trsm_batched(a3, b3, lower=True)              # every (a3[i], b3[i]) pair, in place
+
+Arguments as scipy.linalg.blas's ?trsm / ?trmm: side 'left' (op(a) @ x) or 'right' (x @ op(a)), lower
+(default False: the upper triangle of a is read, the other never), trans (False/'N', True/'T'; 'C' is
+'T' for real types), unit_diagonal (ones assumed, the diagonal never read), alpha.
+
+Every case reduces to side 'left' with op(a) = a by views, never copies: side 'right' solves
+op(a)^T x^T = b^T (b.T, a view), a transpose is a.T with the other triangle. Then it recurses on
+halves split at a multiple of LEAF (a 2x2 block triangle: solve one half, one GEMM updates the other
+half's right-hand side, solve the other), down to diagonal blocks of at most LEAF rows: trsm solves
+those with trsm_leaf (substitution), trmm densifies them (tri_fill: zeros in the other triangle) and
+multiplies with GEMM. So all but about LEAF / n of the FLOPs are GEMM's, in GEMMs as large as the
+halves. BLAS semantics: alpha == 0 writes zeros without reading a or b.
+"""
+from . import source
+from .array import empty
+from .blas2 import gemv, ger
+from .blas3 import gemm, gemm_batched
+from .checks import check_operands, swap_last
+from .launch import ceil_div, get_kernel
+from .layout import may_overlap_itself, may_share_memory
+
+_DEFINES = source.int_defines("triangular.cu", "T")
+LEAF = _DEFINES["TRSM_LEAF"]              # rows of the diagonal blocks the recursion stops at
+TRSM_THREADS = _DEFINES["TRSM_THREADS"]   # trsm_leaf: right-hand sides per block
+TRI_BLOCK = (_DEFINES["TRI_BLOCK_X"], _DEFINES["TRI_BLOCK_Y"])
+MAX_GRID_Y = 65535
+
+
+# -- arguments --------------------------------------------------------------------------------------
+def parse_side(routine, side):
+    s = str(side).lower()
+    if s not in ("left", "right", "l", "r"):
+        raise ValueError(f"{routine}: side must be 'left' or 'right', got {side!r}")
+    return s[0] == "l"
+
+
+def parse_trans(routine, trans):
+    """op(a) as False (a) or True (a.T) from False/True/0/1/2 or 'N'/'T'/'C' (for real types 'C', conjugate
+    transpose, is 'T'; complex types give it its conjugate)."""
+    if isinstance(trans, str):
+        if trans.upper() not in ("N", "T", "C"):
+            raise ValueError(f"{routine}: trans must be False, True, 'N', 'T' or 'C', got {trans!r}")
+        return trans.upper() != "N"
+    if trans not in (False, True, 0, 1, 2):
+        raise ValueError(f"{routine}: trans must be False, True, 'N', 'T' or 'C', got {trans!r}")
+    return bool(trans)
+
+
+def strides(x):
+    """(row, column, batch) strides of a matrix or stack view, in elements (batch 0 for a matrix)."""
+    s = [st // x.itemsize for st in x.strides]
+    return (s[-2], s[-1], s[0] if x.ndim == 3 else 0)
+
+
+def check_square(routine, a, order, what="a"):
+    if a.shape[-2:] != (order, order):
+        raise ValueError(f"{routine}: {what} must be {order} x {order} here, got {what} of shape {a.shape}")
+
+
+def check_writable(routine, name, x, *inputs):
+    """An output written in place: its elements at distinct addresses, sharing memory with no input."""
+    if may_overlap_itself(x.shape, x.strides, x.itemsize):
+        raise ValueError(f"{routine}: {name} {x.shape} (strides {x.strides}) has elements sharing an address; "
+                         "it cannot be written in place")
+    for other, y in inputs:
+        if may_share_memory(x, y):
+            raise ValueError(f"{routine}: {name} {x.shape} shares memory with {other} {y.shape}")
+
+
+# -- GEMM on views ----------------------------------------------------------------------------------
+def mm(a, b, c, alpha, beta, stream=None):
+    """c = alpha a @ b + beta c on views: gemm_batched for stacks, gemv when c has one column, ger for a
+    rank-one update of c, else gemm; returns c. An input sharing memory with c (column blocks of one matrix) goes
+    through a copy first."""
+    if may_share_memory(a, c):
+        a = a.copy(stream)
+    if may_share_memory(b, c):
+        b = b.copy(stream)
+    if c.ndim == 3:
+        gemm_batched(a, b, c, alpha=alpha, beta=beta, stream=stream)
+    elif c.shape[1] == 1:
+        gemv(a, b[:, 0], c[:, 0], alpha=alpha, beta=beta, stream=stream)
+    elif a.shape[1] == 1 and beta == 1:
+        ger(alpha, a[:, 0], b[0, :], c, stream=stream)
+    else:
+        gemm(a, b, c, alpha=alpha, beta=beta, stream=stream)
+    return c
+
+
+def split(n):
+    """Where the recursion splits n rows: about half, at a multiple of LEAF (0 < k < n); 0 for a diagonal
+    block, n <= LEAF, where it stops."""
+    return ceil_div(n // 2, LEAF) * LEAF if n > LEAF else 0
+
+
+def tri_dense(a, lower, unit=False, mirror=False, stream=None):
+    """The dense n x n matrix (contiguous, new) of a triangle of the view a: the other triangle zeros,
+    or mirrored (mirror: a symmetric matrix stored in one triangle); unit puts ones on the diagonal."""
+    n = a.shape[0]
+    d = empty((n, n), a.dtype)
+    if n:
+        sar, sac, _ = strides(a)
+        bx, by = TRI_BLOCK
+        k = get_kernel("triangular", "tri_fill", a.dtype)
+        k((ceil_div(n, bx), min(ceil_div(n, by), MAX_GRID_Y)), (bx, by), n, a, sar, sac, int(lower), int(mirror),
+          int(unit), d, stream=stream, views=True)
+    return d
+
+
+def tri_update(t, beta, c, lower, stream=None):
+    """c = t + beta c on the lower (else upper) triangle of the view c (t: a dense n x n or None, 0)."""
+    n = c.shape[0]
+    if n:
+        scr, scc, _ = strides(c)
+        bx, by = TRI_BLOCK
+        k = get_kernel("triangular", "tri_update", c.dtype)
+        k((ceil_div(n, bx), min(ceil_div(n, by), MAX_GRID_Y)), (bx, by), n, t, beta, c, scr, scc, int(lower),
+          stream=stream, views=True)
+
+
+# -- trsm --------------------------------------------------------------------------------------------
+def _trsm_leaf(a, b, lower, unit, alpha, stream):
+    n, nrhs = b.shape[-2:]
+    batch = b.shape[0] if b.ndim == 3 else 1
+    if n == 0 or nrhs == 0 or batch == 0:
+        return
+    sar, sac, za = strides(a)
+    sbr, sbc, zb = strides(b)
+    k = get_kernel("triangular", "trsm_leaf", b.dtype)
+    k((batch, ceil_div(nrhs, TRSM_THREADS)), TRSM_THREADS, n, nrhs, alpha, a, sar, sac, za, b, sbr, sbc, zb,
+      int(lower), int(unit), stream=stream, views=True)
+
+
+def _trsm(a, b, lower, unit, alpha, stream):
+    """b = alpha inv(A) b with A the lower (else upper) triangle of the view a, side left, in place."""
+    k = split(a.shape[-1])
+    if not k:
+        return _trsm_leaf(a, b, lower, unit, alpha, stream)
+    a11, a22, b1, b2 = a[..., :k, :k], a[..., k:, k:], b[..., :k, :], b[..., k:, :]
+    if lower:   # x1 = inv(A11) alpha b1; x2 = inv(A22) (alpha b2 - A21 x1)
+        _trsm(a11, b1, lower, unit, alpha, stream)
+        mm(a[..., k:, :k], b1, b2, -1.0, alpha, stream)
+        _trsm(a22, b2, lower, unit, 1.0, stream)
+    else:       # x2 = inv(A22) alpha b2; x1 = inv(A11) (alpha b1 - A12 x2)
+        _trsm(a22, b2, lower, unit, alpha, stream)
+        mm(a[..., :k, k:], b2, b1, -1.0, alpha, stream)
+        _trsm(a11, b1, lower, unit, 1.0, stream)
+
+
+def _trsm_checked(routine, a, b, side, lower, trans, unit_diagonal, alpha, stream, ndim):
+    check_operands(routine, a=a, b=b)
+    if a.ndim != ndim or b.ndim != ndim:
+        raise ValueError(f"{routine}: a and b must be {ndim}-D, got a {a.shape} and b {b.shape}")
+    if ndim == 3 and a.shape[0] != b.shape[0]:
+        raise ValueError(f"{routine}: batch sizes differ: a {a.shape}, b {b.shape}")
+    left, trans = parse_side(routine, side), parse_trans(routine, trans)
+    check_square(routine, a, b.shape[-2] if left else b.shape[-1])
+    check_writable(routine, "b", b, ("a", a))
+    if b.size == 0:
+        return b
+    if alpha == 0:
+        return b.fill(0, stream)
+    at = swap_last(a) if trans != (not left) else a   # left: op(a); right: op(a)^T, solving for b.T
+    _trsm(at, b if left else swap_last(b), lower != (trans != (not left)), unit_diagonal, alpha, stream)
+    return b
+
+
+def trsm(a, b, *, side="left", lower=False, trans=False, unit_diagonal=False, alpha=1.0, stream=None):
+    """Solves op(a) x = alpha b (side 'left') or x op(a) = alpha b ('right') for x with a triangular
+    (the `lower`, else upper, triangle of a read); x overwrites b, which is returned. A zero on the
+    diagonal gives inf/NaN as in BLAS (no check: getrf_batched reports singular matrices)."""
+    return _trsm_checked("trsm", a, b, side, lower, trans, unit_diagonal, alpha, stream, 2)
+
+
+def trsm_batched(a, b, *, side="left", lower=False, trans=False, unit_diagonal=False, alpha=1.0, stream=None):
+    """trsm on stacks: a (batch, k, k), b (batch, m, n), each b[i] overwritten by its solution; one launch
+    per diagonal block and per GEMM for the whole batch. Returns b."""
+    return _trsm_checked("trsm_batched", a, b, side, lower, trans, unit_diagonal, alpha, stream, 3)
+
+
+# -- trmm --------------------------------------------------------------------------------------------
+def _trmm(a, b, c, lower, unit, alpha, stream):
+    """c = alpha A b with A the lower (else upper) triangle of the view a, side left; c a separate output."""
+    k = split(a.shape[-1])
+    if not k:
+        return mm(tri_dense(a, lower, unit, stream=stream), b, c, alpha, 0.0, stream)
+    _trmm(a[:k, :k], b[:k], c[:k], lower, unit, alpha, stream)
+    _trmm(a[k:, k:], b[k:], c[k:], lower, unit, alpha, stream)
+    if lower:   # c2 += alpha A21 b1
+        mm(a[k:, :k], b[:k], c[k:], alpha, 1.0, stream)
+    else:       # c1 += alpha A12 b2
+        mm(a[:k, k:], b[k:], c[:k], alpha, 1.0, stream)
+
+
+def trmm(a, b, *, side="left", lower=False, trans=False, unit_diagonal=False, alpha=1.0, stream=None):
+    """c = alpha op(a) @ b (side 'left') or alpha b @ op(a) ('right') with a triangular (the `lower`,
+    else upper, triangle of a read); returns c, a new array (cuBLAS's out-of-place trmm)."""
+    check_operands("trmm", a=a, b=b)
+    if a.ndim != 2 or b.ndim != 2:
+        raise ValueError(f"trmm: a and b must be 2-D, got a {a.shape} and b {b.shape}")
+    left, trans = parse_side("trmm", side), parse_trans("trmm", trans)
+    check_square("trmm", a, b.shape[0] if left else b.shape[1])
+    c = empty(b.shape, b.dtype)
+    if c.size == 0:
+        return c
+    if alpha == 0:
+        return c.fill(0, stream)
+    flip = trans != (not left)
+    _trmm(a.T if flip else a, b if left else b.T, c if left else c.T, lower != flip, unit_diagonal, alpha, stream)
+    return c

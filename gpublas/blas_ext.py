@@ -1,0 +1,60 @@
+"""cuBLAS's elementwise matrix extensions: geam and dgmm (kernels in cuda_src/geam.cu).
+
+    c = gpublas.geam(a, b, alpha=1.0, beta=-1.0, trans_b=True)   # a - b.T, a new array
+    c = gpublas.dgmm(a, x, side="left")                           # diag(x) @ a, a new array
+
+Operands are any 2-D views (a transpose is the view's strides swapped, never a copy); the result is a
+new contiguous array. BLAS semantics: alpha == 0 never reads a, beta == 0 never reads b.
+"""
+from . import source
+from .array import empty
+from .blas3_tri import parse_side, parse_trans, strides
+from .checks import check_operands, vector
+from .launch import ceil_div, get_kernel
+
+_DEFINES = source.int_defines("geam.cu", "GEAM_")
+BLOCK = (_DEFINES["GEAM_BLOCK_X"], _DEFINES["GEAM_BLOCK_Y"])
+MAX_GRID_Y = 65535
+
+
+def _grid(m, n):
+    return (ceil_div(n, BLOCK[0]), min(ceil_div(m, BLOCK[1]), MAX_GRID_Y))
+
+
+def geam(a, b, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, stream=None):
+    """c = alpha op(a) + beta op(b) with op(x) = x or x.T; returns c, a new array."""
+    check_operands("geam", a=a, b=b)
+    if a.ndim != 2 or b.ndim != 2:
+        raise ValueError(f"geam: a and b must be 2-D, got a {a.shape} and b {b.shape}")
+    ta, tb = parse_trans("geam", trans_a), parse_trans("geam", trans_b)
+    opa, opb = (a.T if ta else a), (b.T if tb else b)
+    if opa.shape != opb.shape:
+        raise ValueError(f"geam: op(a) = a{'.T' if ta else ''} is {opa.shape} but op(b) = b{'.T' if tb else ''} "
+                         f"is {opb.shape}; they must match")
+    m, n = opa.shape
+    c = empty((m, n), a.dtype)
+    if c.size:
+        sar, sac, _ = strides(opa)
+        sbr, sbc, _ = strides(opb)
+        k = get_kernel("geam", "geam", a.dtype)
+        k(_grid(m, n), BLOCK, m, n, alpha, opa if alpha != 0 else None, sar, sac, beta,
+          opb if beta != 0 else None, sbr, sbc, c, n, stream=stream, views=True)
+    return c
+
+
+def dgmm(a, x, *, side="left", stream=None):
+    """c = diag(x) @ a (side 'left', len(x) = rows of a) or a @ diag(x) ('right', len(x) = columns);
+    returns c, a new array."""
+    check_operands("dgmm", a=a, x=x)
+    left = parse_side("dgmm", side)
+    if a.ndim != 2 or x.ndim != 1 or x.shape[0] != a.shape[0 if left else 1]:
+        raise ValueError(f"dgmm: side {'left' if left else 'right'} needs a 2-D a and x of length "
+                         f"a.shape[{0 if left else 1}]; got a {a.shape} and x {x.shape}")
+    m, n = a.shape
+    c = empty((m, n), a.dtype)
+    if c.size:
+        xv, incx = vector(x, stream)
+        sar, sac, _ = strides(a)
+        k = get_kernel("geam", "dgmm", a.dtype)
+        k(_grid(m, n), BLOCK, m, n, a, sar, sac, xv, incx, int(left), c, n, stream=stream, views=True)
+    return c
