@@ -2,6 +2,10 @@
 // (-Dreal=float, double, int, long long, unsigned char, bool, __half or __nv_bfloat16).
 //
 // fill_real:    grid-stride loop, one element per thread per step: x[i] = value.
+// arange_real:  grid-stride loop, one element per thread per step: x[i] = start + i * step in `real`
+//               arithmetic (NumPy's arange fill).
+// linspace_real: grid-stride loop, one element per thread per step: x[i] = start + i * step in double,
+//               x[last] = stop exactly, floored for an integer `real` (NumPy's linspace, then astype).
 // cast_nd_real, cast_nd3_real: grid-stride loop over a strided layout (common.cuh NdLayout<2>, up to
 //               8 axes, or Nd3Layout<2>, at most 3 axes and n < 2^31; operand 0 is the source, 1
 //               the destination): y[oy] = convert<real>(x[ox]) (common.cuh: C's conversions, 16-bit
@@ -23,6 +27,19 @@
 extern "C" __global__ void fill_real(real* __restrict__ x, real value, long long n) {
     GRID_STRIDE_LOOP(long long, i, n)
         x[i] = value;
+}
+
+extern "C" __global__ void arange_real(real* __restrict__ x, real start, real step, long long n) {
+    GRID_STRIDE_LOOP(long long, i, n)
+        x[i] = (real)(start + (real)i * step);
+}
+
+extern "C" __global__ void linspace_real(real* __restrict__ x, double start, double step, double stop, long long last,
+                                         int integral, long long n) {
+    GRID_STRIDE_LOOP(long long, i, n) {
+        const double v = i == last ? stop : (double)i * step + start;
+        x[i] = (real)(integral ? floor(v) : v);
+    }
 }
 
 template <class T, class L>

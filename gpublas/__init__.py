@@ -39,6 +39,8 @@ from .ops import (add, all, any, divide, equal, greater, greater_equal, less, le
 # --- indexing: views, integer and boolean array indices (issue: array) ---
 from .gather import count_nonzero, nonzero
 from .indexing import take
+from .manipulation import concatenate, expand_dims, squeeze, stack
+from .ranges import arange, linspace
 # --- interop: DLPack and the CUDA array interface (issue: array) ---
 from .interop import as_device_array, from_dlpack
 from .reduction import argmax, argmin, logsumexp, max, mean, min, softmax, sum

@@ -270,6 +270,14 @@ class DeviceArray:
         """The transpose as a view (axes reversed); gpublas.transpose makes a contiguous copy."""
         return impl.transpose(self, ())
 
+    def squeeze(self, axis=None):
+        """A view without the axes of size 1 (or the given ones), as NumPy's (gpublas.manipulation)."""
+        return impl.squeeze(self, axis)
+
+    def view(self, dtype=None):
+        """A view of the same memory as `dtype` of the same itemsize (float32 <-> int32 ...)."""
+        return impl.view(self, dtype)
+
     # -- filling and converting ---------------------------------------------------------------
     def fill(self, value, stream=None):
         """Sets every element to `value` (a memset for zero, else a fill kernel)."""

@@ -77,6 +77,21 @@ def check_operands(routine, **arrays):
     return dtypes.pop()
 
 
+def normalize_axes(axis, ndim, what):
+    """`axis` (an int or a tuple of ints, negative ones counting from the end) as a sorted tuple of
+    axes in [0, ndim); NumPy's AxisError (a ValueError) for one out of bounds, ValueError for a repeat."""
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    for ax in axes:
+        if not isinstance(ax, (int, np.integer)) or isinstance(ax, bool):
+            raise TypeError(f"{what}: an axis must be an int, got {ax!r}")
+        if not -ndim <= ax < ndim:
+            raise np.exceptions.AxisError(f"{what}: axis {ax} is out of bounds for an array of dimension {ndim}")
+    normalized = sorted(int(ax) % ndim for ax in axes)
+    if len(set(normalized)) != len(normalized):
+        raise ValueError(f"{what}: duplicate value in axis {axis!r}")
+    return tuple(normalized)
+
+
 # -- views at the BLAS boundary ------------------------------------------------------------------------
 def contiguous(a, stream=None):
     """`a`, or a C-contiguous copy of a view (for kernels that take flat arrays)."""

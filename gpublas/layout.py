@@ -1,8 +1,8 @@
 """Array layout arithmetic, shared by views, elementwise kernels and interop; no device work here.
 
 Strides are in BYTES, as NumPy's and CuPy's `.strides` and the CUDA array interface have them; the
-strided kernels take them in ELEMENTS (a view's strides are always whole elements: views never
-reinterpret the dtype). A stride may be negative (a[::-1]) or 0 (a broadcast operand).
+strided kernels take them in ELEMENTS (a view's strides are always whole elements: a.view(dtype)
+keeps the itemsize). A stride may be negative (a[::-1]) or 0 (a broadcast operand).
 
     broadcast_shape((3, 1), (4,)) == (3, 4)
     kernel_dims((4, 5), [(5, 1), (0, 1)]) == ([1]*7 + [20], [[0]*7 + [1], ...])   # merged to 1-D

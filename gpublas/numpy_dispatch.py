@@ -8,15 +8,15 @@ call (`.get()` for a host copy), never a silent host round trip.
     np.asarray(a)                 # TypeError: call a.get() (DeviceArray.__array__, CuPy's rule)
 
 Each table maps a NumPy callable to gpublas' function of the same meaning; a callable in neither
-goes to the function of its NumPy name in elementwise, cumath, ops, reduction or gather (np.sin reaches
-gpublas.cumath.sin). Keyword arguments are passed on by name, so one gpublas does
+goes to the function of its NumPy name in elementwise, cumath, ops, reduction, gather or manipulation
+(np.sin reaches gpublas.cumath.sin, np.concatenate gpublas.manipulation.concatenate). Keyword arguments are passed on by name, so one gpublas does
 not take (dtype=, where=) raises TypeError naming it.
 """
 import inspect
 
 import numpy as np
 
-from . import blas3, cumath, elementwise as ew, gather, indexing, ops, reduction
+from . import blas3, cumath, elementwise as ew, gather, indexing, manipulation, ops, reduction
 from .array import DeviceArray, provide
 
 FUNCTIONS = {
@@ -40,7 +40,7 @@ UFUNCS = {
 }
 
 
-BY_NAME = (ew, cumath, ops, reduction, gather)
+BY_NAME = (ew, cumath, ops, reduction, gather, manipulation)
 
 
 def _lookup(table, func):

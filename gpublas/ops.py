@@ -11,12 +11,14 @@ Rules (NumPy's, narrowed to what the kernels hold):
   * `a op= b` writes into a; it raises ValueError when broadcasting would change a's shape. An
     operand that overlaps a other than element for element (a row of a, say) is copied first.
 """
+import math
+
 import numpy as np
 
 from . import blas3, reduction
 from . import elementwise as ew
 from .array import DeviceArray, provide, to_device
-from .checks import as_array, is_scalar
+from .checks import as_array, is_scalar, normalize_axes
 
 OPCODES = {"add": ew.ADD, "subtract": ew.SUB, "multiply": ew.MUL, "divide": ew.DIV, "pow": ew.POW}
 
@@ -115,7 +117,7 @@ def _truth(a, axis, keepdims, what, is_any):
     a = as_array(a, what)
     nonzero = a.astype(np.int32) if a.dtype in (np.dtype(np.bool_), np.dtype(np.uint8)) else \
         ew.compare(ew.NE, a, 0, what=what).astype(np.int32)
-    n = a.size if axis is None else a.shape[axis] if -a.ndim <= axis < a.ndim else None
+    n = a.size if axis is None else math.prod(a.shape[i] for i in normalize_axes(axis, a.ndim, what))
     if n == 0:  # NumPy: any() of nothing is False, all() of nothing is True
         shape = reduction.sum(nonzero, axis, keepdims).shape
         return DeviceArray(shape, np.bool_).fill(not is_any)

@@ -1,7 +1,8 @@
 """Reductions (cuda_src/reduce.cu): sum, max, min, mean, argmax, argmin over the whole array or one
-axis, and softmax / logsumexp along the last axis.
+axis (sum, max, min and mean also over a tuple of axes), and softmax / logsumexp along the last axis.
 
     total = float(gpublas.sum(x));  col_max = x.max(axis=0, keepdims=True);  p = gpublas.softmax(logits)
+    s = x.sum(axis=(0, 2))
 
 Results are DeviceArrays (0-d for a whole-array reduction: float(r) or r.get() reads it); argmax and
 argmin give int32 indices, the first one on ties (as NumPy; into the flattened array when axis is
@@ -15,7 +16,7 @@ import numpy as np
 
 from . import source
 from .array import DeviceArray, provide
-from .checks import as_array, check_float
+from .checks import as_array, check_float, normalize_axes
 from .launch import BLOCK, ceil_div, get_kernel, grid_1d, simulated
 
 _OPS = source.int_defines("reduce.cu", "RED_")
@@ -91,19 +92,26 @@ def launch_logsumexp_rows(x, out, rows, n):
 
 
 # -- the reductions --------------------------------------------------------------------------------
-def _fold(a, axis, keepdims, what):
-    """(outer, n, inner, result shape) for reducing `a` over `axis` (None: all of it)."""
+def _fold(a, axis, keepdims, what, index=False):
+    """(view, outer, n, inner, result shape) for reducing `a` over `axis`: None (all of it), an int, or
+    a tuple of ints (not for argmax/argmin, as NumPy). The reduced axes are seen as one axis of n:
+    a run of neighbouring axes as they are, others through a view with them moved last (inner 1),
+    which _operand copies to contiguous memory."""
     if axis is None:
-        return 1, a.size, 1, (1,) * a.ndim if keepdims else ()
-    if not isinstance(axis, (int, np.integer)):
+        return a, 1, a.size, 1, (1,) * a.ndim if keepdims else ()
+    if index and not isinstance(axis, (int, np.integer)):
         raise TypeError(f"{what}: axis must be an int or None, got {axis!r}")
-    if not -a.ndim <= axis < a.ndim:
-        raise ValueError(f"{what}: axis {axis} is out of bounds for an array of dimension {a.ndim}")
-    axis = int(axis) % a.ndim
-    outer = math.prod(a.shape[:axis])
-    inner = math.prod(a.shape[axis + 1:])
-    shape = a.shape[:axis] + ((1,) if keepdims else ()) + a.shape[axis + 1:]
-    return outer, a.shape[axis], inner, shape
+    if not isinstance(axis, (int, np.integer, tuple)):
+        raise TypeError(f"{what}: axis must be an int, a tuple of ints or None, got {axis!r}")
+    axes = normalize_axes(axis, a.ndim, what)
+    kept = [i for i in range(a.ndim) if i not in axes]
+    shape = tuple(1 if i in axes else d for i, d in enumerate(a.shape)) if keepdims else \
+        tuple(a.shape[i] for i in kept)
+    n = math.prod(a.shape[i] for i in axes)
+    if axes and axes[-1] - axes[0] + 1 != len(axes):  # not neighbours: move them last
+        return a.transpose(tuple(kept) + axes), math.prod(a.shape[i] for i in kept), n, 1, shape
+    lo, hi = (axes[0], axes[-1] + 1) if axes else (a.ndim, a.ndim)  # axis=(): n = 1, nothing reduced
+    return a, math.prod(a.shape[:lo]), n, math.prod(a.shape[hi:]), shape
 
 
 REDUCIBLE = tuple(np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64))
@@ -123,8 +131,8 @@ def _operand(a, op, what, mean):
 
 
 def _reduce(a, op, axis, keepdims, what, index=False, mean=False):
+    a, outer, n, inner, shape = _fold(as_array(a, what), axis, keepdims, what, index)
     a = _operand(a, op, what, mean)
-    outer, n, inner, shape = _fold(a, axis, keepdims, what)
     val = None if index else DeviceArray(shape, a.dtype)
     idx = DeviceArray(shape, np.int32) if index else None
     if n == 0:

@@ -118,7 +118,9 @@ def test_bad_axis():
     with pytest.raises(ValueError, match="out of bounds"):
         gpublas.sum(gpublas.zeros((3, 4)), axis=2)
     with pytest.raises(TypeError, match="axis"):
-        gpublas.sum(gpublas.zeros((3, 4)), axis=(0, 1))
+        gpublas.argmax(gpublas.zeros((3, 4)), axis=(0, 1))  # sum takes a tuple (test_array_basics), argmax not
+    with pytest.raises(TypeError, match="axis"):
+        gpublas.sum(gpublas.zeros((3, 4)), axis=1.0)
 
 
 # -- softmax and logsumexp ------------------------------------------------------------------------
