@@ -4,7 +4,7 @@ import pytest
 from scipy.linalg import blas as sblas
 
 import gpublas
-from gpublas import blas3, gemm_v2
+from gpublas import blas3, gemm_plan
 from reference import assert_close
 
 DTYPES = [np.float32, np.float64]
@@ -132,35 +132,34 @@ def test_gemm_identical_under_thread_orders(rng, sim_order):
 
 
 def test_dispatcher_and_forcing(rng, monkeypatch):
-    assert blas3.choose_kernel(4, 4, 4) == "naive"
+    assert gemm_plan.choose_kernel(4, 4, 4) == "naive"
     # an H100's 132 SMs: the largest tile that still gives every SM a block, split-K for small M x N
-    assert blas3.choose_kernel(4096, 4096, 4096, sms=132) == "v2_large"
-    assert blas3.choose_kernel(1024, 1024, 1024, sms=132) == "v2_medium"  # 64 blocks of 128x128 < 132
-    assert blas3.choose_kernel(1024, 1024, 1024, sms=40) == "v2_large"
-    assert blas3.choose_kernel(256, 256, 64, sms=132) == "v2_small"
-    assert blas3.choose_kernel(64, 128, 8192, sms=132) == "splitk"     # a weight gradient: K = batch x spatial
-    assert blas3.choose_kernel(64, 128, 8192, batch=8, sms=132) == "v2_small"
-    assert blas3.choose_kernel(256, 256, 256, lds=(2 ** 24, 256)) == "regblock"  # 32-bit tile index math
-    assert blas3.choose_kernel(64, 64, 64, sim=True) == "direct"
-    assert blas3.choose_kernel(4, 4, 4, sim=True) == "direct"      # the sim has no "tiny" rule
-    assert blas3.choose_kernel(2048, 1, 1024, sim=True) == "naive"  # one column: 1/8 of direct's tiles
-    kernel, config, splits = gemm_v2.choose(64, 128, 8192, sms=132)
-    assert (kernel, config) == ("splitk", "small") and 2 <= splits <= gemm_v2.MAX_SPLITS
+    assert gemm_plan.choose_kernel(4096, 4096, 4096, sms=132) == "v2_large"
+    assert gemm_plan.choose_kernel(1024, 1024, 1024, sms=132) == "v2_medium"  # 64 blocks of 128x128 < 132
+    assert gemm_plan.choose_kernel(1024, 1024, 1024, sms=40) == "v2_large"
+    assert gemm_plan.choose_kernel(256, 256, 64, sms=132) == "v2_small"
+    assert gemm_plan.choose_kernel(64, 128, 8192, sms=132) == "splitk"     # a weight gradient: K = batch x spatial
+    assert gemm_plan.choose_kernel(64, 128, 8192, batch=8, sms=132) == "v2_small"
+    assert gemm_plan.choose_kernel(256, 256, 256, lds=(2 ** 24, 256)) == "regblock"  # 32-bit tile index math
+    assert gemm_plan.choose_kernel(64, 64, 64, sim=True) == "direct"
+    assert gemm_plan.choose_kernel(4, 4, 4, sim=True) == "direct"      # the sim has no "tiny" rule
+    assert gemm_plan.choose_kernel(2048, 1, 1024, sim=True) == "naive"  # one column: 1/8 of direct's tiles
+    kernel, config, splits = gemm_plan.choose_v2(64, 128, 8192, sms=132)
+    assert (kernel, config) == ("splitk", "small") and 2 <= splits <= gemm_plan.MAX_SPLITS
     used = []
-    for name in LADDER:
-        real = blas3._LAUNCHERS[name]
-        monkeypatch.setitem(blas3._LAUNCHERS, name, lambda *a, _n=name, _f=real: (used.append(_n), _f(*a)))
+    real = gemm_plan.plan
+    monkeypatch.setattr(gemm_plan, "plan", lambda *a: used.append(real(*a).name) or real(*a))
     a, b = operands(rng, np.float32, 40, 40, 40, False, False)
     da, db = gpublas.to_device(a), gpublas.to_device(b)
-    monkeypatch.delenv(blas3.ENV_KERNEL, raising=False)
+    monkeypatch.delenv(gemm_plan.ENV_KERNEL, raising=False)
     gpublas.gemm(da, db)
     gpublas.gemm(da, db, kernel="regblock")
-    monkeypatch.setenv(blas3.ENV_KERNEL, "naive")
+    monkeypatch.setenv(gemm_plan.ENV_KERNEL, "naive")
     got = gpublas.gemm(da, db)
     gpublas.gemm(da, db, kernel="tiled")  # the argument wins over the environment
-    assert used == [blas3.choose_kernel(40, 40, 40, sim=gpublas.backend() == "sim"), "regblock", "naive", "tiled"]
+    assert used == [gemm_plan.choose_kernel(40, 40, 40, sim=gpublas.backend() == "sim"), "regblock", "naive", "tiled"]
     assert_close(got, a.astype(np.float64) @ b, np.float32, k=40)
-    monkeypatch.setenv(blas3.ENV_KERNEL, "fastest")
+    monkeypatch.setenv(gemm_plan.ENV_KERNEL, "fastest")
     with pytest.raises(ValueError, match="unknown kernel 'fastest'"):
         gpublas.gemm(da, db)
 
@@ -304,8 +303,8 @@ def test_gemm_v2_copy_width_follows_alignment(rng, dtype, trans_a, trans_b):
     da, db = gpublas.to_device(a), gpublas.to_device(b)
     va, vb = (gpublas.to_device(np.concatenate([[0], x.ravel()]).astype(dtype))[1:].reshape(x.shape) for x in (a, b))
     lda, ldb = a.shape[1], b.shape[1]
-    assert gemm_v2.vector_copies(da, lda, db, ldb, m, n, k, trans_a, trans_b, (0, 0))
-    assert not gemm_v2.vector_copies(va, lda, vb, ldb, m, n, k, trans_a, trans_b, (0, 0))
+    assert gemm_plan.vector_copies(da, lda, db, ldb, m, n, k, trans_a, trans_b, (0, 0))
+    assert not gemm_plan.vector_copies(va, lda, vb, ldb, m, n, k, trans_a, trans_b, (0, 0))
     want = ref_gemm(dtype, 1.0, a, b, trans_a=trans_a, trans_b=trans_b)
     for x, y in ((da, db), (va, vb)):
         for kernel in ("v2_large", "v2_small"):
@@ -332,7 +331,8 @@ def test_gemm_v2_epilogue_vector_and_scalar_paths(rng, dtype, kernel):
 
 def test_gemm_v2_refuses_leading_dimensions_beyond_32_bit_tiles():
     with pytest.raises(ValueError, match="32-bit"):
-        blas3._kernel_name("v2", 2, 2, 2, 1, (2 ** 24, 2), np.float32)
+        gemm_plan.plan("v2", gemm_plan.Problem(2, 2, 2, 1, False, False, (2 ** 24, 2, 2), (0, 0, 0),
+                                               np.dtype(np.float32), False))
 
 
 def test_sim_cost_model_picks_direct_unless_c_is_one_column():
@@ -341,11 +341,11 @@ def test_sim_cost_model_picks_direct_unless_c_is_one_column():
                     (128, 16, 128), (256, 256, 256), (5, 5, 5)]:
         for dtype in (np.float32, np.float64):
             for ta, tb in TRANS:
-                assert blas3.sim_kernel(m, n, k, ta, tb, dtype) == "direct", (m, n, k, ta, tb, dtype)
+                assert gemm_plan.sim_kernel(m, n, k, ta, tb, dtype) == "direct", (m, n, k, ta, tb, dtype)
     # a single column: direct's 8-column tiles compute 8x the work, naive's one add chain per output wins
-    assert blas3.sim_kernel(2048, 1, 1024) == "naive"
-    assert blas3.sim_kernel(2048, 1, 1024, dtype=np.float64) == "naive"
-    assert blas3.sim_kernel(2048, 8, 1024) == "direct"
+    assert gemm_plan.sim_kernel(2048, 1, 1024) == "naive"
+    assert gemm_plan.sim_kernel(2048, 1, 1024, dtype=np.float64) == "naive"
+    assert gemm_plan.sim_kernel(2048, 8, 1024) == "direct"
 
 
 @pytest.mark.parametrize("trans_a", [False, True])

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import gpublas
-from gpublas import blas3, gemm_v2
+from gpublas import blas3, gemm_plan
 from reference import assert_close
 
 DTYPES = [np.float32, np.float64]
@@ -144,7 +144,7 @@ def test_vector_copies_follow_the_view(rng, dtype):
     b = gpublas.to_device(rng.standard_normal((k, n)).astype(dtype))
     for name, (a, variant) in cases.items():
         lda = a.strides[0] // a.itemsize
-        assert gemm_v2.vector_copies(a, lda, b, n, m, n, k, False, False, (0, 0)) == (variant == "vec"), name
+        assert gemm_plan.vector_copies(a, lda, b, n, m, n, k, False, False, (0, 0)) == (variant == "vec"), name
         with gpublas.profile() as p:
             got = gpublas.gemm(a, b, kernel="v2_small")
         assert [r.name for r in _ran(p)] == [f"gemm_v2_small_nn_{variant}"], name

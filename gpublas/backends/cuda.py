@@ -194,10 +194,11 @@ class CudaBackend(Backend):
     def _check_toolkit(self):
         try:
             _, version, _ = nvcc()
-            _, suffix = nvcc_arch_flags(self.cc, self.arch_override)
+            flags, suffix = nvcc_arch_flags(self.cc, self.arch_override)
         except CompileError as e:
             raise CudaUnavailable(str(e).splitlines()[0] + " (install the CUDA toolkit or put $CUDA_ROOT/bin on "
                                   "the PATH)") from None
+        self.target = flags[0].split("=", 1)[1]  # what kernels are built for: sm_90a, sm_80, compute_80 (PTX)
         problem = toolkit_problem(self.drv.get_driver_version(), nvcc_release(version), suffix == ".ptx")
         if problem:
             raise CudaUnavailable(problem)
