@@ -8,6 +8,8 @@
 #pragma once
 #include <cuda_pipeline.h>
 
+#include "mma.cuh"  // fence_proxy_async_shared
+
 #define GEMM_V2_PARAMS int M, int N, int K, real alpha, const real* __restrict__ A, int lda, const real* __restrict__ B, int ldb, real beta, real* __restrict__ C, int ldc, long long stride_a, long long stride_b, long long stride_c
 #define GEMM_V2_ARGS M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stride_a, stride_b, stride_c
 
@@ -98,14 +100,6 @@ struct V2Loader {
 // CUTLASS, the first stage takes the K residue (K mod STEP, or STEP), so every later stage is whole and
 // only the prologue checks K.
 // ---------------------------------------------------------------------------------------------------
-// Makes this thread's completed shared-memory writes (its cp.async copies, once waited for) visible to
-// the async proxy, through which wgmma reads shared memory (PTX ISA: a cross-proxy fence; sm_90).
-__device__ __forceinline__ void fence_proxy_async_shared() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && !defined(__CUDA_ARCH_SIM__)
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-#endif
-}
-
 // ASYNC_READS: compute reads the stages through the async proxy (wgmma), so each thread fences its
 // landed copies for it before the barrier, and compute may return with its reads of the stage still in
 // flight (wgmma's wait_group 1): they are done when the next compute returns. The copies then run one

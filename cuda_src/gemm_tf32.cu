@@ -125,8 +125,8 @@ __device__ __forceinline__ void tf32_store_d(Tile tile, float* __restrict__ C, i
 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
                     const int pi = p0 + tf32_p_index<TileP>(i, SWAP ? 0 : h, g), qi = q0 + 8 * j + 2 * t + (SWAP ? h : 0);
-                    store_c_vec<float2>(C, SWAP ? qi * ldc + pi : pi * ldc + qi, alpha, tile(i, j) + (SWAP ? h : 2 * h),
-                                        SWAP ? 2 : 1, beta);
+                    const long long idx = SWAP ? (long long)qi * ldc + pi : (long long)pi * ldc + qi;  // 256-row tiles
+                    store_c_vec<float2>(C, idx, alpha, tile(i, j) + (SWAP ? h : 2 * h), SWAP ? 2 : 1, beta);
                 }
         return;
     }
@@ -138,7 +138,7 @@ __device__ __forceinline__ void tf32_store_d(Tile tile, float* __restrict__ C, i
             for (int e = 0; e < 4; ++e) {
                 const int pi = p0 + tf32_p_index<TileP>(i, e / 2, g), qi = q0 + 8 * j + 2 * t + e % 2;
                 const int r = SWAP ? qi : pi, c = SWAP ? pi : qi;
-                if (r < m_left && c < n_left) store_c(C, r * ldc + c, alpha, tile(i, j)[e], beta);
+                if (r < m_left && c < n_left) store_c(C, (long long)r * ldc + c, alpha, tile(i, j)[e], beta);
             }
 }
 

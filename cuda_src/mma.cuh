@@ -89,6 +89,15 @@ __device__ __forceinline__ unsigned long long wgmma_desc_sw64(unsigned addr) {
            2ull << 62;
 }
 
+// Makes this thread's completed shared-memory writes (ordinary stores, or cp.async copies once waited for)
+// visible to the async proxy, through which wgmma reads shared memory (PTX ISA: a cross-proxy fence;
+// sm_90). A thread fences its own writes, then a barrier hands them to the warpgroups that read them.
+__device__ __forceinline__ void fence_proxy_async_shared() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && !defined(__CUDA_ARCH_SIM__)
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
 // The shared-window address of p (a pointer into dynamic shared memory).
 __device__ __forceinline__ unsigned shared_address(const void* p) {
 #if defined(__CUDA_ARCH_SIM__)
