@@ -33,7 +33,7 @@ except ImportError as e:  # nn itself works without it; only this module needs M
 
 import gpublas
 
-from . import kernels as K
+from . import step_kernels as K
 from .checkpoint import save as _save
 from .layers.dropout import Dropout
 

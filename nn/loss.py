@@ -6,7 +6,7 @@ import numpy as np
 
 import gpublas
 
-from . import kernels as K
+from . import step_kernels as K
 from .module import Module
 
 

@@ -6,7 +6,8 @@ import numpy as np
 
 import gpublas
 
-from . import kernels as K
+from . import step_kernels as K
+from .flat_params import FlatGroups
 from .module import Parameter
 
 
@@ -23,10 +24,12 @@ class _Optimizer:
     bc2_sqrt] (float64) the update kernels read. `opt.lr = x` writes the learning rate into it (a
     host-to-device copy, so between steps, never inside a captured one) and schedules do the same;
     the step count t advances on the device (optim_tick), so a replayed step sees both as an eager
-    step would."""
+    step would. The parameters are moved into flat groups (nn.flat_params: one buffer per dtype for
+    the weights, one for the gradients), so zero_grad and each update are one launch per group."""
 
     def __init__(self, params, lr):
         self.params = _param_list(params)
+        self.flat = FlatGroups(self.params)
         self.state = gpublas.zeros((4,), np.float64)
         self.lr = lr
 
@@ -45,8 +48,14 @@ class _Optimizer:
         return int(self.state.get()[1])
 
     def zero_grad(self):
-        for p in self.params:
-            p.zero_grad()
+        self.flat.zero_grad()
+
+    def _operands(self, *states):
+        """[(weights, gradients, *state arrays)] to update: one entry per flat group while the groups
+        are intact, else one per parameter. Each of `states` is a (per group, per parameter) pair of lists."""
+        if self.flat.intact():
+            return [(d, g, *(s[0][k] for s in states)) for k, (d, g, _) in enumerate(self.flat.groups)]
+        return [(p.data, p.grad, *(s[1][i] for s in states)) for i, p in enumerate(self.params)]
 
 
 class SGD(_Optimizer):
@@ -62,14 +71,15 @@ class SGD(_Optimizer):
         self.momentum, self.nesterov = float(momentum), bool(nesterov)
         self.weight_decay, self.dampening = float(weight_decay), float(dampening)
         # momentum buffers: written whole on the first step (t == 1), so never read uninitialized
-        self.buffers = [gpublas.empty(p.shape, p.dtype) if self.momentum != 0 else None for p in self.params]
+        none = ([None] * len(self.flat.groups), [None] * len(self.params))
+        self._buffers = self.flat.state(gpublas.empty) if self.momentum != 0 else none
+        self.buffers = self._buffers[1]   # per parameter
 
     def step(self):
         if self.momentum != 0:
             K.optim_tick(self.state)  # t == 1 marks the first step (buf = g)
-        for p, buf in zip(self.params, self.buffers):
-            K.sgd_update(p.data, p.grad, buf, self.state, self.momentum, self.dampening, self.weight_decay,
-                         self.nesterov)
+        for p, g, buf in self._operands(self._buffers):
+            K.sgd_update(p, g, buf, self.state, self.momentum, self.dampening, self.weight_decay, self.nesterov)
 
 
 class Adam(_Optimizer):
@@ -90,15 +100,16 @@ class Adam(_Optimizer):
         super().__init__(params, lr)
         self.betas, self.eps = (beta1, beta2), float(eps)
         self.weight_decay, self.amsgrad = float(weight_decay), bool(amsgrad)
-        self.exp_avg = [gpublas.zeros(p.shape, p.dtype) for p in self.params]
-        self.exp_avg_sq = [gpublas.zeros(p.shape, p.dtype) for p in self.params]
-        self.max_exp_avg_sq = [gpublas.zeros(p.shape, p.dtype) if self.amsgrad else None for p in self.params]
+        self._moments = [self.flat.state(gpublas.zeros) for _ in range(2)]
+        none = ([None] * len(self.flat.groups), [None] * len(self.params))
+        self._moments.append(self.flat.state(gpublas.zeros) if self.amsgrad else none)
+        # per parameter, as PyTorch's state names them
+        self.exp_avg, self.exp_avg_sq, self.max_exp_avg_sq = (m[1] for m in self._moments)
 
     def step(self):
         K.optim_tick(self.state, *self.betas)
-        for p, m, v, vmax in zip(self.params, self.exp_avg, self.exp_avg_sq, self.max_exp_avg_sq):
-            K.adam_update(p.data, p.grad, m, v, vmax, self.state, *self.betas, self.eps, self.weight_decay,
-                          self.decoupled)
+        for p, g, m, v, vmax in self._operands(*self._moments):
+            K.adam_update(p, g, m, v, vmax, self.state, *self.betas, self.eps, self.weight_decay, self.decoupled)
 
 
 class AdamW(Adam):

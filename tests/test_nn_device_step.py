@@ -9,7 +9,7 @@ import pytest
 
 import gpublas
 import nn
-from nn import kernels as K
+from nn import step_kernels as K
 from nn import reference as ref
 from reference import assert_close
 
@@ -171,6 +171,32 @@ def test_loss_on_device_is_the_float_and_device_labels_are_not_read(rng):
     mse = nn.MSELoss()
     target = gpublas.to_device(rng.standard_normal((6, 4)).astype(np.float32))
     assert float(mse(logits, target, on_device=True).get()[0]) == mse(logits, target)
+
+
+def test_device_indices_are_not_read_back_and_bad_ones_give_nan_rows(rng):
+    layer = nn.Embedding(5, 3)
+    good = gpublas.to_device(np.array([[0, 4], [2, 2]], np.int32))
+    with gpublas.profile() as prof:
+        y = layer(good)
+    assert _transfers(prof) == {}
+    assert np.array_equal(y.get(), layer.weight.data.get()[[[0, 4], [2, 2]]])
+    y = layer(gpublas.to_device(np.array([1, 5, -1], np.int32))).get()
+    assert np.array_equal(y[0], layer.weight.data.get()[1]) and np.isnan(y[1:]).all()
+    layer.backward(np.ones((3, 3), np.float32))      # the bad rows add to no row
+    assert np.array_equal(layer.weight.grad.get(), np.eye(5, dtype=np.float32)[[1]].T @ np.ones((1, 3), np.float32))
+
+
+def test_loss_track_sums_and_smooths_as_host_floats(rng):
+    values = rng.standard_normal(20).astype(np.float32) * 3
+    acc, smooth = gpublas.zeros((1,), np.float64), gpublas.zeros((1,), np.float64)
+    total, host_smooth = 0.0, None
+    for i, v in enumerate(values):
+        loss = gpublas.to_device(np.array([v]))
+        K.loss_track(loss, acc, 1.0, 32.0)
+        K.loss_track(loss, smooth, *((0.0, 1.0) if i == 0 else (0.9, 0.1)))
+        total += float(v) * 32
+        host_smooth = float(v) if host_smooth is None else 0.9 * host_smooth + 0.1 * float(v)
+    assert acc.get()[0] == total and smooth.get()[0] == host_smooth
 
 
 # -- whole steps --------------------------------------------------------------------------------------

@@ -7,6 +7,10 @@
 //                       One fused pass; a label outside [0, C) gives a NaN row loss.
 // mse_forward:          grid-stride loop, one element per thread: d = pred - target, sq[i] = d*d,
 //                       dpred[i] = 2 d / n (the gradient of the mean).
+// loss_track:           one thread: acc[0] = a * acc[0] + b * (double)loss[0] in double, each product and
+//                       the sum rounded as host code rounds them (no fused multiply-add): a training loop
+//                       that keeps its losses on the device sums an epoch (a = 1, b = batch size) or
+//                       smooths them (a = 0.9, b = 0.1) to the bit as it would with floats on the host.
 #include "common.cuh"
 
 extern "C" __global__ void softmax_xent_forward(const real* __restrict__ logits, const int* __restrict__ labels,
@@ -34,4 +38,9 @@ extern "C" __global__ void mse_forward(const real* __restrict__ pred, const real
         sq[i] = d * d;
         dpred[i] = g * d;
     }
+}
+
+extern "C" __global__ void loss_track(const real* __restrict__ loss, double* __restrict__ acc, double a, double b) {
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+        acc[0] = __dadd_rn(__dmul_rn(a, acc[0]), __dmul_rn(b, (double)loss[0]));
 }

@@ -17,6 +17,7 @@ import numpy as np
 
 import nn
 
+from .graphed import add_graph_flag
 from .training import add_distributed_flag, describe_device, fit_and_report, setup_distributed
 
 
@@ -97,6 +98,7 @@ def main(argv=None):
     p.add_argument("--save", help="write the trained weights to this .npz")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_distributed_flag(p)
+    add_graph_flag(p)
     args = p.parse_args(argv)
     dist = setup_distributed(args)
 

@@ -8,6 +8,7 @@ falls and a sample generated one character at a time from the trained model.
 """
 import argparse
 import contextlib
+import functools
 import io
 import math
 import sys
@@ -17,6 +18,10 @@ import numpy as np
 
 import nn
 
+import gpublas
+from nn.step_kernels import loss_track
+
+from .graphed import GraphedStep, add_graph_flag
 from .training import add_distributed_flag, describe_device, setup_distributed
 
 
@@ -66,6 +71,78 @@ def sample(model, stoi, itos, start, length, temperature, rng):
     return start + "".join(out)
 
 
+def _windows(rng, data, T, N):
+    """Random windows of T characters (T, N) and the characters after each (T*N,)."""
+    idx = rng.integers(0, len(data) - T - 1, N)[None, :] + np.arange(T)[:, None]
+    return data[idx], data[idx + 1].reshape(-1)
+
+
+def _nonfinite(loss, step):
+    print(f"lstm: loss became {loss} at step {step}; stopping (try a smaller --lr)", file=sys.stderr)
+
+
+def _train_eager(model, crit, opt, sched, windows, args, bar):
+    """The steps with the loss read every step; returns (first loss, smoothed last) or None on NaN."""
+    first = smooth = None
+    for step in range(1, args.steps + 1):
+        x, y = windows()
+        logits, _ = model(x)
+        loss = crit(logits, y)
+        if not math.isfinite(loss):
+            return _nonfinite(loss, step)
+        opt.zero_grad()
+        model.backward(crit.backward())
+        nn.clip_grad_norm(opt.params, args.clip, on_device=True)
+        opt.step()
+        sched.step()
+        first = loss if first is None else first
+        smooth = loss if smooth is None else 0.9 * smooth + 0.1 * loss
+        bar.set_postfix(loss=f"{smooth:.3f}", refresh=False)
+        bar.update(1)
+        if step % 50 == 0 or step == args.steps:
+            bar.write(f"step {step:4d}  loss {smooth:.3f}")
+    return first, smooth
+
+
+def _train_graphed(model, crit, opt, sched, windows, args, bar):
+    """The same steps as replayed graphs (GraphedStep), the smoothed loss kept on the device and read
+    every 50 steps; with DataParallel the all-reduce runs eagerly between the captured parts."""
+    net = getattr(model, "module", model)
+    smooth = gpublas.zeros((1,), np.float64)
+    state, mix = {}, [0.0, 1.0]    # the first step sets smooth = loss, the others smooth it
+
+    def forward_backward(x, y):
+        logits, _ = net(x)
+        state["loss"] = crit(logits, y, on_device=True)
+        opt.zero_grad()
+        net.backward(crit.backward())
+
+    def update(x, y):
+        nn.clip_grad_norm(opt.params, args.clip, on_device=True)
+        opt.step()
+        loss_track(state["loss"], smooth, *mix)
+
+    if net is model:
+        parts = [(True, lambda x, y: (forward_backward(x, y), update(x, y)))]
+    else:
+        parts = [(False, lambda x, y: model.broadcast_buffers() if model.size > 1 else None), (True, forward_backward),
+                 (False, lambda x, y: model.reduce_gradients(crit.grad.shape[0])), (True, update)]
+    graphed, first = GraphedStep(parts), None
+    for step in range(1, args.steps + 1):
+        graphed(*windows())
+        sched.step()
+        if first is None:
+            first, mix[:] = float(state["loss"].get()[0]), [0.9, 0.1]
+        bar.update(1)
+        if step % 50 == 0 or step == args.steps:
+            value = float(smooth.get()[0])
+            if not math.isfinite(value):
+                return _nonfinite(value, step)
+            bar.set_postfix(loss=f"{value:.3f}", refresh=False)
+            bar.write(f"step {step:4d}  loss {value:.3f}")
+    return first, value
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=250)
@@ -77,10 +154,10 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_distributed_flag(p)
+    add_graph_flag(p)
     args = p.parse_args(argv)
     dist = setup_distributed(args)
     ranks = 1 if dist is None else dist.world_size()
-    from tqdm import tqdm
 
     print(describe_device(), flush=True)
     nn.manual_seed(args.seed)
@@ -98,28 +175,16 @@ def main(argv=None):
     opt = nn.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     sched = nn.CosineLR(opt, T_max=args.steps)
     start = time.perf_counter()
-    first = smooth = None
+    windows = functools.partial(_windows, rng, data, T, N)
+    train = _train_graphed if args.graph else _train_eager
+    from tqdm import tqdm
     with tqdm(total=args.steps, desc="lstm", unit="step", file=sys.stderr, disable=args.quiet) as bar:
-        for step in range(1, args.steps + 1):
-            idx = rng.integers(0, len(data) - T - 1, N)[None, :] + np.arange(T)[:, None]   # (T, N)
-            logits, _ = model(data[idx])
-            loss = crit(logits, data[idx + 1].reshape(-1))
-            if not math.isfinite(loss):
-                print(f"lstm: loss became {loss} at step {step}; stopping (try a smaller --lr)", file=sys.stderr)
-                if ranks > 1:
-                    dist.abort(1)
-                return 1
-            opt.zero_grad()
-            model.backward(crit.backward())
-            nn.clip_grad_norm(opt.params, args.clip)
-            opt.step()
-            sched.step()
-            first = loss if first is None else first
-            smooth = loss if smooth is None else 0.9 * smooth + 0.1 * loss
-            bar.set_postfix(loss=f"{smooth:.3f}", refresh=False)
-            bar.update(1)
-            if step % 50 == 0 or step == args.steps:
-                bar.write(f"step {step:4d}  loss {smooth:.3f}")
+        result = train(model, crit, opt, sched, windows, args, bar)
+    if result is None:
+        if ranks > 1:
+            dist.abort(1)
+        return 1
+    first, smooth = result
     seconds = time.perf_counter() - start
     if dist is not None:  # each rank smoothed the loss of its own windows
         first, smooth = dist.all_sum(first) / ranks, dist.all_sum(smooth) / ranks

@@ -48,9 +48,12 @@ def batches(n, batch_size, rng=None):
         yield order[i:i + batch_size]
 
 
-def train_epoch(model, crit, opt, X, y, batch_size, rng, bar=None, step=0):
-    """One pass over (X, y) in shuffled minibatches; returns (mean loss, steps done so far)."""
+def train_epoch(model, crit, opt, X, y, batch_size, rng, bar=None, step=0, graphed=None):
+    """One pass over (X, y) in shuffled minibatches; returns (mean loss, steps done so far). With
+    `graphed` (classifier_step's) the steps are replayed graphs and the loss is read once, at the end."""
     model.train()
+    if graphed is not None:
+        return _graphed_epoch(graphed, X, y, batch_size, rng, bar, step)
     total, count = 0.0, 0
     for idx in batches(len(X), batch_size, rng):
         loss = crit(model(X[idx]), y[idx])
@@ -65,6 +68,54 @@ def train_epoch(model, crit, opt, X, y, batch_size, rng, bar=None, step=0):
         if bar is not None:
             bar.set_postfix(loss=f"{loss:.4f}", refresh=False)
             bar.update(1)
+    return total / max(count, 1), step
+
+
+def classifier_step(model, crit, opt):
+    """A GraphedStep for train_epoch: loss, zero_grad, backward and the optimizer step, with the loss
+    summed over the epoch on the device (`.acc`, float64, as train_epoch sums the floats). With a
+    DataParallel model the gradient all-reduce (and the buffer broadcast before forward) run eagerly
+    between the captured parts, as they run inside DataParallel's forward and backward."""
+    from nn.step_kernels import loss_track
+    from .graphed import GraphedStep
+
+    net = getattr(model, "module", model)
+    acc = gpublas.zeros((1,), np.float64)
+    state = {}
+
+    def forward_backward(x, y):
+        state["loss"] = crit(net(x), y, on_device=True)
+        opt.zero_grad()
+        net.backward(crit.backward())
+
+    def update(x, y):
+        opt.step()
+        loss_track(state["loss"], acc, 1.0, float(len(y)))
+
+    if net is model:
+        parts = [(True, lambda x, y: (forward_backward(x, y), update(x, y)))]
+    else:
+        parts = [(False, lambda x, y: model.broadcast_buffers() if model.size > 1 else None),
+                 (True, forward_backward), (False, lambda x, y: model.reduce_gradients(len(y))), (True, update)]
+    step = GraphedStep(parts)
+    step.acc = acc
+    return step
+
+
+def _graphed_epoch(graphed, X, y, batch_size, rng, bar, step):
+    graphed.acc.fill(0)
+    count = 0
+    for idx in batches(len(X), batch_size, rng):
+        graphed(X[idx], y[idx])
+        step += 1
+        count += len(idx)
+        if bar is not None:
+            bar.update(1)
+    total = float(graphed.acc.get()[0])
+    if not math.isfinite(total):
+        raise NonFiniteLoss(f"loss became {total} by step {step}; stopping (try a smaller --lr)")
+    if bar is not None:
+        bar.set_postfix(loss=f"{total / max(count, 1):.4f}", refresh=False)
     return total / max(count, 1), step
 
 
@@ -83,10 +134,11 @@ def accuracy(model, X, y, batch_size=256, dist=None):
 
 
 def run(model, crit, opt, data, *, epochs, batch_size, seed, schedule=None, name="train", quiet=False,
-        augment=None, dist=None):
+        augment=None, dist=None, graph=False):
     """Trains for `epochs`, printing one line per epoch; returns a summary dict. `augment(X, rng)`, if
     given, makes each epoch's copy of the training images (host-side data loading). With `dist`
-    (nn.distributed) each rank takes its shard of every epoch and batch_size / ranks of every batch."""
+    (nn.distributed) each rank takes its shard of every epoch and batch_size / ranks of every batch.
+    With `graph` each batch shape's step is captured once and replayed (classifier_step)."""
     from tqdm import tqdm
 
     Xtr, ytr, Xte, yte = data
@@ -97,6 +149,7 @@ def run(model, crit, opt, data, *, epochs, batch_size, seed, schedule=None, name
     start = time.perf_counter()
     step = 0
     history = []
+    graphed = classifier_step(model, crit, opt) if graph else None
     with tqdm(total=epochs * steps_per_epoch, desc=name, unit="step", file=sys.stderr, disable=quiet) as bar:
         for epoch in range(1, epochs + 1):
             X, y, order = Xtr, ytr, rng
@@ -104,7 +157,7 @@ def run(model, crit, opt, data, *, epochs, batch_size, seed, schedule=None, name
                 mine = dist.shard(len(Xtr), epoch, seed)
                 X, y, order = Xtr[mine], ytr[mine], None
             X = augment(X, rng) if augment is not None else X
-            loss, step = train_epoch(model, crit, opt, X, y, batch_size, order, bar, step)
+            loss, step = train_epoch(model, crit, opt, X, y, batch_size, order, bar, step, graphed)
             loss = loss if dist is None else dist.all_sum(loss) / ranks
             history.append(loss)
             if schedule is not None:
@@ -124,7 +177,8 @@ def fit_and_report(name, net, opt, data, args, schedule=None, augment=None, dist
     net = net if dist is None else dist.DataParallel(net)
     try:
         s = run(net, nn.SoftmaxCrossEntropy(), opt, data, epochs=args.epochs, batch_size=args.batch_size,
-                seed=args.seed, schedule=schedule, name=name, quiet=args.quiet, augment=augment, dist=dist)
+                seed=args.seed, schedule=schedule, name=name, quiet=args.quiet, augment=augment, dist=dist,
+                graph=getattr(args, "graph", False))
     except NonFiniteLoss as e:
         print(f"{name}: {e}", file=sys.stderr)
         if dist is not None and dist.world_size() > 1:
@@ -132,7 +186,7 @@ def fit_and_report(name, net, opt, data, args, schedule=None, augment=None, dist
         return 1
     if args.save:
         (nn if dist is None else dist).save(net, args.save)
-    ranks = "" if dist is None else f" on {dist.world_size()} ranks"
+    ranks = ("" if dist is None else f" on {dist.world_size()} ranks") + (", graphed" if getattr(args, "graph", False) else "")
     print(f"{name}: test accuracy {s['test_accuracy']:.4f} ({len(data[2])} images) after {args.epochs} epochs, "
           f"final train loss {s['final_loss']:.4f}, {s['seconds']:.1f} s{ranks}")
     return 0

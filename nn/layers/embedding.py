@@ -52,8 +52,11 @@ class Embedding(Module):
         return None
 
     def _indices(self, x):
-        """x as an int32 DeviceArray (flat) and its shape, after checking every index is in range (on the
-        host: an index outside the table would read outside the weight's memory)."""
+        """x as an int32 DeviceArray (flat) and its shape. Host indices are checked to be in range (an
+        IndexError naming the first bad one); int32 indices already on the device are used as they are,
+        with no read-back (a captured step): the kernel makes the row of an index outside the table NaN."""
+        if isinstance(x, gpublas.DeviceArray) and x.dtype == np.int32:
+            return x.reshape(x.size), x.shape
         host = x.get() if isinstance(x, gpublas.DeviceArray) else np.asarray(x)
         if host.dtype.kind not in "iu":
             raise TypeError(f"{self.describe()}: indices must be integers, got {host.dtype}")
@@ -61,6 +64,4 @@ class Embedding(Module):
             bad = np.flatnonzero((host.ravel() < 0) | (host.ravel() >= self.num_embeddings))[0]
             raise IndexError(f"{self.describe()}: index {int(host.ravel()[bad])} at position "
                              f"{tuple(int(i) for i in np.unravel_index(bad, host.shape))} is outside [0, {self.num_embeddings})")
-        if isinstance(x, gpublas.DeviceArray) and x.dtype == np.int32:
-            return x.reshape(x.size), host.shape
         return gpublas.to_device(np.ascontiguousarray(host.ravel(), dtype=np.int32)), host.shape
