@@ -24,6 +24,8 @@ one axis and the leading dimension (>= the other extent) and, for stacks, any ba
 as pointer, lda/ldb/ldc and stride_a/b/c (a[:, 2:7], a[::2], w.T, out[:, 1:5] written in place; a
 transposed c is computed as c.T = op(b).T op(a).T). Other layouts go through contiguous temporaries.
 """
+import math
+
 import numpy as np
 
 from . import gemm_plan
@@ -32,7 +34,7 @@ from .blas1 import dot, scale_output
 from .blas2 import gemv
 from .checks import blas_matrix, check_operands, leading_dimension, swap_last, write_back
 from .launch import ceil_div, get_kernel
-from .layout import may_overlap_itself, may_share_memory
+from .layout import broadcast_shape, broadcast_strides, may_overlap_itself, may_share_memory
 
 KERNELS = gemm_plan.KERNELS
 MAX_GRID_Z = 65535  # batches per launch
@@ -214,14 +216,42 @@ def _broadcast_gemm(a, b, kernel=None):
     return c
 
 
+def _as_stack(x, batch):
+    """x (..., rows, cols) broadcast to batch + (rows, cols) as a 3-D stack for _broadcast_gemm: one
+    matrix (batch stride 0) when x does not vary along the batch axes, else (prod(batch), rows, cols),
+    a view where its broadcast batch strides merge into one stride, else a contiguous copy."""
+    strides = broadcast_strides(x.shape[:-2], x.strides[:-2], batch)
+    if not any(strides):
+        return x._view((1,) + x.shape[-2:], (0,) + x.strides[-2:])
+    return x._view(batch + x.shape[-2:], strides + x.strides[-2:]).reshape((math.prod(batch),) + x.shape[-2:])
+
+
+def _matmul_stacks(a, b):
+    """a @ b with a stack on at least one side, NumPy's rules: a 1-D a is one row, a 1-D b one column,
+    and the result drops that axis; the batch axes (all but the last two) broadcast over any number
+    of dimensions and are flattened into one for a single batched GEMM."""
+    k_a, k_b = a.shape[-1], b.shape[-2] if b.ndim > 1 else b.shape[0]
+    if k_a != k_b:
+        raise ValueError(f"matmul: a {a.shape} @ b {b.shape}: a has {k_a} columns, b {k_b} rows")
+    a2 = a.reshape((1, k_a)) if a.ndim == 1 else a
+    b2 = b.reshape((k_b, 1)) if b.ndim == 1 else b
+    try:
+        batch = broadcast_shape(a2.shape[:-2], b2.shape[:-2])
+    except ValueError:
+        raise ValueError(f"matmul: the batch axes of a {a.shape} and b {b.shape} do not broadcast") from None
+    shape = batch + a.shape[-2:-1] + b.shape[-1:] if b.ndim > 1 else batch + a.shape[-2:-1]
+    if math.prod(batch) == 0:
+        return empty(shape, a.dtype)
+    return _broadcast_gemm(_as_stack(a2, batch), _as_stack(b2, batch)).reshape(shape)
+
+
 def matmul(a, b):
-    """a @ b as NumPy defines it for 1-D, 2-D and 3-D operands: 2-D @ 2-D -> gemm, with a vector ->
-    gemv (1-D @ 1-D -> dot, a Python float), 3-D stacks -> batched gemm (a 2-D side broadcasts)."""
+    """a @ b as NumPy defines it: 2-D @ 2-D -> gemm, a matrix with a vector -> gemv (1-D @ 1-D ->
+    dot, a Python float), anything with a stack -> one batched gemm (_matmul_stacks: batch axes of
+    any number broadcast, a vector on either side of a stack)."""
     check_operands("matmul", a=a, b=b)
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError(f"matmul: operands must have at least 1 dimension, got a {a.shape}, b {b.shape}")
-    if a.ndim > 3 or b.ndim > 3:
-        raise ValueError(f"matmul: at most 3 dimensions supported, got a {a.shape}, b {b.shape}")
     if a.ndim == 1 and b.ndim == 1:
         if a.shape != b.shape:
             raise ValueError(f"matmul: vectors of different lengths: a {a.shape}, b {b.shape}")
@@ -232,8 +262,6 @@ def matmul(a, b):
         if a.shape[0] != b.shape[0]:
             raise ValueError(f"matmul: a {a.shape} @ b {b.shape}: a has {a.shape[0]} elements, b {b.shape[0]} rows")
         return gemv(b, a, trans=True)
-    if a.ndim == 1 or b.ndim == 1:
-        raise ValueError(f"matmul: a {a.shape} @ b {b.shape}: vectors with stacks are not supported")
     if a.ndim == 2 and b.ndim == 2:
         return gemm(a, b)
-    return _broadcast_gemm(a, b)
+    return _matmul_stacks(a, b)
