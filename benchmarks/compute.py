@@ -13,7 +13,7 @@ import numpy as np
 
 import gpublas
 
-from . import peers
+from . import compute_tri, peers
 from .harness import Report, measure, measure_host, parse_shape, progress
 
 DESCRIPTION = "GEMM / GEMV / elementwise / reduction throughput vs NumPy (and cuBLAS on a GPU)"
@@ -34,7 +34,7 @@ def cases(ctx):
     out = [("gemm", s) for s in gemms] + [("gemv", s) for s in gemvs]
     for op in ("axpy", "add", "sum", "dot"):
         out += [(op, (n,)) for n in vectors]
-    return out
+    return out + ([] if ctx.sizes else compute_tri.cases(ctx))
 
 
 # -- one operation, three ways ----------------------------------------------------------------------
@@ -132,14 +132,15 @@ def _dot(shape, rng):
                 flops=2.0 * n, bytes=4.0 * (2 * n + 1), peer=peer)
 
 
-BUILDERS = {"gemm": _gemm, "gemv": _gemv, "axpy": _axpy, "add": _add, "sum": _sum, "dot": _dot}
-COMPUTE_BOUND = {"gemm"}  # the ops whose headline figure is GFLOP/s; the others' is GB/s
+BUILDERS = {"gemm": _gemm, "gemv": _gemv, "axpy": _axpy, "add": _add, "sum": _sum, "dot": _dot,
+            **compute_tri.BUILDERS}
+COMPUTE_BOUND = {"gemm", *compute_tri.OPS}  # the ops whose headline figure is GFLOP/s; the others' is GB/s
 
 
 def missing(op):
     """The gpublas pieces `op` needs that are not there yet (another issue lands them)."""
     needs = {"gemm": ("gemm",), "gemv": ("gemv",), "axpy": ("axpy",), "add": (), "sum": ("sum",),
-             "dot": ("dot",)}[op]
+             "dot": ("dot",)}.get(op, (op,))
     out = [f"gpublas.{n}" for n in needs if not hasattr(gpublas, n)]
     if op == "add" and not hasattr(gpublas.DeviceArray, "__add__"):
         out.append("DeviceArray.__add__")
@@ -147,6 +148,8 @@ def missing(op):
 
 
 def shape_label(op, shape):
+    if op in compute_tri.BUILDERS:
+        return compute_tri.shape_label(op, shape)
     if op == "gemm":
         return "x".join(map(str, shape)) + ("" if len(set(shape)) > 1 else " (square)")
     return "x".join(map(str, shape))
@@ -178,9 +181,13 @@ def measure_op(report, ctx, op, shape, peer=None, rng=None, host=True):
         th = measure_host(case["host"], ctx)
         row.update(numpy_ms=th.median_ms, numpy_spread_pct=th.spread_pct, vs_numpy=th.median_ms / t.median_ms)
         row["numpy_rate"] = row["rate"] / row["vs_numpy"]
-    if peer is not None:
-        fn = case["peer"](peer)
-        res = fn()
+    if peer is not None and "peer" in case:
+        try:
+            fn = case["peer"](peer)
+            res = fn()
+        except NotImplementedError as e:  # the peer library lacks this routine
+            report.skip(f"{label} ({peer.library})", str(e))
+            return row
         peer.synchronize()
         # the peer's copies start from the same inputs, so one call matches the same reference
         if report.check(f"{label} ({peer.library})", peer.get(res), case["ref"], rtol=rtol, atol=atol):
@@ -193,7 +200,8 @@ def measure_op(report, ctx, op, shape, peer=None, rng=None, host=True):
 
 COLUMNS = [("op", "op", "s"), ("shape", "shape", "s"), ("ms", "ms", ".4f"), ("spread_pct", "±%", ".1f"),
            ("rate", "gpublas", ".2f"), ("metric", "unit", "s"), ("numpy_rate", "NumPy", ".2f"),
-           ("vs_numpy", "x NumPy", ".2f"), ("peer_rate", "cuBLAS", ".2f"), ("vs_peer", "x cuBLAS", ".2f")]
+           ("vs_numpy", "x NumPy", ".2f"), ("peer_rate", "cuBLAS", ".2f"), ("vs_peer", "x cuBLAS", ".2f"),
+           ("vs_gemm", "x GEMM", ".2f")]
 
 
 def run(ctx):
@@ -202,7 +210,10 @@ def run(ctx):
     rng = np.random.default_rng(0)
     for op, shape in progress(cases(ctx), ctx, "compute"):
         measure_op(report, ctx, op, shape, peer, rng)
+    compute_tri.relate_to_gemm(report.rows)
     report.columns = COLUMNS
+    report.note("trsm, trmm, syrk: n^3 FLOPs, symm, syr2k: 2 n^3, getrf: 2/3 n^3 per matrix; 'x GEMM': the rate over "
+                "GEMM's at the same n (benchmarks/compute_tri.py)")
     report.note("GFLOP/s for GEMM; GB/s (bytes read + written, 1e9/s) for GEMV, axpy, add, sum, dot")
     report.note("NumPy runs on the host CPU in the same process; 'x NumPy' > 1 means gpublas is faster")
     if peer is not None:

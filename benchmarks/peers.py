@@ -108,6 +108,12 @@ class TorchPeer:
     def dot(self, x, y):
         return self.torch.dot(x, y)
 
+    def trsm(self, a, b):
+        return self.torch.linalg.solve_triangular(a, b, upper=False)
+
+    def getrf_batched(self, a):
+        return self.torch.linalg.lu_factor(a)[0]
+
     def fill(self, x, value):
         return x.fill_(value)
 
@@ -174,6 +180,14 @@ class CupyPeer:
 
     def dot(self, x, y):
         return self.cp.dot(x, y)
+
+    def trsm(self, a, b):
+        from cupyx.scipy.linalg import solve_triangular
+        return solve_triangular(a, b, lower=True)
+
+    def getrf_batched(self, a):
+        raise NotImplementedError("CuPy has no batched LU in its public API (cupyx.scipy.linalg.lu_factor "
+                                  "takes one matrix)")
 
     def fill(self, x, value):
         x.fill(value)

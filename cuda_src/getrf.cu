@@ -4,12 +4,13 @@
 // as scipy.linalg.lu_factor), info[b] = 0, or k + 1 for the first column k whose pivot is exactly 0.
 // Element arithmetic is `real`'s operators and abs1 (|re| + |im| for a complex `real`, as LAPACK).
 //
-// getrf_shared: one block of 32x8 threads per matrix (n <= GETRF_SHARED), held in shared memory
+// getrf_shared: one block of 32 x GETRF_ROWS threads per matrix (n <= GETRF_SHARED; blockDim.y 1 on the
+//   simulator, where a thread costs more than an element), held in shared memory
 //   (rows padded to n + 1) from the first load to the last store. Per column k: warp 0 scales column
 //   k - 1 below the diagonal by its pivot's reciprocal, finds the pivot of column k (lanes over the rows,
 //   a shuffle argmax, ties to the lower row) and swaps rows k and p (lanes over the columns); a
 //   barrier; the whole block updates the trailing submatrix, threadIdx.x along the columns and
-//   threadIdx.y over the rows (stride 8): A(i, j) -= A(i, k) / A(k, k) * A(k, j); a barrier.
+//   threadIdx.y over the rows (stride blockDim.y): A(i, j) -= A(i, k) / A(k, k) * A(k, j); a barrier.
 // getrf_global: the same steps with the matrix in global memory (any n; one block per matrix).
 // laswp: B's rows interchanged as piv says, k = 0 .. n-1 (forward) or n-1 .. 0 (backward); B a strided
 //   stack (row, column, batch strides). Grid (batch, column blocks), 1-D blocks of 128, one thread per
@@ -17,8 +18,7 @@
 #include "common.cuh"
 
 #define GETRF_SHARED 32
-#define GETRF_THREADS_X 32
-#define GETRF_THREADS_Y 8
+#define GETRF_ROWS 8
 #define LASWP_THREADS 128
 
 __device__ __forceinline__ real abs1(real v) { return v < (real)0 ? -v : v; }
@@ -67,9 +67,9 @@ __device__ void getrf_steps(real* A, int lda, int n, int* __restrict__ piv, int*
         __syncthreads();
         const real p = A[k * lda + k];
         const real r = p != (real)0 ? (real)1 / p : (real)0;
-        for (int i = k + 1 + ty; i < n; i += GETRF_THREADS_Y) {
+        for (int i = k + 1 + ty; i < n; i += blockDim.y) {
             const real l = A[i * lda + k] * r;
-            for (int j = k + 1 + tx; j < n; j += GETRF_THREADS_X) A[i * lda + j] -= l * A[k * lda + j];
+            for (int j = k + 1 + tx; j < n; j += 32) A[i * lda + j] -= l * A[k * lda + j];
         }
         __syncthreads();
     }
@@ -81,11 +81,11 @@ extern "C" __global__ void __launch_bounds__(256) getrf_shared(int n, real* __re
     __shared__ real s[GETRF_SHARED * (GETRF_SHARED + 1)];
     const long long nn = (long long)n * n;
     real* __restrict__ a = LU + blockIdx.x * nn;
-    const int tid = threadIdx.y * GETRF_THREADS_X + threadIdx.x;
-    for (int e = tid; e < nn; e += GETRF_THREADS_X * GETRF_THREADS_Y) s[e / n * (n + 1) + e % n] = a[e];
+    const int tid = threadIdx.y * 32 + threadIdx.x, threads = 32 * blockDim.y;
+    for (int e = tid; e < nn; e += threads) s[e / n * (n + 1) + e % n] = a[e];
     __syncthreads();
     getrf_steps(s, n + 1, n, piv + (long long)blockIdx.x * n, info + blockIdx.x);
-    for (int e = tid; e < nn; e += GETRF_THREADS_X * GETRF_THREADS_Y) a[e] = s[e / n * (n + 1) + e % n];
+    for (int e = tid; e < nn; e += threads) a[e] = s[e / n * (n + 1) + e % n];
 }
 
 extern "C" __global__ void __launch_bounds__(256) getrf_global(int n, real* __restrict__ LU, int* __restrict__ piv,

@@ -21,11 +21,12 @@ from .array import empty
 from .blas3_tri import parse_trans, strides, trsm_batched
 from .checks import check_operands
 from .errors import SingularMatrixWarning
-from .launch import ceil_div, get_kernel
+from .launch import ceil_div, get_kernel, simulated
 
 _DEFINES = source.int_defines("getrf.cu")
 GETRF_SHARED = _DEFINES["GETRF_SHARED"]
-THREADS = (_DEFINES["GETRF_THREADS_X"], _DEFINES["GETRF_THREADS_Y"])
+ROWS = _DEFINES["GETRF_ROWS"]   # getrf's blockDim.y (blockDim.x is a warp) on a GPU
+SIM_ROWS = 1                    # ... on the simulator, where a thread costs more than an element
 LASWP_THREADS = _DEFINES["LASWP_THREADS"]
 MAX_GRID_Y = 65535
 
@@ -44,7 +45,7 @@ def getrf_batched(a, *, info=False, stream=None):
     piv, inf = empty((batch, n), np.int32), empty(batch, np.int32)
     if batch and n:
         name = "getrf_shared" if n <= GETRF_SHARED else "getrf_global"
-        get_kernel("getrf", name, a.dtype)(batch, THREADS, n, lu, piv, inf, stream=stream)
+        get_kernel("getrf", name, a.dtype)(batch, (32, SIM_ROWS if simulated() else ROWS), n, lu, piv, inf, stream=stream)
     elif batch:
         inf.fill(0, stream)
     if a.ndim == 2:

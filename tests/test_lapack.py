@@ -39,6 +39,18 @@ def test_getrf_getrs_match_scipy(rng, sim_order, dtype, n):
             assert_close(x[i], want[i], rtol=cond * 64 * np.finfo(dtype).eps, atol=cond * 64 * np.finfo(dtype).eps)
 
 
+@pytest.mark.parametrize("n", [7, 33])
+def test_getrf_with_the_gpu_block_shape(rng, sim_order, monkeypatch, n):
+    # the simulator launches one warp per matrix; a GPU 32 x ROWS threads, whose rows share the update
+    monkeypatch.setattr(lapack, "SIM_ROWS", lapack.ROWS)
+    a = rng.standard_normal((2, n, n))
+    lu, piv = gpublas.getrf_batched(gpublas.to_device(a))
+    for i in range(2):
+        want_lu, want_piv = lu_factor(a[i])
+        np.testing.assert_array_equal(piv.get()[i], want_piv)
+        assert_close(lu.get()[i], want_lu, k=8 * n)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_two_d_views_and_vectors(rng, dtype):
     n = 6
