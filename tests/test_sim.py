@@ -37,7 +37,7 @@ def test_cache_key_digests_every_sim_header(tmp_path, monkeypatch):
 
 def test_gpublas_sim_h_includes_each_part():
     text = sim.HEADER.read_text()
-    for part in ("dialect.h", "scheduler.h", "intrinsics.h", "wmma.h"):
+    for part in ("dialect.h", "record.h", "fibers.h", "scheduler.h", "intrinsics.h", "wmma.h"):
         assert f'#include "{part}"' in text
         assert (sim.HEADER.parent / part).read_text().startswith(f"// {part}: ")
 

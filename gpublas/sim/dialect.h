@@ -8,7 +8,7 @@
 // kernels is one variable, as it is on the GPU per block; __constant__ and __managed__ are ordinary
 // host statics; vector types cover only the ones cuda_src/ uses (no half, no char2/short*), and
 // have no operators (CUDA has none either). Built-in variables are per OS thread and rewritten by
-// the scheduler (scheduler.h) before it resumes each fiber.
+// the fiber switcher (fibers.h) before it resumes each fiber.
 #pragma once
 
 #include <cstdint>

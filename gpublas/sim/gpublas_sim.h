@@ -6,7 +6,9 @@
 // each file opening with what it emulates and its limits:
 //   dialect.h     qualifiers, vector types, built-in variables
 //   guard.h       fault catching (memcheck) and Ctrl-C between blocks, for the host's sake
-//   scheduler.h   the block loop, fibers, __syncthreads and the warp barrier, launch errors
+//   record.h      the record one launch carries: header, packed arguments, the launch's error
+//   fibers.h      a block's threads as fibers, __syncthreads and the warp barrier
+//   scheduler.h   the grid's block loop over the cores, launch errors, the per-kernel entry points
 //   intrinsics.h  warp shuffles and votes, atomics, math and bit intrinsics
 //   fission.h     blocks of barrier kernels as loops over their threads (backends/sim_fission.py)
 //   wmma.h        nvcuda::wmma (tensor cores), warp-collective
@@ -17,6 +19,8 @@
 #pragma once
 
 #include "dialect.h"
+#include "record.h"
+#include "fibers.h"
 #include "scheduler.h"
 #include "intrinsics.h"
 #include "fission.h"  // the runtime of kernels whose blocks run as loops over threads

@@ -2,7 +2,7 @@
 //
 // Emulates: __shfl_sync / _up / _down / _xor (any width that divides 32), __ballot_sync,
 // __any_sync, __all_sync, __syncwarp and __activemask as warp barriers on the scheduler's per-warp
-// slots (scheduler.h: warp_exchange); __threadfence*; atomicAdd/Sub/And/Or/Xor/Exch/CAS/Max/Min on
+// slots (fibers.h: warp_exchange); __threadfence*; atomicAdd/Sub/And/Or/Xor/Exch/CAS/Max/Min on
 // int, unsigned and unsigned long long and atomicAdd/Max/Min/Exch on float (Add on double) as real
 // CPU atomics (blocks run on several OS threads); the fast-math intrinsics (__expf, __fdividef,
 // __saturatef, the __*_rn roundings), the float overloads of exp, tanh, sqrt ... in the global

@@ -4,7 +4,7 @@
 // are the GPU's, lane for lane.
 //
 // Each lane writes its A and B registers to its slot of a per-warp scratch (one per OS worker, like
-// __shared__ memory), then the warp meets at a warp barrier (scheduler.h's warp_exchange, whose parity
+// __shared__ memory), then the warp meets at a warp barrier (fibers.h's warp_exchange, whose parity
 // the scratch follows, so a slot is not rewritten before every lane has read it); each lane then reads
 // the rows of A and columns of B its own D elements need and computes them. As the tensor core, the
 // product reads the top 19 bits of each input (TF32: the low 13 mantissa bits truncated); the products
