@@ -7,13 +7,14 @@
 from .array import DeviceArray, asarray, ascontiguousarray, empty, empty_like, full, to_device, zeros, zeros_like
 from .dtypes import bfloat16, float16
 from .backends import backend, current as _current_backend, device_info, free_cached, memory_stats, use
-from .errors import (CompileError, FreedArrayError, GpublasError, IllegalAddressError, LaunchError, OutOfMemoryError,
-                     SingularMatrixWarning)
+from .errors import (CompileError, FreedArrayError, GpublasError, GraphError, IllegalAddressError, LaunchError,
+                     OutOfMemoryError, SingularMatrixWarning)
 from .launch import ceil_div, get_kernel, load_source
 from .layout import may_share_memory
 from .profiler import Profile, profile
 from .pinned import PageableMemoryWarning, is_pinned, pinned_empty
 from .stream import Event, Stream, current_stream, synchronize
+from .graph import Graph, graph
 
 __version__ = "0.1.0"
 

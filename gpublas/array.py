@@ -16,9 +16,10 @@ import warnings
 import numpy as np
 
 from . import backends, dtypes, layout
+from .errors import GraphError
 from .launch import BLOCK, GRID_STRIDE_BLOCKS, ceil_div, get_kernel
 from .pinned import PageableMemoryWarning, is_pinned
-from .stream import current_stream
+from .stream import capturing, current_stream, refuse_in_capture
 
 DTYPES = dtypes.DTYPES
 SRC_CODES = {d: r.src for d, r in dtypes.TABLE.items()}  # the SRC_* numbers of cuda_src/memory.cu
@@ -35,9 +36,19 @@ def _shape(shape):
     return shape
 
 
-def _stream_handle(stream):
+def _stream_handle(stream, *arrays):
+    """The backend handle of `stream` (default: the current one). A capturing stream's graph keeps
+    `arrays` alive, as the copy about to be recorded uses their memory."""
     stream = stream if stream is not None else current_stream()
-    return stream.handle if stream is not None else None
+    if stream is None:
+        return None
+    if stream.graph is not None:
+        for a in arrays:
+            stream.graph.use(a._mem)
+    return stream.handle
+
+
+_READ_BACK = "it reads a value back to the host, and nothing captured runs until a replay"
 
 
 # -- what DeviceArray's methods call ----------------------------------------------------------------
@@ -163,17 +174,20 @@ class DeviceArray:
         return f"DeviceArray({body}, dtype={self.dtype}, backend={self.backend.name})"
 
     def __bool__(self):
+        refuse_in_capture("bool() of a DeviceArray", _READ_BACK)
         if self.size != 1:
             raise ValueError(f"the truth value of an array of {self.size} elements is ambiguous; "
                              "use .any() or .all()")
         return bool(self.get())
 
     def __float__(self):
+        refuse_in_capture("float() of a DeviceArray", _READ_BACK)
         if self.size != 1:
             raise TypeError(f"only one-element arrays convert to float, this one has {self.size}")
         return float(self.get().reshape(()))
 
     def __int__(self):
+        refuse_in_capture("int() of a DeviceArray", _READ_BACK)
         if self.size != 1:
             raise TypeError(f"only one-element arrays convert to int, this one has {self.size}")
         return int(self.get().reshape(()))
@@ -191,7 +205,7 @@ class DeviceArray:
             impl.copy_to(self, DeviceArray(self.shape, self.dtype).set(host, stream), stream)
             return self
         host = np.ascontiguousarray(host)
-        handle = _async_handle(host, stream, "host-to-device")
+        handle = _async_handle(host, stream, "host-to-device", self)
         self.backend.htod(self.ptr, host.ctypes.data, self.nbytes, handle)
         return self
 
@@ -199,12 +213,13 @@ class DeviceArray:
         """Copies the array to the host and returns an ndarray. With a stream and a pinned `out`
         the copy is asynchronous: synchronize the stream before reading `out`."""
         if out is None:
+            refuse_in_capture("DeviceArray.get()", _READ_BACK + " (a pinned `out` is copied into at each replay)")
             out = np.empty(self.shape, self.dtype)
         elif out.shape != self.shape or out.dtype != self.dtype or not out.flags.c_contiguous:
             raise ValueError(f"get: out must be a C-contiguous {self.dtype} array of shape {self.shape}, "
                              f"got {out.dtype} {out.shape}")
         src = self if self.c_contiguous else self.copy(stream)
-        handle = _async_handle(out, stream, "device-to-host")
+        handle = _async_handle(out, stream, "device-to-host", src)
         self.backend.dtoh(out.ctypes.data, src.ptr, self.nbytes, handle)
         return out
 
@@ -212,7 +227,7 @@ class DeviceArray:
         """A new C-contiguous array with the same contents (a device-to-device copy)."""
         out = DeviceArray(self.shape, self.dtype)
         if self.c_contiguous:
-            self.backend.dtod(out.ptr, self.ptr, self.nbytes, _stream_handle(stream))
+            self.backend.dtod(out.ptr, self.ptr, self.nbytes, _stream_handle(stream, out, self))
             return out
         return impl.copy_to(out, self, stream)
 
@@ -223,7 +238,7 @@ class DeviceArray:
                              "(needs the same dtype and size)")
         if not (self.c_contiguous and src.c_contiguous):
             return impl.copy_to(self, src.reshape(self.shape), stream)
-        self.backend.dtod(self.ptr, src.ptr, self.nbytes, _stream_handle(stream))
+        self.backend.dtod(self.ptr, src.ptr, self.nbytes, _stream_handle(stream, self, src))
         return self
 
     def free(self):
@@ -286,7 +301,7 @@ class DeviceArray:
         if not self.c_contiguous:
             return impl.copy_to(self, DeviceArray((), self.dtype).fill(value, stream), stream)
         if value == 0:
-            self.backend.memset_d8(self.ptr, 0, self.nbytes, _stream_handle(stream))
+            self.backend.memset_d8(self.ptr, 0, self.nbytes, _stream_handle(stream, self))
         else:
             value = dtypes.scalar_arg(self.dtype, value)
             k = get_kernel("memory", "fill_real", self.dtype)
@@ -361,8 +376,18 @@ class DeviceArray:
         return impl.dlpack_device(self)
 
 
-def _async_handle(host, stream, what):
-    """The stream handle for an async copy, or None (blocking) with a warning for pageable memory."""
+def _async_handle(host, stream, what, array):
+    """The stream handle for an async copy, or None (blocking) with a warning for pageable memory.
+    Inside a capture the copy is recorded on the capturing stream; pageable memory is refused."""
+    if capturing() is not None:
+        if not is_pinned(host):
+            raise GraphError(f"a {what} copy of pageable host memory cannot be captured in a graph: a replay "
+                             "copies at the same host address later, which only pinned memory "
+                             "(gpublas.pinned_empty) keeps valid and unmoved; copy before or after the capture")
+        stream = stream if stream is not None else current_stream()
+        if stream is not None and stream.graph is not None:
+            stream.graph.use_host(host)
+            return _stream_handle(stream, array)
     if stream is None:
         return None
     if not is_pinned(host):

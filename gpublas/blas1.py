@@ -17,6 +17,7 @@ import numpy as np
 from .array import DeviceArray, empty
 from .checks import check_operands, contiguous, vector, write_back
 from .launch import BLOCK, ceil_div, get_kernel, grid_1d, simulated
+from .stream import refuse_in_capture
 
 MAX_PARTIALS = 1024   # reductions: partials per pass-1 launch
 SIM_PARTIALS = 16     # ... on the sim backend
@@ -100,11 +101,14 @@ def _sum_of(partial_kernel, dtype, n, *arrays, stream=None, out=None):
     partial, result = empty(nparts, dtype), (empty(1, dtype) if out is None else out)
     get_kernel("blas1", partial_kernel, dtype)(nparts, BLOCK, n, *arrays, partial, stream=stream, views=True)
     get_kernel("blas1", "sum_final", dtype)(1, BLOCK, nparts, partial, result, stream=stream)
-    return result if out is not None else float(_read(result, stream))
+    return result if out is not None else float(_read(result, stream, partial_kernel.split("_")[0]))
 
 
-def _read(out, stream):
-    """out[0] on the host, once the work queued on `stream` is done."""
+def _read(out, stream, name):
+    """out[0] on the host, once the work queued on `stream` is done (BLAS-1 `name` returns it)."""
+    refuse_in_capture(f"gpublas.{name}() returning a Python float", "the value is read back to the host, and "
+                      "nothing captured runs until a replay" + ("; pass out= to keep it on the device"
+                                                                if name == "dot" else ""))
     if stream is not None:
         stream.synchronize()
     return out.get()[0]
@@ -151,7 +155,7 @@ def nrm2(x, stream=None):
     get_kernel("blas1", "nrm2_partial", dtype)(nparts, BLOCK, x.size, x, incx, scale, partial, stream=stream,
                                                views=True)
     get_kernel("blas1", "nrm2_final", dtype)(1, BLOCK, nparts, partial, scale, out, stream=stream)
-    return float(_read(out, stream))
+    return float(_read(out, stream, "nrm2"))
 
 
 def _arg_index(routine, x, stream):
@@ -164,7 +168,7 @@ def _arg_index(routine, x, stream):
     get_kernel("blas1", f"{routine}_partial", dtype)(nparts, BLOCK, x.size, x, incx, part_v, part_i, stream=stream,
                                                      views=True)
     get_kernel("blas1", f"{routine}_final", dtype)(1, BLOCK, nparts, part_v, part_i, out, stream=stream)
-    i = int(_read(out, stream))
+    i = int(_read(out, stream, routine))
     return i if i < x.size else 0
 
 

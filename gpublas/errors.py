@@ -46,3 +46,8 @@ class IllegalAddressError(LaunchError):
 class SingularMatrixWarning(RuntimeWarning):
     """A factorization met an exactly zero pivot (getrf_batched): the matrix is singular. The factors
     are still returned, as LAPACK's getrf returns them with info > 0."""
+
+
+class GraphError(GpublasError):
+    """Work issued inside `gpublas.graph()` that a graph cannot hold (a host read-back, a pageable
+    host copy, a synchronize, a kernel compile, a capture inside a capture), raised at the call."""

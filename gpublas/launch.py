@@ -8,7 +8,7 @@ import numpy as np
 
 from . import backends, dtypes, profiler, source
 from .errors import LaunchError
-from .stream import current_stream
+from .stream import current_stream, refuse_in_capture
 
 # What a GPU refuses at launch (every compute capability gpublas targets); checked on every backend,
 # so the simulator refuses what a GPU would.
@@ -127,6 +127,9 @@ class Kernel:
         if stream is None:
             stream = current_stream()
         if stream is not None:
+            if stream.graph is not None:  # capturing (gpublas.graph): the backend records the launch
+                stream.graph.record(args, self._pointer)
+                return self._launch(grid, block, shared, stream.handle, values)
             for a, p in zip(args, self._pointer):  # the pool must not hand these blocks to another stream yet
                 if p and hasattr(a, "_mem"):
                     a._mem.use_on(stream.handle)
@@ -203,6 +206,8 @@ def load_source(text, defines=None, source_name="<source>"):
     key = (text, tuple(sorted((defines or {}).items())), source_name)
     m = modules.get(key)
     if m is None:
+        refuse_in_capture(f"compiling {source_name}", "a compile holds the host for seconds; run the work once "
+                          "before capturing it (or gpublas.launch.prebuild())")
         m = modules[key] = Module(text, defines, source_name)
     return m
 

@@ -10,6 +10,10 @@ once every one of those events has completed; until then it waits in `_pending`.
 
 Sizes are rounded up to 512 bytes. When the device is full the pool releases its cached blocks and
 tries once more before raising OutOfMemoryError with the bytes asked for and the bytes in use.
+
+Graphs (gpublas.graph): while a stream captures, allocations on it come from that graph's GraphPool
+(`captures` maps the stream to it), and a block the graph's work uses is `hold`-ed: freeing its
+array then defers the release until the graph lets go of it (`unhold`).
 """
 import threading
 
@@ -68,13 +72,23 @@ class MemoryPool:
         self.held = 0        # bytes held from the device (in use + cached + pending)
         self.device_allocations = 0
         self.requests = 0
+        self.graph_bytes = 0  # bytes of in_use reserved by graphs' pools
+        self.captures = {}   # stream handle -> the GraphPool of the graph capturing on it
+        self._held = {}      # ptr -> how many graphs' work uses the block
+        self._deferred = {}  # ptr -> its Allocation, freed while held: released at the last unhold
 
     def malloc(self, nbytes, stream=None):
         """A block of at least `nbytes` for work on `stream` (a backend handle; None: default)."""
+        if self.captures:
+            graph_pool = self.captures.get(stream)
+            if graph_pool is not None:
+                return graph_pool.malloc(nbytes, stream)
         self.requests += 1
         if nbytes == 0:
             return Allocation(0, 0, None, stream)
-        size = -(-nbytes // ROUND) * ROUND
+        return self._malloc(-(-nbytes // ROUND) * ROUND, stream)
+
+    def _malloc(self, size, stream):
         with self._lock:
             free_list = self._cached.get((size, stream))
             ptr = free_list.pop() if free_list else self._completed(size)
@@ -106,9 +120,31 @@ class MemoryPool:
             self.device_allocations += 1
             return ptr
 
+    def hold(self, alloc):
+        """A graph's work uses `alloc`'s block: freeing it waits for `unhold`."""
+        with self._lock:
+            self._held[alloc._ptr] = self._held.get(alloc._ptr, 0) + 1
+
+    def unhold(self, alloc, streams=()):
+        """A graph let go of `alloc`'s block; its replays ran on `streams` (the release waits for them)."""
+        with self._lock:
+            left = self._held[alloc._ptr] - 1
+            if left:
+                self._held[alloc._ptr] = left
+                return
+            del self._held[alloc._ptr]
+            for stream in streams:
+                alloc.use_on(stream)
+            deferred = self._deferred.pop(alloc._ptr, None)
+            if deferred is not None:
+                self._release(deferred)
+
     def _release(self, alloc):
         with self._lock:
             if self.closed:
+                return
+            if self._held and alloc._ptr in self._held:  # a graph still replays work on it
+                self._deferred[alloc._ptr] = alloc
                 return
             self.in_use -= alloc.nbytes
             if alloc.others is None:
@@ -143,4 +179,64 @@ class MemoryPool:
 
     def stats(self):
         return {"bytes_in_use": self.in_use, "bytes_held": self.held, "bytes_cached": self.held - self.in_use,
-                "device_allocations": self.device_allocations, "allocations": self.requests}
+                "bytes_graphs": self.graph_bytes, "device_allocations": self.device_allocations,
+                "allocations": self.requests}
+
+
+class GraphPool:
+    """The memory a graph's captured work allocates (PyTorch's private graph pools): blocks taken from
+    the device pool at capture and kept by the graph, so every replay finds its arrays at the
+    addresses the capture recorded. A block freed inside the capture is reused only by later
+    allocations of the same capture (its work runs in order on one stream). close() (the graph is
+    freed) returns the blocks no array holds; one an array still holds returns when it is freed."""
+
+    def __init__(self, main):
+        self.main, self.backend = main, main.backend
+        self.closed = False
+        self._blocks = {}  # ptr -> the device pool's Allocation reserved for it
+        self._free = {}    # rounded size -> [ptr] freed inside the capture
+        self._out = set()  # ptrs handed out and not freed
+        self._streams = ()  # the streams replays ran on, once closed
+
+    @property
+    def reserved(self):
+        return sum(b.nbytes for b in self._blocks.values())
+
+    def malloc(self, nbytes, stream):
+        self.main.requests += 1
+        if nbytes == 0:
+            return Allocation(0, 0, None, stream)
+        size = -(-nbytes // ROUND) * ROUND
+        free = self._free.get(size)
+        if free:
+            ptr = free.pop()
+        else:
+            block = self.main._malloc(size, None)  # nothing runs on it until a replay; close() orders the release
+            ptr = block._ptr
+            self._blocks[ptr] = block
+            with self.main._lock:
+                self.main.graph_bytes += size
+        self._out.add(ptr)
+        return Allocation(ptr, size, self, stream)
+
+    def _release(self, alloc):
+        self._out.discard(alloc._ptr)
+        if self.closed:
+            self._give_back(alloc._ptr)
+        else:
+            self._free.setdefault(alloc.nbytes, []).append(alloc._ptr)
+
+    def close(self, streams=()):
+        """Returns every block no array holds to the device pool (after the work on `streams`)."""
+        self.closed, self._streams = True, tuple(streams)
+        for ptr in [p for p in self._blocks if p not in self._out]:
+            self._give_back(ptr)
+        self._free.clear()
+
+    def _give_back(self, ptr):
+        block = self._blocks.pop(ptr)
+        with self.main._lock:
+            self.main.graph_bytes -= block.nbytes
+        for stream in self._streams:
+            block.use_on(stream)
+        block.free()

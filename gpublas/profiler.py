@@ -23,9 +23,11 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from . import backends
+from .stream import capturing
 
 sessions = []  # the open profiles; launch.Kernel checks this list before every launch
 TRANSFERS = {"htod": "[memcpy HtoD]", "dtoh": "[memcpy DtoH]", "dtod": "[memcpy DtoD]", "memset_d8": "[memset]"}
+_TRANSFER_KINDS = ("htod", "dtoh", "dtod", "memset")  # rows of kind 'kernel', 'compile' or 'graph' are not
 _PENDING_LIMIT = 512  # cuda: events read back once this many timed calls are waiting
 
 
@@ -108,7 +110,7 @@ class Profile:
         """{'kernel_ms', 'transfer_ms', 'compile_ms', 'launches', 'transfers', 'transfer_bytes', 'wall_s'}."""
         rows = self.key_averages()
         k = [e for e in rows if e.kind == "kernel"]
-        t = [e for e in rows if e.kind not in ("kernel", "compile")]
+        t = [e for e in rows if e.kind in _TRANSFER_KINDS]
         return {"kernel_ms": sum(e.total_ms for e in k), "transfer_ms": sum(e.total_ms for e in t),
                 "compile_ms": sum(e.total_ms for e in rows if e.kind == "compile"),
                 "launches": sum(e.count for e in k), "transfers": sum(e.count for e in t),
@@ -177,7 +179,7 @@ def format_table(rows, totals, backend="", top=None):
     for e in shown:
         body.append((f"{100 * e.total_ms / profiled:.1f}" if profiled else "-", f"{e.total_ms:.3f}", str(e.count),
                      f"{e.mean_ms * 1e3:.1f}", f"{e.min_ms * 1e3:.1f}", f"{e.max_ms * 1e3:.1f}",
-                     f"{e.bytes / 1e6:.3f}" if e.kind not in ("kernel", "compile") else "", e.name, e.shape()))
+                     f"{e.bytes / 1e6:.3f}" if e.kind in _TRANSFER_KINDS else "", e.name, e.shape()))
     widths = [max(len(r[i]) for r in [header] + body) for i in range(len(header))]
     fmt = lambda r: "  ".join(c.ljust(w) if i >= 7 else c.rjust(w)  # noqa: E731
                               for i, (c, w) in enumerate(zip(r, widths))).rstrip()
@@ -216,8 +218,8 @@ def _counting(backend, copy, name):
     kind = name.strip("[]").split()[-1].lower()  # htod, dtoh, dtod, memset
 
     def counted(dst, src, nbytes, stream=None):
-        if not sessions:  # a profile closed on another backend's copy path
-            return copy(dst, src, nbytes, stream)
+        if not sessions or capturing() is not None:  # a profile closed on another backend's copy path, or
+            return copy(dst, src, nbytes, stream)    # a copy recorded into a graph (counted when replayed)
         _timed(backend, stream, [s._entry(kind, name) for s in sessions], nbytes,
                lambda: copy(dst, src, nbytes, stream))
     return counted
@@ -240,6 +242,24 @@ def launch(kernel, grid, block, shared, stream, values):
     """Runs one prepared launch, timed in every open profile (called by launch.Kernel)."""
     _timed(backends.current(), stream, [s._entry("kernel", kernel.name, grid, block) for s in sessions], 0,
            lambda: kernel._launch(grid, block, shared, stream, values))
+
+
+def replay(backend, name, recorded, stream):
+    """Runs one graph replay (gpublas.Graph.replay) timed as one row of kind 'graph' (its time is
+    not added to the kernel and transfer totals); where the backend times each op (sim), its
+    kernels and copies get their rows too, as if launched one by one."""
+    entries = [s._entry("graph", name) for s in sessions]
+    if backend.name != "sim":
+        _timed(backend, stream, entries, 0, lambda: backend.graph_launch(recorded, stream))
+        return
+    t = time.perf_counter()
+    ops = backend.graph_launch(recorded, stream, timed=True)
+    ms = (time.perf_counter() - t) * 1e3
+    for e in entries:
+        e.add(ms)
+    for kind, op_name, grid, block, nbytes, op_ms in ops:
+        for s in sessions:
+            s._entry(kind, op_name, grid, block).add(op_ms, nbytes)
 
 
 # -- timing: the host clock on sim, events read back in batches on cuda -----------------------------

@@ -1,9 +1,28 @@
-"""Streams and events. `with stream:` makes a stream current for launches and copies that name none."""
+"""Streams and events. `with stream:` makes a stream current for launches and copies that name none.
+
+A stream can be capturing a graph (gpublas.graph): `Stream.graph` is then the Graph its launches and
+copies are recorded into, and `capturing()` the Graph this thread captures; what a graph cannot
+hold (a synchronize here; read-backs and compiles in array.py, blas1.py, launch.py) calls
+`refuse_in_capture`, which raises GraphError naming it.
+"""
 import threading
 
 from . import backends
+from .errors import GraphError
 
-_local = threading.local()
+_local = threading.local()  # .stack: the streams entered with `with`; .graph: the Graph captured
+
+
+def capturing():
+    """The Graph this thread is capturing (inside `with gpublas.graph()`), or None."""
+    return getattr(_local, "graph", None)
+
+
+def refuse_in_capture(what, why="the host would wait for captured work, which does not run until a replay"):
+    """Raises GraphError naming `what` (and why a graph cannot hold it) when this thread is capturing."""
+    if getattr(_local, "graph", None) is not None:
+        raise GraphError(f"{what} cannot be captured in a graph: {why}; do it before or after "
+                         "`with gpublas.graph()`")
 
 
 def current_stream():
@@ -15,11 +34,14 @@ def current_stream():
 class Stream:
     """An ordered queue of device work. On the sim backend work runs as it is issued."""
 
+    graph = None  # the Graph recording this stream's work while a capture runs on it
+
     def __init__(self):
         self.backend = backends.current()
         self.handle = self.backend.stream_create()
 
     def synchronize(self):
+        refuse_in_capture("Stream.synchronize()")
         self.backend.stream_synchronize(self.handle)
 
     def __enter__(self):
@@ -47,14 +69,17 @@ class Event:
         return self
 
     def synchronize(self):
+        refuse_in_capture("Event.synchronize()")
         self.backend.event_synchronize(self.handle)
 
     def elapsed_ms(self, end):
         """Milliseconds from this event to `end` (both recorded; waits for `end`)."""
+        refuse_in_capture("Event.elapsed_ms()")
         end.synchronize()
         return self.backend.event_elapsed_ms(self.handle, end.handle)
 
 
 def synchronize():
     """Waits for all work on the device."""
+    refuse_in_capture("gpublas.synchronize()")
     backends.current().synchronize()

@@ -8,7 +8,7 @@ import pytest
 
 import gpublas
 from gpublas import source
-from gpublas.backends import sim, sim_fission
+from gpublas.backends import sim, sim_cparse, sim_fission
 from gpublas.launch import load_source
 
 pytestmark = pytest.mark.skipif(os.environ.get("GPUBLAS_BACKEND") == "cuda", reason="a sim feature")
@@ -20,8 +20,8 @@ KEPT_ON_FIBERS = {"gemm_wmma": "preprocessor line", "gemm_v2_": "parameter list"
 def _report(path):
     text = path.read_text()
     full = source.with_includes(text)
-    return sim_fission.transform(source.strip_comments(sim.translate(text)), list(source.kernel_signatures(text, {"real": "float"})),
-                                 sim.kernels_needing_fibers(full), source.strip_comments(full), path.name)[1]
+    return sim_fission.transform(source.strip_comments(sim_cparse.translate(text)), list(source.kernel_signatures(text, {"real": "float"})),
+                                 sim_cparse.kernels_needing_fibers(full), source.strip_comments(full), path.name)[1]
 
 
 def test_every_barrier_kernel_of_the_project_is_fissioned():

@@ -8,6 +8,7 @@ memory pool (`pool`) and its kernel caches (`modules`, `kernels`, filled by gpub
 Making another backend current (backends.use) swaps this one object, so nothing is forgotten from
 outside and nothing keyed by id() can outlive it.
 """
+from ..errors import GraphError
 from ..pool import MemoryPool
 
 
@@ -100,3 +101,21 @@ class Backend:
         """Returns launch(grid, block, shared, stream, args) for kernel `name` whose parameters have
         the struct codes `argcodes` ('P' pointer, 'i' int, 'f' float, ...)."""
         raise NotImplementedError
+
+    # graphs (gpublas.graph): while a stream captures, the launches and copies issued on it are
+    # recorded, not run
+    def capture_begin(self, stream):
+        """Starts recording the work issued on `stream` (a handle, never the default stream)."""
+        raise GraphError(f"the {self.name} backend cannot capture graphs")
+
+    def capture_end(self, stream):
+        """Stops recording on `stream`; returns the recorded work, ready for graph_launch."""
+        raise GraphError(f"the {self.name} backend cannot capture graphs")
+
+    def graph_launch(self, graph, stream=None, timed=False):
+        """Runs the recorded work on `stream`. With `timed`, a backend that can time each op returns
+        their milliseconds in order (the profiler's rows); else None."""
+        raise GraphError(f"the {self.name} backend cannot replay graphs")
+
+    def graph_destroy(self, graph):
+        """Frees what capture_end made."""

@@ -11,7 +11,6 @@ import ctypes
 import functools
 import os
 import platform
-import re
 import itertools
 import mmap
 import shutil
@@ -26,19 +25,13 @@ import numpy as np
 
 from .. import compiler, source
 from ..errors import CompileError, IllegalAddressError, LaunchError
-from . import sim_fission
+from . import sim_fission, sim_graph
+from .sim_cparse import kernels_needing_fibers, translate
 from .base import Backend
 
 HEADER = Path(__file__).resolve().parent.parent / "sim" / "gpublas_sim.h"
 ORDERS = {"forward": 0, "reverse": 1, "random": 2}
-RECORD = "@6I2IQ"  # scheduler.h's LaunchHeader: grid xyz, block xyz, flags, seed, dynamic shared bytes
-_EXTERN_SHARED = re.compile(
-    r"extern\s+__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s*)?(?P<type>[\w\s]+?)\s+"
-    r"(?:__align__\s*\(\s*\d+\s*\)\s*)?(?P<name>\w+)\s*\[\s*\]\s*;")
-_BARRIERS = re.compile(r"\b(__syncthreads\w*|__syncwarp|__shfl\w*_sync|__ballot_sync|__any_sync|__all_sync"
-                       r"|__activemask|wmma::\w+_sync|mma_sync_\w+|ldmatrix_sync_\w+|wgmma_m64nNk8_\w+)\b")
-_ATTRIBUTES = r"__launch_bounds__|__align__|__attribute__|__declspec|alignas|if|for|while|switch|return"
-_HEADER_NAME = re.compile(rf"\b(?P<name>(?!(?:{_ATTRIBUTES})\b)[A-Za-z_]\w*)\s*\(")
+RECORD = "@6I2IQ"  # record.h's LaunchHeader: grid xyz, block xyz, flags, seed, dynamic shared bytes
 # -O3 -march=native: measured against -O2 and against -march=x86-64-v2/v3 in docs/sim-backend.md
 # ("Host compiler flags"); the compile cache key names the CPU (_cpu_id), so a cache copied to another
 # CPU is rebuilt. -ffp-contract=off: a * b + c rounds the same in every build of a kernel (fused or
@@ -117,54 +110,37 @@ def _cpu_id(cpuinfo="/proc/cpuinfo"):
                      platform.machine()])
 
 
-def function_bodies(text):
-    """{name: body} for every function defined in `text` (comments stripped), at file scope or
-    inside namespaces, structs and extern "C" blocks. The name is the identifier before the first
-    '(' of the header that is not an attribute (so `real (*As)[BM]` parameters and templates work)."""
-    bodies, depth, i, header_start = {}, 0, 0, 0
-    while i < len(text):
-        ch = text[i]
-        if ch in ";}":
-            header_start = i + 1
-        elif ch == "{":
-            header = text[header_start:i]
-            m = _HEADER_NAME.search(header)
-            if m is None:  # namespace, struct, extern "C" { ... }: look inside
-                header_start = i + 1
-            else:
-                depth, j = 1, i + 1
-                while j < len(text) and depth:
-                    depth += {"{": 1, "}": -1}.get(text[j], 0)
-                    j += 1
-                bodies[m.group("name")] = text[i + 1:j - 1]
-                i, header_start = j, j
-                continue
-        i += 1
-    return bodies
+def _machine_flags():
+    if platform.machine() in ("x86_64", "AMD64"):
+        # TLS descriptors: threadIdx, blockIdx and __shared__ (thread_local in a dlopened
+        # module) are re-read after every barrier; gnu2 makes that a short call instead of
+        # __tls_get_addr (tiled GEMM 256^3: 59 -> 52.5 ms of CPU).
+        return ["-march=native", "-mtls-dialect=gnu2"]
+    return []
 
 
-def kernels_needing_fibers(text):
-    """Names of the functions that reach a barrier or warp intrinsic, directly or through the
-    functions they call (plain or template calls). Kernels not named take the simulator's fast
-    path (a plain loop over threads); one that reaches a barrier anyway is reported at launch."""
-    text = re.sub(r"^[ \t]*#.*$", "", source.strip_comments(text), flags=re.M)  # no preprocessor lines
-    bodies = function_bodies(text)
-    barrier = {n for n, b in bodies.items() if _BARRIERS.search(b)}
-    changed = True
-    while changed:
-        changed = False
-        for n, b in bodies.items():
-            if n not in barrier and any(re.search(rf"\b{re.escape(c)}\s*(?:<[^;{{}}]*?>)?\s*\(", b) for c in barrier):
-                barrier.add(n)
-                changed = True
-    return barrier
+def _load(path):
+    """Loads a compiled module and attaches it to the process-wide Runtime (guard.h)."""
+    global _runtime
+    lib = ctypes.CDLL(str(path), mode=os.RTLD_LOCAL | os.RTLD_NOW)
+    lib.gpublas_sim_attach.restype = ctypes.c_void_p
+    lib.gpublas_sim_attach.argtypes = [ctypes.c_void_p]
+    with _ATTACH:
+        _runtime = lib.gpublas_sim_attach(_runtime)
+    return lib
 
 
-def translate(text):
-    """The .cu text as the host compiler sees it: `extern __shared__ T name[];` becomes a pointer to
-    the block's dynamic shared memory (same line count, so compiler messages keep their lines)."""
-    return _EXTERN_SHARED.sub(
-        lambda m: f"{m['type']}* {m['name']} = ({m['type']}*)gpublas_sim::dynamic_shared();", text)
+def host_library(text, source_name):
+    """A C++ source of the simulator's own (sim/graph_replay.cpp: no kernels, no force-included
+    dialect) built with the kernels' flags, cached on disk, loaded and attached like a module."""
+    cxx, version = host_compiler()
+    flags = _CXXFLAGS + _machine_flags()
+
+    def build(src, out):
+        compiler.run_compiler([cxx, *flags, "-I", str(HEADER.parent), "-x", "c++", str(src), "-o", str(out)],
+                              what="the sim backend", output=out, source_name=source_name)
+    return _load(compiler.compile_cached(text, key_parts=[headers_digest(), " ".join(flags), version, _cpu_id()],
+                                         suffix=".so", build=build, source_name=source_name))
 
 
 class SimModule:
@@ -264,17 +240,45 @@ class SimBackend(Backend):
     def pinned_alloc(self, nbytes):
         return np.empty(max(nbytes, 1), np.uint8)  # host memory is all the simulator has
 
+    # copies run at once, unless their stream captures a graph (sim_graph.py records them)
     def htod(self, dst, src, nbytes, stream=None):
+        if stream is not None and stream.capture is not None:
+            return stream.capture.copy("htod", dst, src, nbytes)
         ctypes.memmove(dst, src, nbytes)
 
-    dtoh = dtod = htod
+    def dtoh(self, dst, src, nbytes, stream=None):
+        if stream is not None and stream.capture is not None:
+            return stream.capture.copy("dtoh", dst, src, nbytes)
+        ctypes.memmove(dst, src, nbytes)
+
+    def dtod(self, dst, src, nbytes, stream=None):
+        if stream is not None and stream.capture is not None:
+            return stream.capture.copy("dtod", dst, src, nbytes)
+        ctypes.memmove(dst, src, nbytes)
 
     def memset_d8(self, dst, byte, nbytes, stream=None):
+        if stream is not None and stream.capture is not None:
+            return stream.capture.memset(dst, byte, nbytes)
         ctypes.memset(dst, byte, nbytes)
+
+    # graphs: a capturing stream records its work; a replay runs the list in C (sim_graph.py)
+    def capture_begin(self, stream):
+        sim_graph.load_replay(host_library)  # compiled now: never inside the capture
+        stream.capture = sim_graph.SimCapture()
+
+    def capture_end(self, stream):
+        capture, stream.capture = stream.capture, None
+        return sim_graph.SimGraph(capture)
+
+    def graph_launch(self, graph, stream=None, timed=False):
+        return graph.run(self, lambda lib, name, status: _launch_failure(self, lib, name, status), timed)
+
+    def graph_destroy(self, graph):
+        pass
 
     # streams run in order; events read the clock when recorded
     def stream_create(self):
-        return object()
+        return sim_graph.SimStream()
 
     def stream_synchronize(self, stream):
         pass
@@ -310,12 +314,7 @@ class SimBackend(Backend):
             return (f'#line 1 "{source_name}"\n' + src + '\n#line 1 "<gpublas sim entries>"\n'
                     + "".join(f"GPUBLAS_SIM_{'FISSION_' if report.get(k, 1) is None else ''}ENTRY({k})\n"
                               for k in sigs))
-        flags = _CXXFLAGS + [f"-D{k}={v}" for k, v in sorted((defines or {}).items())]
-        if platform.machine() in ("x86_64", "AMD64"):
-            # TLS descriptors: threadIdx, blockIdx and __shared__ (thread_local in a dlopened
-            # module) are re-read after every barrier; gnu2 makes that a short call instead of
-            # __tls_get_addr (tiled GEMM 256^3: 59 -> 52.5 ms of CPU).
-            flags += ["-march=native", "-mtls-dialect=gnu2"]
+        flags = _CXXFLAGS + [f"-D{k}={v}" for k, v in sorted((defines or {}).items())] + _machine_flags()
 
         def build(src, out):
             cmd = [cxx, *flags, "-I", str(source.src_dir()), "-I", str(HEADER.parent), "-include", str(HEADER),
@@ -337,14 +336,9 @@ class SimBackend(Backend):
             report = {k: f"the rewritten source did not compile: {e}" for k in report}
             path = compiler.compile_cached(body(plain, {}), key_parts=key, suffix=".so", build=build,
                                            source_name=source_name)
-        lib = ctypes.CDLL(str(path), mode=os.RTLD_LOCAL | os.RTLD_NOW)
+        lib = _load(path)
         lib.gpublas_sim_error.restype = ctypes.c_char_p
         lib.gpublas_sim_fault.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
-        lib.gpublas_sim_attach.restype = ctypes.c_void_p
-        lib.gpublas_sim_attach.argtypes = [ctypes.c_void_p]
-        global _runtime
-        with _ATTACH:
-            _runtime = lib.gpublas_sim_attach(_runtime)
         return SimModule(lib, barrier, source_name, report)
 
     def prepare(self, module, name, argcodes):
@@ -364,6 +358,7 @@ class SimBackend(Backend):
                               f"'{argcodes}'")
         entry.restype = ctypes.c_int
         entry.argtypes = [ctypes.c_char_p]
+        address = ctypes.cast(entry, ctypes.c_void_p).value  # what a graph replay calls
         pack, fibers, lib, backend = record.pack, int(name in module.fibers), module.lib, self
         block_fn = 8 if module.fission.get(name, 1) is None else 0  # the kernel has a fissioned version
 
@@ -376,6 +371,8 @@ class SimBackend(Backend):
                            shared, *args)
             except struct.error:
                 raise _bad_argument(name, argcodes, args) from None
+            if stream is not None and stream.capture is not None:
+                return stream.capture.launch(address, rec, lib, name)
             status = entry(rec)
             if status:
                 raise _launch_failure(backend, lib, name, status)

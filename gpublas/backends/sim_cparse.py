@@ -3,9 +3,13 @@ of a function body, declarations, calls, and which names a statement writes.
 
 It reads the statement structure of a kernel body (blocks, for, if, the rest opaque) and the shape
 of a declaration (`const real* p = x, q[4];`), never expressions' meaning. Anything it does not
-recognise raises Unsupported, and the caller keeps that kernel on fibers.
+recognise raises Unsupported, and the caller keeps that kernel on fibers. Before any of that, the
+sim backend asks which kernels reach a barrier at all (kernels_needing_fibers: the others run as a
+plain loop over threads) and rewrites `extern __shared__` arrays (translate).
 """
 import re
+
+from .. import source
 
 _TOKEN = re.compile(r"""
     (?P<ws>\s+)
@@ -278,3 +282,62 @@ def text(toks):
         else:
             out.append(t + ("\n" if t in (";", "{", "}") else " "))
     return "".join(out)
+
+
+_EXTERN_SHARED = re.compile(
+    r"extern\s+__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s*)?(?P<type>[\w\s]+?)\s+"
+    r"(?:__align__\s*\(\s*\d+\s*\)\s*)?(?P<name>\w+)\s*\[\s*\]\s*;")
+_BARRIERS = re.compile(r"\b(__syncthreads\w*|__syncwarp|__shfl\w*_sync|__ballot_sync|__any_sync|__all_sync"
+                       r"|__activemask|wmma::\w+_sync|mma_sync_\w+|ldmatrix_sync_\w+|wgmma_m64nNk8_\w+)\b")
+_ATTRIBUTES = r"__launch_bounds__|__align__|__attribute__|__declspec|alignas|if|for|while|switch|return"
+_HEADER_NAME = re.compile(rf"\b(?P<name>(?!(?:{_ATTRIBUTES})\b)[A-Za-z_]\w*)\s*\(")
+
+
+def function_bodies(text):
+    """{name: body} for every function defined in `text` (comments stripped), at file scope or
+    inside namespaces, structs and extern "C" blocks. The name is the identifier before the first
+    '(' of the header that is not an attribute (so `real (*As)[BM]` parameters and templates work)."""
+    bodies, depth, i, header_start = {}, 0, 0, 0
+    while i < len(text):
+        ch = text[i]
+        if ch in ";}":
+            header_start = i + 1
+        elif ch == "{":
+            header = text[header_start:i]
+            m = _HEADER_NAME.search(header)
+            if m is None:  # namespace, struct, extern "C" { ... }: look inside
+                header_start = i + 1
+            else:
+                depth, j = 1, i + 1
+                while j < len(text) and depth:
+                    depth += {"{": 1, "}": -1}.get(text[j], 0)
+                    j += 1
+                bodies[m.group("name")] = text[i + 1:j - 1]
+                i, header_start = j, j
+                continue
+        i += 1
+    return bodies
+
+
+def kernels_needing_fibers(text):
+    """Names of the functions that reach a barrier or warp intrinsic, directly or through the
+    functions they call (plain or template calls). Kernels not named take the simulator's fast
+    path (a plain loop over threads); one that reaches a barrier anyway is reported at launch."""
+    text = re.sub(r"^[ \t]*#.*$", "", source.strip_comments(text), flags=re.M)  # no preprocessor lines
+    bodies = function_bodies(text)
+    barrier = {n for n, b in bodies.items() if _BARRIERS.search(b)}
+    changed = True
+    while changed:
+        changed = False
+        for n, b in bodies.items():
+            if n not in barrier and any(re.search(rf"\b{re.escape(c)}\s*(?:<[^;{{}}]*?>)?\s*\(", b) for c in barrier):
+                barrier.add(n)
+                changed = True
+    return barrier
+
+
+def translate(text):
+    """The .cu text as the host compiler sees it: `extern __shared__ T name[];` becomes a pointer to
+    the block's dynamic shared memory (same line count, so compiler messages keep their lines)."""
+    return _EXTERN_SHARED.sub(
+        lambda m: f"{m['type']}* {m['name']} = ({m['type']}*)gpublas_sim::dynamic_shared();", text)
