@@ -4,6 +4,10 @@ Per layer: ONE GEMM projects the inputs of all T steps at once (x W_ih^T); each 
 into its slice with one GEMM (beta = 1) and runs one fused gate kernel. Backward mirrors it: one
 fused gate-gradient kernel and one GEMM (dgates W_hh) per step, then one GEMM each for dW_ih, dW_hh
 and dx over all steps at once.
+
+The buffers no caller sees (the gates, the cell states, the gate gradients) are a per-layer workspace
+kept while (T, N) and the dtype stay the same, with their per-step views made once: a training step
+allocates and slices only what it returns (h, the output, the state and input gradients).
 """
 import math
 
@@ -36,6 +40,7 @@ class LSTM(Module):
                 setattr(self, f"bias_hh_l{k}", uniform_param((4 * H,), bound, dtype))
         self.cache = None
         self.dh0 = self.dc0 = None
+        self._work = {}   # layer k -> _Workspace for the last (T, N, dtype)
 
     def extra_repr(self):
         return (f"{self.input_size}, {self.hidden_size}, num_layers={self.num_layers}, "
@@ -61,23 +66,25 @@ class LSTM(Module):
         for k in range(L):
             b_ih, b_hh = self._w("bias_ih", k), self._w("bias_hh", k)
             w_hh = self._w("weight_hh", k).data
+            ws = self._workspace(k, T, N, x.dtype)
+            gates, cbuf, g_t, c_t = ws.gates, ws.cbuf, ws.gates_t, ws.cbuf_t
             # pre-activations of every step at once: (T*N, I) @ (I, 4H)
-            gates = K.gemm(inp, self._w("weight_ih", k).data, trans_b=True).reshape(T, N, 4 * H)
-            hbuf, cbuf = gpublas.empty((T + 1, N, H), x.dtype), gpublas.empty((T + 1, N, H), x.dtype)
+            K.gemm(inp, self._w("weight_ih", k).data, ws.gates2, trans_b=True)
+            hbuf = gpublas.empty((T + 1, N, H), x.dtype)
+            h_t = _steps(hbuf)
             if h0 is None:
-                hbuf[0].fill(0)
-                cbuf[0].fill(0)
+                h_t[0].fill(0)
+                c_t[0].fill(0)
             else:
-                hbuf[0].copy_from(h0[k])
-                cbuf[0].copy_from(c0[k])
+                h_t[0].copy_from(h0[k])
+                c_t[0].copy_from(c0[k])
+            b_ih, b_hh = (b.data if b is not None else None for b in (b_ih, b_hh))
             for t in range(T):
                 if t > 0 or h0 is not None:  # h_{-1} = 0 contributes nothing
-                    K.gemm(hbuf[t], w_hh, gates[t], beta=1.0, trans_b=True)
-                K.lstm_gates_forward(gates[t], b_ih.data if b_ih is not None else None,
-                                     b_hh.data if b_hh is not None else None,
-                                     cbuf[t], hbuf[t + 1], cbuf[t + 1])
-            h_n[k].copy_from(hbuf[T])
-            c_n[k].copy_from(cbuf[T])
+                    K.gemm(h_t[t], w_hh, g_t[t], beta=1.0, trans_b=True)
+                K.lstm_gates_forward(g_t[t], b_ih, b_hh, c_t[t], h_t[t + 1], c_t[t + 1])
+            h_n[k].copy_from(h_t[T])
+            c_n[k].copy_from(c_t[T])
             # cached per layer: the layer's input (for dW_ih), the activated gates and every h and c
             # including the initial ones (the gate gradients need i, f, g, o, c_{t-1} and c_t; dW_hh
             # needs h_{t-1}); hbuf[1:] is also the layer's output
@@ -88,6 +95,12 @@ class LSTM(Module):
         if self.batch_first:
             out = K.swap01(out, gpublas.empty((N, T, H), x.dtype))
         return out, (h_n, c_n)
+
+    def _workspace(self, k, T, N, dtype):
+        ws = self._work.get(k)
+        if ws is None or ws.key != (T, N, dtype):
+            ws = self._work[k] = _Workspace(T, N, self.hidden_size, dtype)
+        return ws
 
     def _state(self, state, N, dtype):
         if state is None:
@@ -114,10 +127,12 @@ class LSTM(Module):
         d_cn = self._input(d_cn) if d_cn is not None else None
         dtype = d_out.dtype
         self.dh0, self.dc0 = gpublas.empty((L, N, H), dtype), gpublas.empty((L, N, H), dtype)
+        d_t = _steps(d_out)
         for k in reversed(range(L)):
             inp, gates, hbuf, cbuf = layers[k]
+            ws = self._work[k]
+            g_t, c_t, dg_t = ws.gates_t, ws.cbuf_t, ws.dgates_t
             w_ih, w_hh = self._w("weight_ih", k), self._w("weight_hh", k)
-            dgates = gpublas.empty((T, N, 4 * H), dtype)
             dc, dh_rec = self.dc0[k], self.dh0[k]     # running dL/dc_t and recurrent dL/dh_t buffers
             if d_cn is not None:
                 dc.copy_from(d_cn[k])
@@ -128,12 +143,11 @@ class LSTM(Module):
                 dh_rec.copy_from(d_hn[k])
             for t in reversed(range(T)):
                 # dgates[t] from dh_t = d_out[t] + (recurrent part), and dc_t -> dc_{t-1} in place
-                K.lstm_gates_backward(gates[t], cbuf[t], cbuf[t + 1], d_out[t], dh_rec if has_rec else None,
-                                      dc, dgates[t])
+                K.lstm_gates_backward(g_t[t], c_t[t], c_t[t + 1], d_t[t], dh_rec if has_rec else None, dc, dg_t[t])
                 # a_t = ... + h_{t-1} W_hh^T  =>  dL/dh_{t-1} (recurrent part) = dgates_t W_hh
-                K.gemm(dgates[t], w_hh.data, dh_rec)
+                K.gemm(dg_t[t], w_hh.data, dh_rec)
                 has_rec = True
-            dg2 = dgates.reshape(T * N, 4 * H)
+            dg2 = ws.dgates2
             # a = x W_ih^T + h_prev W_hh^T + b  =>  dW_ih = dg^T x, dW_hh = dg^T h_prev, db = sum dg
             K.gemm(dg2, inp, w_ih.grad, beta=1.0, trans_a=True)
             K.gemm(dg2, hbuf[0:T].reshape(T * N, H), w_hh.grad, beta=1.0, trans_a=True)
@@ -142,6 +156,27 @@ class LSTM(Module):
                     K.bias_grad_sum(dg2, b.grad, 4 * H, 1)
             # dL/dx = dg W_ih: the next layer down's d_out
             d_out = K.gemm(dg2, w_ih.data).reshape(T, N, inp.shape[1])
+            d_t = _steps(d_out) if k else None
         if self.batch_first:
             return K.swap01(d_out, gpublas.empty((N, T, self.input_size), dtype))
         return d_out
+
+
+def _steps(buf):
+    """[buf[0], buf[1], ...]: buf's views along its first axis, built from its layout directly."""
+    shape, strides, stride = buf.shape[1:], buf.strides[1:], buf.strides[0]
+    return [buf._view(shape, strides, t * stride) for t in range(buf.shape[0])]
+
+
+class _Workspace:
+    """One layer's buffers for a (T, N) batch that no caller sees: the activated gates (T, N, 4H) and
+    the cell states c_0..c_T (T + 1, N, H), cached by forward for backward, and the gate gradients
+    (T, N, 4H) of backward; each with its per-step views (and the gates' (T*N, 4H) view for the GEMMs)."""
+
+    def __init__(self, T, N, H, dtype):
+        self.key = (T, N, dtype)
+        self.gates = gpublas.empty((T, N, 4 * H), dtype)
+        self.cbuf = gpublas.empty((T + 1, N, H), dtype)
+        self.dgates = gpublas.empty((T, N, 4 * H), dtype)
+        self.gates2, self.dgates2 = self.gates.reshape(T * N, 4 * H), self.dgates.reshape(T * N, 4 * H)
+        self.gates_t, self.cbuf_t, self.dgates_t = _steps(self.gates), _steps(self.cbuf), _steps(self.dgates)
