@@ -93,12 +93,13 @@ __device__ __forceinline__ real ew_sigmoid(real x) {
     return e / ((real)1 + e);
 }
 
-// cumath's functions through the math API's overload set: a float build calls the single-precision
-// functions (sinf ...), a double build the double ones, an int build (which Python launches with
-// floor, ceil, trunc, square and sign only) goes through double.
+// cumath's functions through the math API's overload set: a float build (and a 16-bit one, whose
+// compute_t is float) calls the single-precision functions (sinf ...), a double build the double
+// ones, an int build (which Python launches with floor, ceil, trunc, square and sign only) goes
+// through double.
 template <class T> struct MathType { typedef double type; };
 template <> struct MathType<float> { typedef float type; };
-typedef MathType<real>::type mreal;
+typedef MathType<compute_t<real> >::type mreal;
 
 // NumPy's sign: 0 for either zero, NaN for NaN.
 __device__ __forceinline__ real ew_sign(real x) {
