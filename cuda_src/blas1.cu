@@ -8,8 +8,8 @@
 //   scal_beta:    x[i] = beta == 0 ? 0 : beta * x[i]  (BLAS output scaling: beta == 0 never reads x)
 //   copy_real:    y[i] = x[i]
 //   swap_real:    x[i] <-> y[i]
-//   rot_real:     (x[i], y[i]) = (c x[i] + s y[i], c y[i] - s x[i])          (a plane rotation)
-//   rotm_real:    (x[i], y[i]) = (h11 x[i] + h12 y[i], h21 x[i] + h22 y[i])  (a modified Givens H; the
+//   rotm_real:    (x[i], y[i]) = (h11 x[i] + h12 y[i], h21 x[i] + h22 y[i]): any 2x2 H on the plane (x, y):
+//                 rot's rotation (h11 = h22 = c, h12 = s, h21 = -s) and rotm's modified Givens H (the
 //                 launcher expands rotmg's flag into the four entries)
 // Reductions: two passes. Pass 1 (<op>_partial): 1-D blocks of 256 threads, grid-stride loop, each
 // thread accumulates its elements in registers, then a block reduction (shuffles within each warp,
@@ -63,15 +63,6 @@ extern "C" __global__ void swap_real(long long n, real* __restrict__ x, long lon
         const real t = x[i * incx];
         x[i * incx] = y[i * incy];
         y[i * incy] = t;
-    }
-}
-
-extern "C" __global__ void rot_real(long long n, real* __restrict__ x, long long incx, real* __restrict__ y,
-                                    long long incy, real c, real s) {
-    GRID_STRIDE_LOOP(long long, i, n) {
-        const real xi = x[i * incx], yi = y[i * incy];
-        x[i * incx] = c * xi + s * yi;
-        y[i * incy] = c * yi - s * xi;
     }
 }
 

@@ -13,8 +13,8 @@
 //   threadIdx.y over the rows (stride blockDim.y): A(i, j) -= A(i, k) / A(k, k) * A(k, j); a barrier.
 // getrf_global: the same steps with the matrix in global memory (any n; one block per matrix).
 // laswp: B's rows interchanged as piv says, k = 0 .. n-1 (forward) or n-1 .. 0 (backward); B a strided
-//   stack (row, column, batch strides). Grid (batch, column blocks), 1-D blocks of 128, one thread per
-//   column running the n swaps in order (no barrier).
+//   stack (row, column, batch strides). Grid (batch, column blocks; grid-stride over the columns), 1-D
+//   blocks of 128, one thread per column running the n swaps in order (no barrier).
 #include "common.cuh"
 
 #define GETRF_SHARED 32
@@ -95,17 +95,17 @@ extern "C" __global__ void __launch_bounds__(256) getrf_global(int n, real* __re
 
 extern "C" __global__ void laswp(int n, int nrhs, const int* __restrict__ piv, real* __restrict__ B, long long sbr,
                                  long long sbc, long long zb, int forward) {
-    const int v = blockIdx.y * blockDim.x + threadIdx.x;
-    if (v >= nrhs) return;
     piv += (long long)blockIdx.x * n;
-    B += blockIdx.x * zb + v * sbc;
-    for (int t = 0; t < n; ++t) {
-        const int k = forward ? t : n - 1 - t;
-        const int p = piv[k];
-        if (p != k) {
-            const real x = B[k * sbr];
-            B[k * sbr] = B[p * sbr];
-            B[p * sbr] = x;
+    for (int v = blockIdx.y * blockDim.x + threadIdx.x; v < nrhs; v += gridDim.y * blockDim.x) {
+        real* __restrict__ b = B + blockIdx.x * zb + v * sbc;
+        for (int t = 0; t < n; ++t) {
+            const int k = forward ? t : n - 1 - t;
+            const int p = piv[k];
+            if (p != k) {
+                const real x = b[k * sbr];
+                b[k * sbr] = b[p * sbr];
+                b[p * sbr] = x;
+            }
         }
     }
 }

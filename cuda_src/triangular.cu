@@ -17,7 +17,7 @@
 //             of trsm's recursion). 1-D blocks of TRSM_THREADS, one thread per column v of B running
 //             the substitution down (lower) or up (upper) the column; the block's threads read the
 //             same A(i, j) at once (one broadcast load), B(., v) stays in the thread's own column, so
-//             no barrier. grid.x = batch (A and B zA, zB apart), grid.y over the columns.
+//             no barrier. grid.x = batch (A and B zA, zB apart), grid.y grid-strides over the columns.
 #include "common.cuh"
 
 #define TRI_BLOCK_X 32
@@ -58,17 +58,17 @@ extern "C" __global__ void tri_update(int n, const real* __restrict__ T, real be
 extern "C" __global__ void trsm_leaf(int n, int nrhs, real alpha, const real* __restrict__ A, long long sar,
                                      long long sac, long long za, real* __restrict__ B, long long sbr, long long sbc,
                                      long long zb, int lower, int unit) {
-    const int v = blockIdx.y * blockDim.x + threadIdx.x;
-    if (v >= nrhs) return;
     A += blockIdx.x * za;
-    B += blockIdx.x * zb + v * sbc;
-    for (int t = 0; t < n; ++t) {
-        const int i = lower ? t : n - 1 - t;
-        real s = alpha * B[i * sbr];
-        for (int u = 0; u < t; ++u) {  // the unknowns already solved: above row i (lower) or below it
-            const int j = lower ? u : n - 1 - u;
-            s -= A[i * sar + j * sac] * B[j * sbr];
+    for (int v = blockIdx.y * blockDim.x + threadIdx.x; v < nrhs; v += gridDim.y * blockDim.x) {
+        real* __restrict__ b = B + blockIdx.x * zb + v * sbc;
+        for (int t = 0; t < n; ++t) {
+            const int i = lower ? t : n - 1 - t;
+            real s = alpha * b[i * sbr];
+            for (int u = 0; u < t; ++u) {  // the unknowns already solved: above row i (lower) or below it
+                const int j = lower ? u : n - 1 - u;
+                s -= A[i * sar + j * sac] * b[j * sbr];
+            }
+            b[i * sbr] = unit ? s : s / A[i * sar + i * sac];
         }
-        B[i * sbr] = unit ? s : s / A[i * sar + i * sac];
     }
 }

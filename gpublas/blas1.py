@@ -187,11 +187,16 @@ def iamin(x, stream=None):
 # -- plane rotations ------------------------------------------------------------------------------
 def rot(x, y, c, s, stream=None):
     """(x, y) = (c x + s y, c y - s x), both in place; returns (x, y) (scipy.linalg.blas ?rot)."""
-    dtype = _check_pair("rot", x, y)
+    _check_pair("rot", x, y)
+    return _plane(x, y, c, -s, s, c, stream)
+
+
+def _plane(x, y, h11, h21, h12, h22, stream):
+    """(x, y) = (h11 x + h12 y, h21 x + h22 y) in place (rotm_real: rot's and rotm's one kernel)."""
     if y.size:
         (xv, incx), (yv, incy) = vector(x, stream), vector(y, stream)
-        get_kernel("blas1", "rot_real", dtype)(grid_1d(y.size), BLOCK, y.size, xv, incx, yv, incy, c, s,
-                                               stream=stream, views=True)
+        get_kernel("blas1", "rotm_real", x.dtype)(grid_1d(y.size), BLOCK, y.size, xv, incx, yv, incy, h11, h21, h12,
+                                                  h22, stream=stream, views=True)
         write_back(x, xv, stream)
         write_back(y, yv, stream)
     return x, y
@@ -201,7 +206,7 @@ def rotm(x, y, param, stream=None):
     """Applies the modified Givens transformation H that param (5 numbers, as rotmg returns: flag, h11,
     h21, h12, h22) describes: (x, y) = (h11 x + h12 y, h21 x + h22 y), both in place; returns (x, y).
     flag -2 is the identity (nothing runs), 0 and 1 imply the entries BLAS leaves out."""
-    dtype = _check_pair("rotm", x, y)
+    _check_pair("rotm", x, y)
     p = np.asarray(param.get() if isinstance(param, DeviceArray) else param, dtype=np.float64).ravel()
     if p.shape != (5,):
         raise ValueError(f"rotm: param must hold 5 numbers (flag, h11, h21, h12, h22), got shape {p.shape}")
@@ -214,13 +219,7 @@ def rotm(x, y, param, stream=None):
         if flag != -2:
             raise ValueError(f"rotm: param[0] (the flag) must be -2, -1, 0 or 1, got {flag}")
         return x, y
-    if y.size:
-        (xv, incx), (yv, incy) = vector(x, stream), vector(y, stream)
-        get_kernel("blas1", "rotm_real", dtype)(grid_1d(y.size), BLOCK, y.size, xv, incx, yv, incy, h11, h21, h12,
-                                                h22, stream=stream, views=True)
-        write_back(x, xv, stream)
-        write_back(y, yv, stream)
-    return x, y
+    return _plane(x, y, h11, h21, h12, h22, stream)
 
 
 def rotg(a, b, dtype=np.float64):

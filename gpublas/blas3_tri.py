@@ -133,7 +133,7 @@ def _trsm_leaf(a, b, lower, unit, alpha, stream):
     sar, sac, za = strides(a)
     sbr, sbc, zb = strides(b)
     k = get_kernel("triangular", "trsm_leaf", b.dtype)
-    k((batch, ceil_div(nrhs, TRSM_THREADS)), TRSM_THREADS, n, nrhs, alpha, a, sar, sac, za, b, sbr, sbc, zb,
+    k((batch, min(ceil_div(nrhs, TRSM_THREADS), MAX_GRID_Y)), TRSM_THREADS, n, nrhs, alpha, a, sar, sac, za, b, sbr, sbc, zb,
       int(lower), int(unit), stream=stream, views=True)
 
 

@@ -114,3 +114,11 @@ def test_empty_and_bad_arguments():
     with pytest.raises(ValueError, match="b must be"):
         gpublas.getrs_batched(lu, piv, gpublas.zeros((1, 4), np.float64))
     assert lapack.GETRF_SHARED == 32
+
+
+def test_laswp_grid_stride(rng, monkeypatch):
+    monkeypatch.setattr(lapack, "MAX_GRID_Y", 1)
+    a, b = rng.standard_normal((1, 6, 6)), rng.standard_normal((1, 6, 300))
+    lu, piv = gpublas.getrf_batched(gpublas.to_device(a))
+    x = gpublas.getrs_batched(lu, piv, gpublas.to_device(b)).get()
+    assert_close(x[0], np.linalg.solve(a[0], b[0]), k=1000)

@@ -82,6 +82,17 @@ def test_views_in_and_out(rng, leaf, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+def test_b_strided_both_ways(rng, leaf, dtype):
+    # b[::2, ::3]: no leading dimension gemm can take; the leaf kernel walks it, gemm goes through a copy
+    a, big = triangular(rng, 9, dtype), rng.standard_normal((18, 21)).astype(dtype)
+    dbig = gpublas.to_device(big)
+    gpublas.trsm(gpublas.to_device(a), dbig[::2, ::3], lower=True, trans=True)
+    want = big.copy()
+    want[::2, ::3] = blas("trsm", dtype)(1.0, a, big[::2, ::3], lower=1, trans_a=1)
+    assert_close(dbig, want, k=36)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_empty_and_alpha_zero(rng, dtype):
     a = gpublas.to_device(triangular(rng, 5, dtype))
     for shape in [(5, 0), (0, 5)]:
@@ -174,3 +185,13 @@ def test_bad_arguments():
         gpublas.trsm_batched(gpublas.zeros((2, 4, 4), np.float64), gpublas.zeros((3, 4, 1), np.float64))
     with pytest.raises(ValueError, match="x of length n"):
         gpublas.trsv(a, gpublas.zeros(5, np.float64))
+
+
+def test_grid_stride_past_a_capped_grid(rng, leaf, monkeypatch):
+    # one block row of the grid (as when the columns exceed grid.y's 65,535 blocks) walks every column
+    monkeypatch.setattr(blas3_tri, "MAX_GRID_Y", 1)
+    a, b = triangular(rng, 9, np.float64), rng.standard_normal((9, 300))
+    got = gpublas.trsm(gpublas.to_device(a), gpublas.to_device(b), lower=True)
+    assert_close(got, blas("trsm", np.float64)(1.0, a, b, lower=1), k=36)
+    got = gpublas.symm(gpublas.to_device(a), gpublas.to_device(b))
+    assert_close(got, blas("symm", np.float64)(1.0, a, b), k=9)
