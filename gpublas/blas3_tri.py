@@ -16,6 +16,11 @@ half's right-hand side, solve the other), down to diagonal blocks of at most LEA
 those with trsm_leaf (substitution), trmm densifies them (tri_fill: zeros in the other triangle) and
 multiplies with GEMM. So all but about LEAF / n of the FLOPs are GEMM's, in GEMMs as large as the
 halves. BLAS semantics: alpha == 0 writes zeros without reading a or b.
+
+Complex types are an instantiation of the same code: the kernels use only `real`'s operators, the
+launchers pass dtypes through. A conjugate transpose ('C', which parse_trans folds into 'T' for real
+types) is the same views plus a conj flag for trsm_leaf / tri_fill and trans 'C' on the swapped view in
+mm's GEMM calls; hemm is symm with tri_fill's mirror conjugated.
 """
 from . import source
 from .array import empty

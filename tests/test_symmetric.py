@@ -137,3 +137,17 @@ def test_bad_arguments():
         gpublas.syrk(a[:, :2], a)
     with pytest.raises(ValueError, match="x of length n"):
         gpublas.symv(a, gpublas.zeros(3, np.float64))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_symv_syr_read_nothing_they_need_not(rng, dtype):
+    n = 7
+    a, x = rng.standard_normal((n, n)).astype(dtype), rng.standard_normal(n).astype(dtype)
+    nan_a, nan_x = gpublas.to_device(np.full((n, n), np.nan, dtype)), gpublas.to_device(np.full(n, np.nan, dtype))
+    y = gpublas.to_device(np.full(n, np.nan, dtype))     # beta == 0: y never read
+    assert_close(gpublas.symv(gpublas.to_device(a), gpublas.to_device(x), y), blas("symv", dtype)(1.0, a, x), k=n)
+    y0 = rng.standard_normal(n).astype(dtype)            # alpha == 0: neither a nor x read
+    assert_close(gpublas.symv(nan_a, nan_x, gpublas.to_device(y0), alpha=0.0, beta=2.0), 2 * y0)
+    da = gpublas.to_device(a)
+    gpublas.syr(nan_x, da, alpha=0.0)
+    np.testing.assert_array_equal(da.get(), a)
