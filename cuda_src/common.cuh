@@ -6,9 +6,10 @@
 //                                    or unsigned where small_index(n) holds (n < 2^31, so i + stride
 //                                    cannot wrap) and the loop body's index math runs in 32 bits
 //   compute_t<T>, load_as(x)         the type a kernel computes in for storage type T (float for
-//   convert<T>(v)                    __half and __nv_bfloat16, T itself otherwise) and an element read
+//   convert<T>(v), acc_real          __half and __nv_bfloat16, T itself otherwise) and an element read
 //                                    as it; v (any storage or compute type) as a T, rounded once to
-//                                    nearest even where T is narrower (CUDA's __float2half_rn ...)
+//                                    nearest even where T is narrower (CUDA's __float2half_rn ...);
+//                                    acc_real is compute_t<real> in a family built for `real`
 //   ew_exp, ew_log, ew_sqrt, ew_abs, ew_tanh, ew_pow   float/double overloads (expf for float), int builds
 //   SumOp / MaxOp / MinOp<T>         combiners; MaxOp and MinOp propagate NaN (a NaN anywhere wins)
 //   warp_reduce(v, op)               shuffle-down tree inside a warp: lane 0 ends with op over the warp
@@ -71,6 +72,12 @@ template <class T> __device__ __forceinline__ compute_t<T> load_as(T x) { return
 template <class T, class S> struct Convert { static __device__ __forceinline__ T from(S v) { return (T)load_as(v); } };
 template <class T> struct Convert<T, T> { static __device__ __forceinline__ T from(T v) { return v; } };
 template <class T, class S> __device__ __forceinline__ T convert(S v) { return Convert<T, S>::from(v); }
+
+#ifdef real
+// What a family built for `real` computes in. A kernel's scalar parameter of this type is spelled
+// compute_t<real> (gpublas/source.py reads that spelling; the typedef's name it cannot).
+typedef compute_t<real> acc_real;
+#endif
 
 // ---------------------------------------------------------------------------------------------------
 // Math

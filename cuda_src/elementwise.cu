@@ -1,4 +1,7 @@
-// elementwise.cu: maps over arrays of `real` (-Dreal=float, double or int). Every kernel is a
+// elementwise.cu: maps over arrays of `real` (-Dreal=float, double, int, __half or __nv_bfloat16).
+// Every op computes in acc_real (common.cuh: float for the 16-bit types, which are loaded as float
+// and rounded once when stored; `real` itself otherwise); scalar parameters p0, p1 are `real`
+// (a Python scalar takes the array's dtype, as NumPy's), axpby's a and b acc_real. Every kernel is a
 // grid-stride loop, one element per thread per step, block 256 (the launcher caps the grid). The
 // operation is an int opcode (the EW_* / BIN_* / CMP_* numbers below, read by
 // gpublas/elementwise.py); each kernel switches once, outside its loop, into a loop specialised for
@@ -83,14 +86,14 @@
 // The math functions (ew_exp, ew_log, ew_sqrt, ew_abs, ew_tanh, ew_pow) are common.cuh's.
 
 // NumPy's maximum/minimum: a NaN in either operand gives NaN.
-__device__ __forceinline__ real ew_max(real a, real b) { return (a != a || a > b) ? a : b; }
-__device__ __forceinline__ real ew_min(real a, real b) { return (a != a || a < b) ? a : b; }
+__device__ __forceinline__ acc_real ew_max(acc_real a, acc_real b) { return (a != a || a > b) ? a : b; }
+__device__ __forceinline__ acc_real ew_min(acc_real a, acc_real b) { return (a != a || a < b) ? a : b; }
 
 // Sigmoid without overflow: exp of a non-positive number only.
-__device__ __forceinline__ real ew_sigmoid(real x) {
-    if (x >= (real)0) return (real)1 / ((real)1 + ew_exp(-x));
-    real e = ew_exp(x);
-    return e / ((real)1 + e);
+__device__ __forceinline__ acc_real ew_sigmoid(acc_real x) {
+    if (x >= (acc_real)0) return (acc_real)1 / ((acc_real)1 + ew_exp(-x));
+    acc_real e = ew_exp(x);
+    return e / ((acc_real)1 + e);
 }
 
 // cumath's functions through the math API's overload set: a float build (and a 16-bit one, whose
@@ -99,15 +102,15 @@ __device__ __forceinline__ real ew_sigmoid(real x) {
 // through double.
 template <class T> struct MathType { typedef double type; };
 template <> struct MathType<float> { typedef float type; };
-typedef MathType<compute_t<real> >::type mreal;
+typedef MathType<acc_real>::type mreal;
 
 // NumPy's sign: 0 for either zero, NaN for NaN.
-__device__ __forceinline__ real ew_sign(real x) {
-    return x > (real)0 ? (real)1 : (x < (real)0 ? (real)-1 : (x == (real)0 ? (real)0 : x));
+__device__ __forceinline__ acc_real ew_sign(acc_real x) {
+    return x > (acc_real)0 ? (acc_real)1 : (x < (acc_real)0 ? (acc_real)-1 : (x == (acc_real)0 ? (acc_real)0 : x));
 }
 
 template <int OP>
-__device__ __forceinline__ real unary_op(real x, real p0, real p1) {
+__device__ __forceinline__ acc_real unary_op(acc_real x, acc_real p0, acc_real p1) {
     switch (OP) {
         case EW_NEG: return -x;
         case EW_EXP: return ew_exp(x);
@@ -116,7 +119,7 @@ __device__ __forceinline__ real unary_op(real x, real p0, real p1) {
         case EW_ABS: return ew_abs(x);
         case EW_TANH: return ew_tanh(x);
         case EW_SIGMOID: return ew_sigmoid(x);
-        case EW_RELU: return x > (real)0 ? x : (x != x ? x : (real)0);
+        case EW_RELU: return x > (acc_real)0 ? x : (x != x ? x : (acc_real)0);
         case EW_ADD_S: return x + p0;
         case EW_SUB_S: return x - p0;
         case EW_RSUB_S: return p0 - x;
@@ -127,31 +130,31 @@ __device__ __forceinline__ real unary_op(real x, real p0, real p1) {
         case EW_RPOW_S: return ew_pow(p0, x);
         case EW_MAX_S: return ew_max(x, p0);
         case EW_MIN_S: return ew_min(x, p0);
-        case EW_SIN: return (real)sin((mreal)x);
-        case EW_COS: return (real)cos((mreal)x);
-        case EW_TAN: return (real)tan((mreal)x);
-        case EW_ARCSIN: return (real)asin((mreal)x);
-        case EW_ARCCOS: return (real)acos((mreal)x);
-        case EW_ARCTAN: return (real)atan((mreal)x);
-        case EW_SINH: return (real)sinh((mreal)x);
-        case EW_COSH: return (real)cosh((mreal)x);
-        case EW_FLOOR: return (real)floor((mreal)x);
-        case EW_CEIL: return (real)ceil((mreal)x);
-        case EW_TRUNC: return (real)trunc((mreal)x);
-        case EW_LOG10: return (real)log10((mreal)x);
-        case EW_LOG2: return (real)log2((mreal)x);
-        case EW_LOG1P: return (real)log1p((mreal)x);
-        case EW_EXPM1: return (real)expm1((mreal)x);
-        case EW_EXP2: return (real)exp2((mreal)x);
+        case EW_SIN: return (acc_real)sin((mreal)x);
+        case EW_COS: return (acc_real)cos((mreal)x);
+        case EW_TAN: return (acc_real)tan((mreal)x);
+        case EW_ARCSIN: return (acc_real)asin((mreal)x);
+        case EW_ARCCOS: return (acc_real)acos((mreal)x);
+        case EW_ARCTAN: return (acc_real)atan((mreal)x);
+        case EW_SINH: return (acc_real)sinh((mreal)x);
+        case EW_COSH: return (acc_real)cosh((mreal)x);
+        case EW_FLOOR: return (acc_real)floor((mreal)x);
+        case EW_CEIL: return (acc_real)ceil((mreal)x);
+        case EW_TRUNC: return (acc_real)trunc((mreal)x);
+        case EW_LOG10: return (acc_real)log10((mreal)x);
+        case EW_LOG2: return (acc_real)log2((mreal)x);
+        case EW_LOG1P: return (acc_real)log1p((mreal)x);
+        case EW_EXPM1: return (acc_real)expm1((mreal)x);
+        case EW_EXP2: return (acc_real)exp2((mreal)x);
         case EW_SQUARE: return x * x;
-        case EW_RECIPROCAL: return (real)1 / x;
+        case EW_RECIPROCAL: return (acc_real)1 / x;
         case EW_SIGN: return ew_sign(x);
         default: return ew_min(ew_max(x, p0), p1);  // EW_CLIP
     }
 }
 
 template <int OP>
-__device__ __forceinline__ real binary_op(real a, real b) {
+__device__ __forceinline__ acc_real binary_op(acc_real a, acc_real b) {
     switch (OP) {
         case BIN_ADD: return a + b;
         case BIN_SUB: return a - b;
@@ -159,9 +162,9 @@ __device__ __forceinline__ real binary_op(real a, real b) {
         case BIN_DIV: return a / b;
         case BIN_POW: return ew_pow(a, b);
         case BIN_MAX: return ew_max(a, b);
-        case BIN_FMOD: return (real)fmod((mreal)a, (mreal)b);
-        case BIN_ARCTAN2: return (real)atan2((mreal)a, (mreal)b);
-        case BIN_HYPOT: return (real)hypot((mreal)a, (mreal)b);
+        case BIN_FMOD: return (acc_real)fmod((mreal)a, (mreal)b);
+        case BIN_ARCTAN2: return (acc_real)atan2((mreal)a, (mreal)b);
+        case BIN_HYPOT: return (acc_real)hypot((mreal)a, (mreal)b);
         default: return ew_min(a, b);  // BIN_MIN
     }
 }
@@ -185,7 +188,8 @@ struct Flat {
 // before it is written, by the same thread, so no pointer here is __restrict__.
 template <int OP, class L>
 __device__ __forceinline__ void unary_loop(const real* x, real* y, real p0, real p1, long long n, const L& lay) {
-    lay.walk(n, [&](const long long* o) { y[o[1]] = unary_op<OP>(x[o[0]], p0, p1); });
+    const acc_real q0 = load_as(p0), q1 = load_as(p1);
+    lay.walk(n, [&](const long long* o) { y[o[1]] = convert<real>(unary_op<OP>(load_as(x[o[0]]), q0, q1)); });
 }
 
 template <class L>
@@ -251,7 +255,7 @@ extern "C" __global__ void unary_nd3_real(const real* x, real* y, int op, real p
 // Operands 0, 1, 2: a, b, out.
 template <int OP, class L>
 __device__ __forceinline__ void binary_loop(const real* a, const real* b, real* out, long long n, const L& lay) {
-    lay.walk(n, [&](const long long* o) { out[o[2]] = binary_op<OP>(a[o[0]], b[o[1]]); });
+    lay.walk(n, [&](const long long* o) { out[o[2]] = convert<real>(binary_op<OP>(load_as(a[o[0]]), load_as(b[o[1]]))); });
 }
 
 template <class L>
@@ -288,7 +292,7 @@ extern "C" __global__ void binary_nd3_real(const real* a, const real* b, real* o
 }
 
 template <int OP>
-__device__ __forceinline__ bool compare_op(real a, real b) {
+__device__ __forceinline__ bool compare_op(acc_real a, acc_real b) {
     switch (OP) {
         case CMP_EQ: return a == b;
         case CMP_NE: return a != b;
@@ -303,7 +307,8 @@ __device__ __forceinline__ bool compare_op(real a, real b) {
 template <int OP, class L>
 __device__ __forceinline__ void compare_loop(const real* a, const real* b, real p0, bool* out, long long n,
                                              const L& lay) {
-    lay.walk(n, [&](const long long* o) { out[o[2]] = compare_op<OP>(a[o[0]], b ? b[o[1]] : p0); });
+    const acc_real q0 = load_as(p0);
+    lay.walk(n, [&](const long long* o) { out[o[2]] = compare_op<OP>(load_as(a[o[0]]), b ? load_as(b[o[1]]) : q0); });
 }
 
 template <class L>
@@ -351,6 +356,7 @@ extern "C" __global__ void where_nd3_real(const bool* cond, const real* x, const
     where_loop(cond, x, y, out, n, lay);
 }
 
-extern "C" __global__ void axpby_real(real a, const real* x, real b, const real* y, real* out, long long n) {
-    EW_LOOP(i, n) out[i] = a * x[i] + b * y[i];
+extern "C" __global__ void axpby_real(compute_t<real> a, const real* x, compute_t<real> b, const real* y, real* out,
+                                      long long n) {
+    EW_LOOP(i, n) out[i] = convert<real>(a * load_as(x[i]) + b * load_as(y[i]));
 }

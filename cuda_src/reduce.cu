@@ -1,4 +1,6 @@
-// reduce.cu: reductions of `real` arrays (-Dreal=float, double, int or long long), deterministic: every sum is taken
+// reduce.cu: reductions of `real` arrays (-Dreal=float, double, int, long long, __half or __nv_bfloat16), computed and
+// accumulated in acc_real (common.cuh: float for the 16-bit types, so a sum of 3,000 bf16 ones is 3,000), which is
+// also the type of every value output (val, partials) but softmax's y. Deterministic: every sum is taken
 // in an order fixed by the launch shape alone (per-thread strided partials, then a shuffle tree inside
 // each warp, then the warps' results through shared memory), never by the order threads happen to run.
 // The array is seen as (rows, n) for a reduction over its last axis and as (outer, n, inner) otherwise.
@@ -41,7 +43,7 @@ __device__ __forceinline__ long long red_highest(long long) { return 92233720368
 
 // Does candidate (bv, bi) beat the current (av, ai)? A NaN beats any number (NumPy's max, min,
 // argmax and argmin all return the first NaN); equal values go to the smaller index.
-__device__ __forceinline__ bool red_better(real bv, int bi, real av, int ai, bool is_max) {
+__device__ __forceinline__ bool red_better(acc_real bv, int bi, acc_real av, int ai, bool is_max) {
     const bool an = av != av, bn = bv != bv;
     if (an || bn) return bn && (!an || bi < ai);
     if (bv == av) return bi < ai;
@@ -51,41 +53,42 @@ __device__ __forceinline__ bool red_better(real bv, int bi, real av, int ai, boo
 // red_better as the functor common.cuh's block_reduce_pair takes
 struct RedBetter {
     bool is_max;
-    __device__ __forceinline__ bool operator()(real bv, int bi, real av, int ai) const {
+    __device__ __forceinline__ bool operator()(acc_real bv, int bi, acc_real av, int ai) const {
         return red_better(bv, bi, av, ai, is_max);
     }
 };
 
 // Output `at` of reduce_cols and reduce_serial: val = result (times scale for a sum) + beta * val, where
 // beta == 0 never reads val; idx gets the index of max / min.
-__device__ __forceinline__ void store_result(real* val, int* idx, long long at, real v, int i, int op, real scale,
-                                             real beta) {
+__device__ __forceinline__ void store_result(acc_real* val, int* idx, long long at, acc_real v, int i, int op,
+                                             acc_real scale, acc_real beta) {
     if (val) {
-        const real r = op == RED_SUM ? v * scale : v;
-        val[at] = beta == (real)0 ? r : beta * val[at] + r;
+        const acc_real r = op == RED_SUM ? v * scale : v;
+        val[at] = beta == (acc_real)0 ? r : beta * val[at] + r;
     }
     if (idx) idx[at] = i;
 }
 
-extern "C" __global__ void reduce_rows(const real* x, const int* xidx, real* val, int* idx, int op, long long n,
-                                       int parts, real scale) {
+extern "C" __global__ void reduce_rows(const real* x, const int* xidx, compute_t<real>* val, int* idx, int op,
+                                       long long n, int parts, compute_t<real> scale) {
     const long long row = blockIdx.x / parts, part = blockIdx.x % parts;
     const long long chunk = (n + parts - 1) / parts, start = part * chunk;
     const long long stop = start + chunk < n ? start + chunk : n;
     const real* xr = x + row * n;
     if (op == RED_SUM) {
-        real acc = (real)0;
-        for (long long k = start + threadIdx.x; k < stop; k += blockDim.x) acc += xr[k];
-        acc = block_reduce(acc, SumOp<real>(), (real)0);
+        acc_real acc = (acc_real)0;
+        for (long long k = start + threadIdx.x; k < stop; k += blockDim.x) acc += load_as(xr[k]);
+        acc = block_reduce(acc, SumOp<acc_real>(), (acc_real)0);
         if (threadIdx.x == 0) val[blockIdx.x] = acc * scale;
         return;
     }
     const bool is_max = op == RED_MAX;
-    real v = is_max ? red_lowest((real)0) : red_highest((real)0);
+    acc_real v = is_max ? red_lowest((acc_real)0) : red_highest((acc_real)0);
     int i = NO_INDEX;
     for (long long k = start + threadIdx.x; k < stop; k += blockDim.x) {
         const int ki = xidx ? xidx[row * n + k] : (int)k;
-        if (red_better(xr[k], ki, v, i, is_max)) { v = xr[k]; i = ki; }
+        const acc_real xv = load_as(xr[k]);
+        if (red_better(xv, ki, v, i, is_max)) { v = xv; i = ki; }
     }
     block_reduce_pair(v, i, RedBetter{is_max});
     if (threadIdx.x == 0) {
@@ -94,20 +97,20 @@ extern "C" __global__ void reduce_rows(const real* x, const int* xidx, real* val
     }
 }
 
-extern "C" __global__ void reduce_cols(const real* x, real* val, int* idx, int op, long long n, long long inner,
-                                       real scale, real beta) {
-    __shared__ real sv[8][33];
+extern "C" __global__ void reduce_cols(const real* x, compute_t<real>* val, int* idx, int op, long long n,
+                                       long long inner, compute_t<real> scale, compute_t<real> beta) {
+    __shared__ acc_real sv[8][33];
     __shared__ int si[8][33];
     const long long tiles = (inner + 31) / 32;
     const long long o = blockIdx.x / tiles, j = (blockIdx.x % tiles) * 32 + threadIdx.x;
     const int tx = threadIdx.x, ty = threadIdx.y;
     const real* xo = x + o * n * inner + j;
     const bool is_max = op == RED_MAX;
-    real v = op == RED_SUM ? (real)0 : (is_max ? red_lowest((real)0) : red_highest((real)0));
+    acc_real v = op == RED_SUM ? (acc_real)0 : (is_max ? red_lowest((acc_real)0) : red_highest((acc_real)0));
     int i = NO_INDEX;
     if (j < inner) {
         for (long long k = ty; k < n; k += 8) {
-            const real xv = xo[k * inner];
+            const acc_real xv = load_as(xo[k * inner]);
             if (op == RED_SUM) v += xv;
             else if (red_better(xv, (int)k, v, i, is_max)) { v = xv; i = (int)k; }
         }
@@ -124,15 +127,15 @@ extern "C" __global__ void reduce_cols(const real* x, real* val, int* idx, int o
     }
 }
 
-extern "C" __global__ void reduce_serial(const real* x, real* val, int* idx, int op, long long outer, long long n,
-                                         long long inner, real scale, real beta) {
+extern "C" __global__ void reduce_serial(const real* x, compute_t<real>* val, int* idx, int op, long long outer,
+                                         long long n, long long inner, compute_t<real> scale, compute_t<real> beta) {
     const bool is_max = op == RED_MAX;
     GRID_STRIDE_LOOP(long long, at, outer * inner) {
         const real* xo = x + (at / inner) * n * inner + at % inner;
-        real v = op == RED_SUM ? (real)0 : (is_max ? red_lowest((real)0) : red_highest((real)0));
+        acc_real v = op == RED_SUM ? (acc_real)0 : (is_max ? red_lowest((acc_real)0) : red_highest((acc_real)0));
         int i = NO_INDEX;
         for (long long k = 0; k < n; ++k) {
-            const real xv = xo[k * inner];
+            const acc_real xv = load_as(xo[k * inner]);
             if (op == RED_SUM) v += xv;
             else if (red_better(xv, (int)k, v, i, is_max)) { v = xv; i = (int)k; }
         }
@@ -141,32 +144,32 @@ extern "C" __global__ void reduce_serial(const real* x, real* val, int* idx, int
 }
 
 // The row's max (NaN wins), handed to every thread of the block.
-__device__ real row_max(const real* xr, long long n) {
-    real m = -(real)INFINITY;
-    for (long long k = threadIdx.x; k < n; k += blockDim.x) m = MaxOp<real>()(m, xr[k]);
-    return block_allreduce(m, MaxOp<real>(), -(real)INFINITY);
+__device__ acc_real row_max(const real* xr, long long n) {
+    acc_real m = -(acc_real)INFINITY;
+    for (long long k = threadIdx.x; k < n; k += blockDim.x) m = MaxOp<acc_real>()(m, load_as(xr[k]));
+    return block_allreduce(m, MaxOp<acc_real>(), -(acc_real)INFINITY);
 }
 
 // sum over the row of exp(x - shift), handed to every thread of the block.
-__device__ real row_sumexp(const real* xr, long long n, real shift) {
-    real sum = (real)0;
-    for (long long k = threadIdx.x; k < n; k += blockDim.x) sum += ew_exp(xr[k] - shift);
-    return block_allreduce(sum, SumOp<real>(), (real)0);
+__device__ acc_real row_sumexp(const real* xr, long long n, acc_real shift) {
+    acc_real sum = (acc_real)0;
+    for (long long k = threadIdx.x; k < n; k += blockDim.x) sum += ew_exp(load_as(xr[k]) - shift);
+    return block_allreduce(sum, SumOp<acc_real>(), (acc_real)0);
 }
 
 extern "C" __global__ void softmax_rows(const real* x, real* y, long long n) {
     const real* xr = x + blockIdx.x * n;
     real* yr = y + blockIdx.x * n;
-    const real m = row_max(xr, n);
-    const real inv = (real)1 / row_sumexp(xr, n, m);
-    for (long long k = threadIdx.x; k < n; k += blockDim.x) yr[k] = ew_exp(xr[k] - m) * inv;
+    const acc_real m = row_max(xr, n);
+    const acc_real inv = (acc_real)1 / row_sumexp(xr, n, m);
+    for (long long k = threadIdx.x; k < n; k += blockDim.x) yr[k] = convert<real>(ew_exp(load_as(xr[k]) - m) * inv);
 }
 
 // A row whose max is not finite shifts by 0 (as SciPy): all -inf gives -inf, a +inf gives +inf.
-extern "C" __global__ void logsumexp_rows(const real* x, real* out, long long n) {
+extern "C" __global__ void logsumexp_rows(const real* x, compute_t<real>* out, long long n) {
     const real* xr = x + blockIdx.x * n;
-    real m = row_max(xr, n);
-    if (m - m != (real)0) m = (real)0;  // +-inf or NaN (a NaN then comes out of the sum)
-    const real sum = row_sumexp(xr, n, m);
+    acc_real m = row_max(xr, n);
+    if (m - m != (acc_real)0) m = (acc_real)0;  // +-inf or NaN (a NaN then comes out of the sum)
+    const acc_real sum = row_sumexp(xr, n, m);
     if (threadIdx.x == 0) out[blockIdx.x] = m + ew_log(sum);
 }

@@ -10,9 +10,10 @@ import numbers
 
 import numpy as np
 
+from . import dtypes
 from .array import DeviceArray, to_device
 
-FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+FLOATS = (np.dtype(np.float32), np.dtype(np.float64))  # what the BLAS routines take
 
 
 def is_scalar(x):
@@ -36,8 +37,9 @@ def as_array(x, what="argument"):
 
 
 def check_float(a, what):
-    if a.dtype not in FLOATS:
-        raise TypeError(f"{what}: float32 or float64 arrays only, got {a.dtype}")
+    """A float array of any precision: float16, bfloat16, float32 or float64."""
+    if a.dtype not in dtypes.FLOATS:
+        raise TypeError(f"{what}: float arrays ({', '.join(map(str, dtypes.FLOATS))}) only, got {a.dtype}")
 
 
 def common_dtype(a, b, what, allowed=FLOATS):

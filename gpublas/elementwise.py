@@ -3,8 +3,9 @@
     y = gpublas.exp(x);  gpublas.axpby(2.0, x, -1.0, y, out=y);  z = gpublas.maximum(x, 0.5)
     m = x > 0.5;  gpublas.where(m, x, 0.0);  x[::2] *= 3     # bool results, views
 
-Math functions take float32 or float64 arrays; + - * maximum minimum negative abs and comparisons
-also take int32 (int32 / int32 divides in float64, as NumPy). The result has the inputs' dtype
+Math functions take float16, bfloat16, float32 or float64 arrays (16-bit ones are computed in float32
+and rounded once to their dtype, as NumPy and ml_dtypes do); + - * maximum minimum negative abs and
+comparisons also take int32 (int32 / int32 divides in float64, as NumPy). The result has the inputs' dtype
 (comparisons: bool); mixing dtypes raises TypeError naming both: convert with astype. A Python
 scalar takes the array's dtype, except that a float scalar with an int32 array gives float64 (NumPy).
 `out=` must have the result's shape and dtype and may be one of the inputs or a view. Operands may
@@ -18,12 +19,12 @@ import math
 
 import numpy as np
 
-from . import layout, source
+from . import dtypes, layout, source
 from .array import DeviceArray, provide
 from .checks import as_array, check_float, common_dtype, is_scalar, make_out
 from .launch import BLOCK, MAX_GRID as GPU_MAX_GRID, ceil_div, fast_divisor, get_kernel, grid_1d as grid_for
 
-FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+FLOATS = dtypes.FLOATS  # float32, float64, float16, bfloat16
 NUMERIC = FLOATS + (np.dtype(np.int32),)  # the `real` types elementwise.cu is built for
 BOOL = np.dtype(np.bool_)
 SMALL_INDEX = 0x7FFFFFFF  # common.cuh's small_index: below it an index fits 32-bit math
@@ -100,7 +101,10 @@ def plan(shape, *arrays, flat=True):
 
 
 def _scalar(value, dtype):
-    """A Python scalar for a kernel's `real` parameter of `dtype` (int kernels take ints)."""
+    """A Python scalar for a kernel's `real` parameter of `dtype` (int kernels take ints, 16-bit
+    floats the bits of the value rounded to their dtype)."""
+    if dtype in dtypes.HALVES:
+        return dtypes.scalar_arg(dtype, value)
     if dtype.kind != "f":
         value = int(value)
         info = np.iinfo(dtype)
@@ -315,7 +319,7 @@ def where(cond, x, y, out=None):
 def axpby(a, x, b, y, out=None):
     """a * x + b * y in one pass (a, b scalars; x, y arrays of one shape and dtype)."""
     x, y = as_array(x, "axpby"), as_array(y, "axpby")
-    dtype = common_dtype(x, y, "axpby")
+    dtype = common_dtype(x, y, "axpby", FLOATS)
     if x.shape != y.shape:
         raise ValueError(f"axpby: x has shape {x.shape}, y has shape {y.shape}; they must be equal")
     if not (is_scalar(a) and is_scalar(b)):

@@ -6,7 +6,10 @@ axis (sum, max, min and mean also over a tuple of axes), and softmax / logsumexp
 
 Results are DeviceArrays (0-d for a whole-array reduction: float(r) or r.get() reads it); argmax and
 argmin give int32 indices, the first one on ties (as NumPy; into the flattened array when axis is
-None). Every result is deterministic: the summation order depends on the shape only, so the sim
+None). float16 and bfloat16 arrays are reduced in float32 (their kernels load 16 bits and accumulate
+in float: a sum of 3,000 bfloat16 ones is 3,000 before the one rounding of the result to bfloat16);
+sum and mean take dtype=np.float32 to keep that float32 result.
+Every result is deterministic: the summation order depends on the shape only, so the sim
 backend gives identical bits under every thread order.
 """
 import builtins
@@ -14,7 +17,7 @@ import math
 
 import numpy as np
 
-from . import source
+from . import dtypes, source
 from .array import DeviceArray, provide
 from .checks import as_array, check_float, normalize_axes
 from .launch import BLOCK, ceil_div, get_kernel, grid_1d, simulated
@@ -44,7 +47,8 @@ def serial_fits(n, inner):
 
 # -- launchers -------------------------------------------------------------------------------------
 def launch_reduce(op, x, outer, n, inner, val, idx, scale=1, beta=0):
-    """Reduces x seen as (outer, n, inner) over its middle axis into val (outer, inner) = result +
+    """Reduces x seen as (outer, n, inner) over its middle axis into val (outer, inner; x's compute
+    dtype, float32 for a 16-bit x) = result +
     beta * val (beta == 0 never reads val) and/or the index into idx, with the kernel that fits the
     shape: reduce_serial for a short axis (serial_fits), else reduce_rows (inner == 1), else
     reduce_cols. The order of every sum depends on the shape and backend only."""
@@ -64,10 +68,12 @@ def launch_reduce_rows(op, x, rows, n, val, idx, scale=1):
     if parts == 1:
         k(rows, _row_block(n), x, None, val, idx, op, n, 1, scale)
         return
-    pval = DeviceArray((rows, parts), x.dtype)
+    compute = dtypes.TABLE[x.dtype].compute  # the partials' dtype, and the second pass's build
+    pval = DeviceArray((rows, parts), compute)
     pidx = DeviceArray((rows, parts), np.int32) if idx is not None else None
     k(rows * parts, 256, x, None, pval, pidx, op, n, parts, 1)
-    k(rows, _row_block(parts), pval, pidx, val, idx, op, parts, 1, scale)
+    k2 = k if compute == x.dtype else get_kernel("reduce", "reduce_rows", compute)
+    k2(rows, _row_block(parts), pval, pidx, val, idx, op, parts, 1, scale)
 
 
 def launch_reduce_cols(op, x, outer, n, inner, val, idx, scale=1, beta=0):
@@ -114,14 +120,14 @@ def _fold(a, axis, keepdims, what, index=False):
     return a, math.prod(a.shape[:lo]), n, math.prod(a.shape[hi:]), shape
 
 
-REDUCIBLE = tuple(np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64))
+REDUCIBLE = tuple(np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64)) + dtypes.HALVES
 
 
 def _operand(a, op, what, mean):
     """`a` as the reduction takes it: contiguous, a mean of ints in float64 and a sum of ints (or
     bools) in int64, as NumPy's."""
     a = as_array(a, what)
-    if mean and a.dtype.kind != "f":
+    if mean and not dtypes.is_float(a.dtype):
         a = a.astype(np.float64)
     elif op == SUM and a.dtype.kind in "iub":
         a = a.astype(np.int64)
@@ -130,30 +136,36 @@ def _operand(a, op, what, mean):
     return a if a.c_contiguous else a.copy()
 
 
-def _reduce(a, op, axis, keepdims, what, index=False, mean=False):
+def _reduce(a, op, axis, keepdims, what, index=False, mean=False, dtype=None):
     a, outer, n, inner, shape = _fold(as_array(a, what), axis, keepdims, what, index)
     a = _operand(a, op, what, mean)
-    val = None if index else DeviceArray(shape, a.dtype)
+    compute = dtypes.TABLE[a.dtype].compute  # the kernels' output: float32 for a 16-bit a
+    dtype = a.dtype if dtype is None else np.dtype(dtype)
+    if dtype not in (a.dtype, compute):
+        raise TypeError(f"{what}: dtype={dtype} for a {a.dtype} array; it takes {a.dtype} or {compute}")
+    val = None if index else DeviceArray(shape, compute)
     idx = DeviceArray(shape, np.int32) if index else None
     if n == 0:
         if op != SUM:
             raise ValueError(f"zero-size array to reduction operation {what} which has no identity")
-        return val.fill(np.nan if mean else 0)
-    if outer * inner == 0:
-        return val if val is not None else idx
-    scale = 1.0 / n if mean else 1  # an int: the int builds take an int scale
-    launch_reduce(op, a, outer, n, inner, val, idx, scale)
-    return val if val is not None else idx
+        val.fill(np.nan if mean else 0)
+    elif outer * inner:
+        scale = 1.0 / n if mean else 1  # an int: the int builds take an int scale
+        launch_reduce(op, a, outer, n, inner, val, idx, scale)
+    if index:
+        return idx
+    return val if val.dtype == dtype else val.astype(dtype)  # one rounding of each float32 result
 
 
-def sum(a, axis=None, keepdims=False):  # noqa: A001 (NumPy's name)
-    """Sum over all elements (axis=None, a 0-d array) or over one axis; 0 for an empty array."""
-    return _reduce(a, SUM, axis, keepdims, "sum")
+def sum(a, axis=None, keepdims=False, dtype=None):  # noqa: A001 (NumPy's name)
+    """Sum over all elements (axis=None, a 0-d array) or over one axis; 0 for an empty array.
+    dtype=np.float32 on a 16-bit array returns its float32 accumulation unrounded."""
+    return _reduce(a, SUM, axis, keepdims, "sum", dtype=dtype)
 
 
-def mean(a, axis=None, keepdims=False):
-    """Arithmetic mean over all elements or one axis (nan for an empty array, as NumPy)."""
-    return _reduce(a, SUM, axis, keepdims, "mean", mean=True)
+def mean(a, axis=None, keepdims=False, dtype=None):
+    """Arithmetic mean over all elements or one axis (nan for an empty array, as NumPy); dtype as sum's."""
+    return _reduce(a, SUM, axis, keepdims, "mean", mean=True, dtype=dtype)
 
 
 def max(a, axis=None, keepdims=False):  # noqa: A001
@@ -203,12 +215,12 @@ def softmax(x, axis=-1, out=None):
 def logsumexp(x, axis=-1, keepdims=False):
     """max + log(sum(exp(x - max))) along the last axis (-inf for an empty axis)."""
     x, rows, n = _last_axis(x, axis, "logsumexp")
-    out = DeviceArray(x.shape[:-1] + ((1,) if keepdims else ()), x.dtype)
+    out = DeviceArray(x.shape[:-1] + ((1,) if keepdims else ()), dtypes.TABLE[x.dtype].compute)
     if n == 0:
-        return out.fill(-np.inf)
-    if rows:
+        out.fill(-np.inf)
+    elif rows:
         launch_logsumexp_rows(x, out, rows, n)
-    return out
+    return out if out.dtype == x.dtype else out.astype(x.dtype)
 
 
 provide(sum=sum, mean=mean, max=max, min=min, argmax=argmax, argmin=argmin)  # DeviceArray's methods

@@ -10,6 +10,8 @@ import re
 from importlib import resources
 from pathlib import Path
 
+from . import dtypes
+
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _KERNEL = re.compile(
     r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?"
@@ -23,6 +25,8 @@ _SCALARS = {
     "bool": "?", "char": "b", "unsigned char": "B", "short": "h", "unsigned short": "H",
     "__half": "H", "__nv_bfloat16": "H",  # passed as their bit patterns (dtypes.scalar_arg)
 }
+# common.cuh's compute_t<real> (a family's compute type) after `real` is replaced: float for __half
+_SCALARS.update({f"compute_t<{row.c}>": dtypes.TABLE[row.compute].arg for row in dtypes.TABLE.values()})
 _OBJECT_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+(\S[^\n]*?)[ \t]*$", re.M)
 _PARAM_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\((\w+)\)[ \t]+(\S[^\n]*?[^\\\s])[ \t]*$", re.M)
 _QUALIFIERS = {"const", "volatile", "__restrict__", "__restrict", "restrict", "struct"}
