@@ -5,7 +5,10 @@ bandwidthTest.
 Pageable copies are blocking copies on the default stream; pinned copies are asynchronous copies on
 a gpublas.Stream, timed with events on that stream. GB/s are 1e9 bytes per second. D2D counts the
 bytes read plus the bytes written (2 x size), as bandwidthTest does, so that it is comparable with
-the device's memory bandwidth; H2D and D2H count the size once.
+the device's memory bandwidth; H2D and D2H count the size once. The 16-bit rows: a pinned H2D of
+a bfloat16 array (DeviceArray.set of a typed array: the same bytes), and astype between float32 and
+bfloat16 on the device (memory.cu's cast kernel, rounding to nearest even), counting the bytes read
+plus written (3 x the bfloat16 size).
 """
 import numpy as np
 
@@ -14,7 +17,8 @@ import gpublas
 from .harness import DeviceClock, Report, fmt_bytes, measure, parse_size, progress
 
 DESCRIPTION = "H2D / D2H / D2D bandwidth, pageable vs pinned host memory"
-MODES = (("H2D", "pageable"), ("H2D", "pinned"), ("D2H", "pageable"), ("D2H", "pinned"), ("D2D", "device"))
+MODES = (("H2D", "pageable"), ("H2D", "pinned"), ("D2H", "pageable"), ("D2H", "pinned"), ("D2D", "device"),
+         ("H2D", "pinned bf16"), ("CAST", "f32->bf16"), ("CAST", "bf16->f32"))
 
 
 def sizes(ctx):
@@ -65,7 +69,7 @@ def measure_size(report, ctx, n, stream):
              ("D2H", "pageable"): (d2h_pageable, None), ("D2H", "pinned"): (d2h_pinned, stream),
              ("D2D", "device"): (d2d, None)}
     rates = {}
-    for mode in MODES:
+    for mode in MODES[:5]:
         fn, s = calls[mode]
         src.set(host)  # every check starts from the known pattern on the device
         fn()
@@ -83,6 +87,33 @@ def measure_size(report, ctx, n, stream):
                    gbps=gbps, **t.as_row())
     for a in (src, dst):
         a.free()
+    rates.update(measure_16bit(report, ctx, n, stream))
+    return rates
+
+
+def measure_16bit(report, ctx, n, stream):
+    """The 16-bit rows for n bytes of bfloat16: a pinned typed H2D and the two device casts."""
+    host16 = _pattern(n - n % 2).view(gpublas.bfloat16)
+    host16 = np.where(np.isnan(host16.astype(np.float32)), 0, host16).astype(gpublas.bfloat16)  # no NaN payloads
+    pinned16 = gpublas.pinned_empty(host16.shape, gpublas.bfloat16)
+    pinned16[...] = host16
+    wide = host16.astype(np.float32)
+    a16, a32 = gpublas.to_device(host16), gpublas.to_device(wide)
+    cases = {("H2D", "pinned bf16"): (lambda: a16.set(pinned16, stream=stream), stream, a16, host16, n),
+             ("CAST", "f32->bf16"): (lambda: a32.astype(gpublas.bfloat16), None, None, host16, 3 * n),
+             ("CAST", "bf16->f32"): (lambda: a16.astype(np.float32), None, None, wide, 3 * n)}
+    rates = {}
+    for mode, (fn, s, target, want, moved) in cases.items():
+        out = fn()
+        if s is not None:
+            s.synchronize()
+        got = (target if out is None else out).get()
+        if not report.check_equal(f"{mode[0]} {mode[1]} {fmt_bytes(n)}", got.view(np.uint8), want.view(np.uint8)):
+            continue
+        t = measure(fn, ctx, DeviceClock(s))
+        rates[mode] = moved / (t.median_ms * 1e-3) / 1e9
+        report.add(direction=mode[0], memory=mode[1], size_bytes=n, bytes_counted=moved, gbps=rates[mode],
+                   **t.as_row())
     return rates
 
 
@@ -98,7 +129,8 @@ def run(ctx):
     report.summary["peak_gbps"] = {f"{d} {m}": max((r["gbps"] for r in report.rows
                                                      if (r["direction"], r["memory"]) == (d, m)), default=None)
                                    for d, m in MODES}
-    report.note("GB/s = 1e9 bytes/s; D2D counts bytes read + written (2 x size), as bandwidthTest does")
+    report.note("GB/s = 1e9 bytes/s; D2D counts bytes read + written (2 x size), as bandwidthTest does; CAST "
+                "(astype on the device) counts read + written (3 x the bfloat16 size)")
     report.note("pageable: blocking copies from np.empty memory; pinned: async copies on a stream "
                 "from gpublas.pinned_empty memory")
     if ctx.simulated:

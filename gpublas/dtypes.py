@@ -20,12 +20,14 @@ _DL_INT, _DL_UINT, _DL_FLOAT, _DL_BFLOAT, _DL_BOOL = 0, 1, 2, 4, 6  # DLPack's D
 class DType:
     """One row: `c` the C type kernels see as `real`; `src` memory.cu's SRC_* code of the type as a
     cast's source; `arg` the struct code of a scalar of it passed to a kernel (a 16-bit float goes
-    as its bit pattern, 'H'); `compute` the dtype its kernels compute in; `dlpack` (type code, bits)."""
+    as its bit pattern, 'H'); `compute` the dtype its kernels compute in; `dlpack` (type code, bits);
+    `typestr` its CUDA array interface type (None for bfloat16, which that interface cannot name)."""
 
     def __init__(self, dtype, c, src, arg, dlpack, compute=None):
         self.dtype, self.c, self.src, self.arg, self.dlpack = np.dtype(dtype), c, src, arg, dlpack
         self.compute = np.dtype(compute or dtype)
         self.storage_only = self.compute != self.dtype  # loaded and stored, computed in `compute`
+        self.typestr = None if dlpack[0] == _DL_BFLOAT else self.dtype.str
 
 
 TABLE = {row.dtype: row for row in (

@@ -217,8 +217,12 @@ def cuda_array_interface(a):
     if a.backend.name != "cuda":
         raise AttributeError("__cuda_array_interface__: the sim backend's memory is host memory, not CUDA "
                              "device memory; use __dlpack__ (np.from_dlpack) instead")
+    typestr = dtypes.TABLE[a.dtype].typestr
+    if typestr is None:
+        raise AttributeError(f"__cuda_array_interface__: it has no type string for {a.dtype}; share a {a.dtype} "
+                             "array through DLPack (torch.from_dlpack(a), kDLBfloat)")
     stream = current_stream()
-    return {"shape": a.shape, "typestr": a.dtype.str, "data": (a.ptr, False), "version": 3,
+    return {"shape": a.shape, "typestr": typestr, "data": (a.ptr, False), "version": 3,
             "strides": None if a.c_contiguous else a.strides,
             "stream": stream.handle.handle if stream is not None else 1}
 

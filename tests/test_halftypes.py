@@ -186,3 +186,23 @@ def test_dlpack_both_ways_shares_memory(dtype):
     np.testing.assert_array_equal(b.get(), np.array([0, 3, 6, 9], dtype))
     src[0] = -1
     assert b.get()[0] == -1
+
+
+def test_cuda_array_interface_type_strings():
+    assert dtypes.TABLE[np.dtype(np.float16)].typestr == "<f2"
+    assert dtypes.TABLE[np.dtype(ml_dtypes.bfloat16)].typestr is None  # the interface cannot name it: DLPack
+
+
+@pytest.mark.cuda
+def test_cuda_array_interface_on_a_gpu():
+    gpublas.use("cuda")
+    a = gpublas.to_device(np.arange(6, dtype=np.float16).reshape(2, 3))
+    cai = a[:, ::2].__cuda_array_interface__
+    assert cai["typestr"] == "<f2" and cai["strides"] == (6, 4)
+    b = gpublas.as_device_array(a)
+    assert b is a
+    assert not hasattr(gpublas.zeros(3, ml_dtypes.bfloat16), "__cuda_array_interface__")
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        t = torch.from_dlpack(gpublas.zeros(4, ml_dtypes.bfloat16))
+        assert t.dtype == torch.bfloat16 and t.is_cuda
