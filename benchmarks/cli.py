@@ -37,6 +37,8 @@ def parser():
     p.add_argument("--backend", choices=("sim", "cuda"), help="backend (default: GPUBLAS_BACKEND or autodetect)")
     p.add_argument("--no-progress", action="store_true", help="no tqdm progress bars")
     p.add_argument("--arch", default="sm_90", help="sass: the GPU architecture to compile for (default sm_90)")
+    p.add_argument("--graph", action="store_true",
+                   help="train: also time each step captured once and replayed (gpublas.graph): STEP graph rows")
     return p
 
 
@@ -110,7 +112,7 @@ def main(argv=None):
     if args.out:
         Path(args.out).mkdir(parents=True, exist_ok=True)
     ctx = Context(quick=args.quick, sizes=tuple(args.sizes), repeats=args.repeats,
-                  progress=not args.no_progress, arch=args.arch)
+                  progress=not args.no_progress, arch=args.arch, graph=args.graph)
     print(banner(ctx))
     suites = args.suites or list(SUITES)
     many = len(suites) > 1

@@ -41,6 +41,7 @@ class Context:
     repeats: int = 0           # 0: the default for quick/full
     progress: bool = True
     arch: str = "sm_90"        # the sass suite's target architecture
+    graph: bool = False        # train: also time captured-and-replayed steps
 
     def __post_init__(self):
         self.backend = gpublas.backend()

@@ -158,6 +158,73 @@ def time_nn(ctx, layers, x, labels):
     return {n: statistics.median(v) for n, v in samples.items()}, statistics.median(steps), steps
 
 
+# -- the same step captured once and replayed (--graph) ----------------------------------------------
+def graph_step(layers, crit, opt, x, labels):
+    """A step with nothing read back (the loss stays on the device): what a graph can hold."""
+    opt.zero_grad()
+    for _, m in layers:
+        x = m(x)
+    loss = crit(x, labels, on_device=True)
+    dy = crit.backward()
+    for _, m in reversed(layers):
+        dy = m.backward(dy)
+    opt.step()
+    return loss
+
+
+def check_graph(report, label, layers, x, labels, steps=3):
+    """From the same weights, `steps` eager steps and one eager step + a capture + steps - 1 replays
+    must give the same losses and weights, bit for bit; the weights are put back afterwards."""
+    state = {name: m.state_dict() for name, m in layers}
+    params = [p for _, m in layers for p in m.parameters()]
+    dx, dl = gpublas.to_device(x), gpublas.to_device(labels)
+    runs = []
+    for captured in (False, True):
+        for name, m in layers:
+            m.load_state_dict(state[name])
+        opt, crit = nn.SGD(params, lr=LR, momentum=MOMENTUM), nn.SoftmaxCrossEntropy()
+        losses = [graph_step(layers, crit, opt, dx, dl).get()[0]]
+        if captured:
+            with gpublas.graph() as g:
+                loss = graph_step(layers, crit, opt, dx, dl)
+            for _ in range(steps - 1):
+                g.replay()
+                losses.append(loss.get()[0])
+            g.free()
+        else:
+            losses += [graph_step(layers, crit, opt, dx, dl).get()[0] for _ in range(steps - 1)]
+        runs.append((np.array(losses), [p.data.get() for p in params]))
+    (eager_loss, eager_w), (graph_loss, graph_w) = runs
+    ok = report.check(f"{label}: replayed losses = eager", graph_loss, eager_loss, rtol=0, atol=0)
+    ok &= report.check(f"{label}: replayed weights = eager", np.concatenate([w.ravel() for w in graph_w]),
+                       np.concatenate([w.ravel() for w in eager_w]), rtol=0, atol=0)
+    for name, m in layers:
+        m.load_state_dict(state[name])
+    return ok
+
+
+def time_graph(ctx, layers, x, labels):
+    """Median ms per replay of the step captured once (events around each replay)."""
+    crit = nn.SoftmaxCrossEntropy()
+    opt = nn.SGD([p for _, m in layers for p in m.parameters()], lr=LR, momentum=MOMENTUM)
+    dx, dl = gpublas.to_device(x), gpublas.to_device(labels)
+    graph_step(layers, crit, opt, dx, dl)  # compiled, the pool warm
+    with gpublas.graph() as g:
+        graph_step(layers, crit, opt, dx, dl)
+    begin, end = gpublas.Event(), gpublas.Event()
+    for _ in range(ctx.warmup):
+        g.replay()
+    steps = []
+    for _ in range(ctx.repeats):
+        begin.record()
+        g.replay()
+        end.record()
+        end.synchronize()
+        steps.append(begin.elapsed_ms(end))
+    g.free()
+    return statistics.median(steps)
+
+
 def time_numpy(ctx, twin, x, labels):
     names = segments(twin.layers)
     samples = {n: [] for n in names}
@@ -311,6 +378,10 @@ def run(ctx):
         row = report.add(model=label, layer="STEP", batch=batch, step_ms=step_ms,
                          samples_per_s=batch / step_ms * 1e3, numpy_step_ms=np_step,
                          numpy_samples_per_s=batch / np_step * 1e3, vs_numpy=np_step / step_ms)
+        if ctx.graph and check_graph(report, label, layers, x, labels):
+            g_ms = time_graph(ctx, layers, x, labels)
+            report.add(model=label, layer="STEP graph", batch=batch, step_ms=g_ms, samples_per_s=batch / g_ms * 1e3,
+                       numpy_step_ms=np_step, numpy_samples_per_s=batch / np_step * 1e3, vs_numpy=np_step / g_ms)
         if use_torch:
             t_ms, t_loss = time_torch(ctx, layers, state, x, labels)
             if t_ms is not None:
@@ -323,6 +394,9 @@ def run(ctx):
                       ("vs_numpy", "x NumPy", ".2f"), ("torch_samples_per_s", "PyTorch samples/s", ".0f")]
     report.note("'loss + optimizer' row: fwd = softmax cross-entropy (with its gradient), bwd = the SGD update")
     report.note("a step = zero_grad + forward + loss + backward + SGD(momentum 0.9); random data")
+    if ctx.graph:
+        report.note("STEP graph: the same step (loss kept on the device) captured once with gpublas.graph and "
+                    "replayed; its losses and weights checked equal to eager steps bit for bit")
     if not use_torch:
         report.skip("PyTorch step", "needs a GPU machine with PyTorch")
     return report
@@ -334,7 +408,7 @@ def draw(plt, report):
         return None
     fig, axes = plt.subplots(1, len(models_), figsize=(6 * len(models_), 4.5), squeeze=False)
     for ax, model in zip(axes[0], models_):
-        rows = [r for r in report.rows if r["model"] == model and r["layer"] != "STEP"]
+        rows = [r for r in report.rows if r["model"] == model and not r["layer"].startswith("STEP")]
         y = np.arange(len(rows))
         ax.barh(y - 0.2, [r["fwd_ms"] for r in rows], 0.4, label="gpublas forward")
         ax.barh(y - 0.2, [r["bwd_ms"] for r in rows], 0.4, left=[r["fwd_ms"] for r in rows], label="gpublas backward")

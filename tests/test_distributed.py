@@ -2,6 +2,7 @@
 tests/mpi_worker.py on the sim backend; the reference is one process training on the whole batch."""
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -145,6 +146,21 @@ def test_digits_example_distributed_prints_one_summary(tmp_path):
     summary = [line for line in lines if line.startswith("digits: test accuracy")]
     assert len(summary) == 1 and summary[0].endswith("on 2 ranks")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["w.npz"]
+
+
+@needs_mpi
+@pytest.mark.parametrize("example, args", [
+    ("digits", ["--epochs", "2", "--width", "4", "--batch-size", "128"]),
+    ("lstm", ["--steps", "4", "--seq-len", "5", "--hidden", "8", "--batch-size", "4"])], ids=["digits", "lstm"])
+def test_examples_distributed_graph_print_what_eager_prints(example, args):
+    """--graph with --distributed: the captured parts around the eager all-reduce give the eager run's
+    output on two ranks, to the printed digit (timings aside)."""
+    runs = []
+    for graph in ([], ["--graph"]):
+        job = mpiexec(2, "-m", f"nn.examples.{example}", "--distributed", "--quiet", *args, *graph, timeout=300)
+        assert job.returncode == 0, job.stdout + job.stderr
+        runs.append([re.sub(r", [0-9.]+ s", "", line.replace(", graphed", "")) for line in job.stdout.splitlines()])
+    assert runs[0] == runs[1] and runs[0][-1].endswith("on 2 ranks")
 
 
 @needs_mpi

@@ -111,16 +111,16 @@ def _train_graphed(model, crit, opt, sched, windows, args, bar):
     smooth = gpublas.zeros((1,), np.float64)
     state, mix = {}, [0.0, 1.0]    # the first step sets smooth = loss, the others smooth it
 
-    def forward_backward(x, y):
+    def forward_backward(x, y):   # each captured part uses only its own or persistent arrays
         logits, _ = net(x)
         state["loss"] = crit(logits, y, on_device=True)
+        loss_track(state["loss"], smooth, *mix)
         opt.zero_grad()
         net.backward(crit.backward())
 
     def update(x, y):
         nn.clip_grad_norm(opt.params, args.clip, on_device=True)
         opt.step()
-        loss_track(state["loss"], smooth, *mix)
 
     if net is model:
         parts = [(True, lambda x, y: (forward_backward(x, y), update(x, y)))]

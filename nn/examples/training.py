@@ -81,16 +81,14 @@ def classifier_step(model, crit, opt):
 
     net = getattr(model, "module", model)
     acc = gpublas.zeros((1,), np.float64)
-    state = {}
 
     def forward_backward(x, y):
-        state["loss"] = crit(net(x), y, on_device=True)
+        loss_track(crit(net(x), y, on_device=True), acc, 1.0, float(len(y)))
         opt.zero_grad()
         net.backward(crit.backward())
 
     def update(x, y):
         opt.step()
-        loss_track(state["loss"], acc, 1.0, float(len(y)))
 
     if net is model:
         parts = [(True, lambda x, y: (forward_backward(x, y), update(x, y)))]
