@@ -11,7 +11,10 @@
 // __hmin and the operators == != < <= > >=. Every rounding is one rounding of the exact value
 // (gpublas_sim::narrow), so a + b on halves is the float sum rounded once, as the GPU computes it
 // (float holds a sum, product or quotient of halves precisely enough: 24 >= 2 * 11 + 2 bits).
-// A NaN result is CUDA's canonical NaN, 0x7fff, whatever the input's sign and payload.
+// A NaN result is CUDA's canonical NaN, 0x7fff, whatever the input's sign and payload (__hneg and
+// __habs too, and __half2float gives float's 0x7fffffff), as the headers' host paths compute it:
+// tests/test_halftypes_headers.py builds one program against these headers and NVIDIA's and compares
+// every result bit for bit.
 // Limits: no __half2 (paired) arithmetic, no __hfma (one rounding of a*b+c needs more than float),
 // no hexp/hlog-style math functions, no _rz/_rd/_ru roundings.
 #pragma once
@@ -78,7 +81,7 @@ static inline float half_bits_to_float(uint16_t h) {
     const uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff;
     uint32_t x;
     if (e == 0x1f) {
-        x = sign | 0x7f800000 | (m << 13);
+        x = m ? 0x7fffffffu : sign | 0x7f800000;  // a NaN becomes float's canonical NaN (CUDA's host path)
     } else if (e) {
         x = sign | ((e + 112) << 23) | (m << 13);
     } else {  // zero or subnormal: m * 2^-24, exact in float
@@ -152,8 +155,8 @@ static inline __half __ull2half_rn(unsigned long long v) { return __half(v); }
     static inline H __hsub(H a, H b) { return FROM_FLOAT(TO_FLOAT(a) - TO_FLOAT(b)); }                       \
     static inline H __hmul(H a, H b) { return FROM_FLOAT(TO_FLOAT(a) * TO_FLOAT(b)); }                       \
     static inline H __hdiv(H a, H b) { return FROM_FLOAT(TO_FLOAT(a) / TO_FLOAT(b)); }                       \
-    static inline H __hneg(H a) { H r; r.__x = a.__x ^ 0x8000; return r; }                                   \
-    static inline H __habs(H a) { H r; r.__x = a.__x & 0x7fff; return r; }                                  \
+    static inline H __hneg(H a) { H r; r.__x = (a.__x & 0x7fff) > INF ? 0x7fff : a.__x ^ 0x8000; return r; }  \
+    static inline H __habs(H a) { H r; r.__x = (a.__x & 0x7fff) > INF ? 0x7fff : a.__x & 0x7fff; return r; } \
     static inline bool __hisnan(H a) { return (a.__x & 0x7fff) > INF; }                                      \
     static inline int __hisinf(H a) { return (a.__x & 0x7fff) == INF ? (a.__x >> 15 ? -1 : 1) : 0; }          \
     static inline bool __heq(H a, H b) { return TO_FLOAT(a) == TO_FLOAT(b); }                                \
