@@ -3,8 +3,10 @@
 A sample issues the launch many times back to back and synchronizes once at the end, timed on the
 host clock: for kernels this small the figure is the cost of getting from Python to the driver
 (argument packing, the launch call), which is what bounds a Python program made of many small ops.
-Variants go from the bare prepared kernel call up to the public API. On a GPU machine the same
-launch through CuPy or PyTorch stands beside it.
+Variants go from the bare prepared kernel call up to the public API, each eager and replayed: the
+same launch captured GRAPH_LAUNCHES times into a gpublas.graph, the sample replaying that graph
+(per launch: the replay's time over its launches). On a GPU machine the same launch through CuPy or
+PyTorch stands beside it.
 """
 import numpy as np
 
@@ -13,7 +15,8 @@ import gpublas
 from . import peers
 from .harness import HostClock, Report, measure, parse_size
 
-DESCRIPTION = "Python-side cost of one small kernel launch (µs)"
+DESCRIPTION = "Python-side cost of one small kernel launch (µs), eager and replayed in a graph"
+GRAPH_LAUNCHES = 100  # launches captured into the graph a replayed row replays
 
 
 def variants():
@@ -35,6 +38,13 @@ def variants():
             x, y = gpublas.full(1, 1.0, np.float32), gpublas.zeros(1, np.float32)
             return (lambda: gpublas.axpy(1.0, x, y)), (lambda count: (y.get(), np.full(1, float(count))))
         out.append(("gpublas.axpy, 1 element", axpy))
+    def iadd():
+        x, y = gpublas.full(1, 1.0, np.float32), gpublas.zeros(1, np.float32)
+
+        def go():
+            y.__iadd__(x)
+        return go, (lambda count: (y.get(), np.full(1, float(count))))
+    out.append(("y += x, 1 element (in place)", iadd))
     if hasattr(gpublas.DeviceArray, "__add__"):
         def add():
             x, y = gpublas.full(1, 1.0, np.float32), gpublas.full(1, 2.0, np.float32)
@@ -63,18 +73,33 @@ def peer_variants(peer):
     return [(f"{peer.library}: fill, 1 element", fill), (f"{peer.library}: x + y, 1 element", add)]
 
 
+def replayed(setup):
+    """setup() for the same launch captured GRAPH_LAUNCHES times into a graph: one call replays them."""
+    def make():
+        launch, check = setup()
+        launch()  # compiled before the capture (a graph cannot compile)
+        with gpublas.graph() as g:
+            for _ in range(GRAPH_LAUNCHES):
+                launch()
+        return g.replay, (lambda count: check(count + 1))
+    return make
+
+
 def run(ctx):
     report = Report("launch", ctx)
     count = parse_size(ctx.sizes[0]) if ctx.sizes else ctx.pick(gpu=10000, sim=2000, quick=500)
+    count = max(GRAPH_LAUNCHES, count // GRAPH_LAUNCHES * GRAPH_LAUNCHES)
     peer = peers.detect()
-    todo = [(n, s, gpublas.synchronize) for n, s in variants()]
+    todo = [(n, s, gpublas.synchronize, 1) for n, s in variants()]
+    todo += [(f"{n}: replayed", replayed(s), gpublas.synchronize, GRAPH_LAUNCHES) for n, s in variants()]
     if peer is not None:
-        todo += [(n, s, peer.synchronize) for n, s in peer_variants(peer)]
-    for name, setup, sync in todo:
+        todo += [(n, s, peer.synchronize, 1) for n, s in peer_variants(peer)]
+    eager = {}
+    for name, setup, sync, per_call in todo:
         launch, check = setup()
 
         def many():
-            for _ in range(count):
+            for _ in range(count // per_call):
                 launch()
 
         many()  # one batch to check: `count` launches, each with its effect
@@ -83,15 +108,21 @@ def run(ctx):
         if not report.check(name, got, expected, rtol=0, atol=0):
             continue
         t = measure(many, ctx, HostClock(sync), inner=1)
-        report.add(variant=name, launches=count, us_per_launch=t.median_ms * 1e3 / count,
-                   launches_per_s=count / (t.median_ms * 1e-3), **t.as_row())
+        us = t.median_ms * 1e3 / count
+        eager.setdefault(name, us)
+        base = eager.get(name.removesuffix(": replayed"))
+        report.add(variant=name, launches=count, us_per_launch=us, launches_per_s=count / (t.median_ms * 1e-3),
+                   eager_over_this=base / us if per_call > 1 and base else None, **t.as_row())
     base = report.rows[0]["us_per_launch"] if report.rows else None
     for r in report.rows:
         r["vs_raw"] = r["us_per_launch"] / base
     report.columns = [("variant", "variant", "s"), ("launches", "launches", "d"),
                       ("us_per_launch", "µs/launch", ".2f"), ("spread_pct", "±%", ".1f"),
-                      ("launches_per_s", "launches/s", ".0f"), ("vs_raw", "x prepared call", ".2f")]
+                      ("launches_per_s", "launches/s", ".0f"), ("vs_raw", "x prepared call", ".2f"),
+                      ("eager_over_this", "eager / replayed", ".1f")]
     report.note("host clock around `launches` back-to-back launches, one synchronize at the end")
+    report.note(f"replayed: the launch captured {GRAPH_LAUNCHES} times into one gpublas.graph, replayed "
+                f"launches / {GRAPH_LAUNCHES} times")
     if ctx.simulated:
         report.note("on the simulator a launch also runs the kernel on the host, so this is launch + run")
     if not gpublas.backend() == "cuda" or peer is None:

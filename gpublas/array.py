@@ -30,6 +30,12 @@ def _check_dtype(dtype):
 
 
 def _shape(shape):
+    if type(shape) is tuple:  # the launchers' case (a shape computed from arrays): taken as it is
+        for s in shape:
+            if type(s) is not int or s < 0:
+                break
+        else:
+            return shape
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
     if any(s < 0 for s in shape):
         raise ValueError(f"negative dimension in shape {shape}")
@@ -125,7 +131,8 @@ class DeviceArray:
         self.nbytes = self.size * self.dtype.itemsize
         if _mem is None:
             self.backend = backends.current()
-            _mem = self.backend.pool.malloc(self.nbytes, _stream_handle(None))
+            stream = current_stream()
+            _mem = self.backend.pool.malloc(self.nbytes, None if stream is None else stream.handle)
         else:
             self.backend = _mem.pool.backend if _mem.pool is not None else backends.current()
         self._mem = _mem

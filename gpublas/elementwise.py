@@ -76,7 +76,11 @@ def nd_args(shape, *arrays):
 
 def _flat(*arrays):
     """True when every array is C-contiguous and of one shape: the flat kernels apply."""
-    return builtins.all(a.c_contiguous and a.shape == arrays[0].shape for a in arrays)
+    shape = arrays[0].shape
+    for a in arrays:  # a loop, not all(genexpr): this runs at every elementwise launch
+        if not a.c_contiguous or a.shape != shape:
+            return False
+    return True
 
 
 def plan(shape, *arrays, flat=True):

@@ -93,6 +93,7 @@ class Kernel:
         self._module = module
         self._launch = module.backend.prepare(module.handle, name, argcodes)
         self._pointer = tuple(c == "P" for c in argcodes)
+        self._pointer_at = tuple(i for i, c in enumerate(argcodes) if c == "P")
         self._float = tuple(c in "fd" for c in argcodes)
         limits = module.backend.kernel_limits(module.handle, name)
         self.max_threads = min(MAX_THREADS_PER_BLOCK, limits["max_threads"])  # fewer when registers run out
@@ -123,7 +124,9 @@ class Kernel:
         if plan is None:  # an empty grid: nothing to run
             return
         grid, block = plan
-        values = [_pointer(a, self.name, views) if p else a for a, p in zip(args, self._pointer)]
+        values = list(args)
+        for i in self._pointer_at:
+            values[i] = _pointer(values[i], self.name, views)
         if stream is None:
             stream = current_stream()
         if stream is not None:
@@ -185,19 +188,32 @@ def _pointer(a, kernel, views=False):
     if type(a) is int:  # first: an address (GEMM chunks, split-K) costs no AttributeError
         return a
     try:
-        ptr = a.ptr
+        mem, offset = a._mem, a._offset  # a DeviceArray: its address without two property calls
     except AttributeError:
-        pass
+        try:
+            ptr = a.ptr
+        except AttributeError:
+            pass
+        else:
+            if not views and not getattr(a, "c_contiguous", True):
+                raise _not_contiguous(a, kernel) from None
+            return ptr
     else:
-        if not views and not getattr(a, "c_contiguous", True):
-            raise LaunchError(f"kernel '{kernel}' was handed a non-contiguous view (shape {a.shape}, strides "
-                              f"{a.strides}) but takes flat arrays; pass a.copy()")
-        return ptr
+        if mem.freed:
+            return mem.ptr  # raises FreedArrayError
+        if not views and not a.c_contiguous:
+            raise _not_contiguous(a, kernel)
+        return mem._ptr + offset
     if a is None:
         return 0
     if isinstance(a, (int, np.integer)):
         return int(a)
     raise TypeError(f"kernel '{kernel}': a pointer argument needs a DeviceArray, got {type(a).__name__}")
+
+
+def _not_contiguous(a, kernel):
+    return LaunchError(f"kernel '{kernel}' was handed a non-contiguous view (shape {a.shape}, strides "
+                       f"{a.strides}) but takes flat arrays; pass a.copy()")
 
 
 def load_source(text, defines=None, source_name="<source>"):

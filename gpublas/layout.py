@@ -14,6 +14,8 @@ MAX_DIMS = 8  # axes a strided kernel walks (after merging neighbours); NumPy ha
 
 def c_strides(shape, itemsize):
     """The strides (bytes) of a C-contiguous array of `shape`."""
+    if len(shape) == 1:  # the most common shape gets no loop
+        return (itemsize,)
     strides, step = [], itemsize
     for d in reversed(shape):
         strides.append(step)

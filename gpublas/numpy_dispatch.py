@@ -12,6 +12,7 @@ goes to the function of its NumPy name in elementwise, cumath, ops, reduction, g
 (np.sin reaches gpublas.cumath.sin, np.concatenate gpublas.manipulation.concatenate). Keyword arguments are passed on by name, so one gpublas does
 not take (dtype=, where=) raises TypeError naming it.
 """
+import functools
 import inspect
 
 import numpy as np
@@ -63,10 +64,13 @@ def _refuse(name):
                      f"copy to the host first, e.g. numpy.{name}(a.get())")
 
 
+_signature = functools.lru_cache(maxsize=None)(inspect.signature)  # inspect's costs microseconds a call
+
+
 def _call(f, name, args, kwargs):
     """f(*args, **kwargs), with a keyword f does not take reported as NumPy's name and gpublas'."""
     try:
-        inspect.signature(f).bind(*args, **kwargs)
+        _signature(f).bind(*args, **kwargs)
     except TypeError as e:
         raise TypeError(f"numpy.{name} on a DeviceArray runs gpublas' {name}, which cannot take these "
                         f"arguments ({e}); call it on a.get() for NumPy's") from None

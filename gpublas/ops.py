@@ -67,7 +67,7 @@ def inplace(name, a, b):
     if not _operand(b):
         return NotImplemented
     if not is_scalar(b):
-        shape = np.shape(b)
+        shape = b.shape if isinstance(b, DeviceArray) else np.shape(b)  # np.shape would dispatch to gpublas
         if shape != a.shape and ew.broadcast_shape(a.shape, shape) != a.shape:
             raise ValueError(f"{name}: in-place operation on shape {a.shape} with shape {shape} "
                              f"would give shape {ew.broadcast_shape(a.shape, shape)}")

@@ -42,7 +42,7 @@ extern "C" __attribute__((visibility("default")))
 int gpublas_sim_replay(const ReplayOp* ops, int64_t n, unsigned order, unsigned seed, double* ms, int64_t* at) {
     using namespace gpublas_sim;
     using clock = std::chrono::steady_clock;
-    ensure_handlers();
+    ensure_handlers(true);
     const unsigned interrupts = g_rt->interrupts.load();
     alignas(16) char record[RECORD_MAX];
     for (int64_t i = 0; i < n; ++i) {

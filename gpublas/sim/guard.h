@@ -13,7 +13,8 @@
 // its first page's slack is not; a caught fault abandons the block mid-way (other blocks' writes
 // stay). The handlers are installed at the first launch and re-installed (chaining to whatever
 // was there: Python's SIGINT handler, faulthandler) if something replaced them; a SIGINT handler
-// set to SIG_IGN or SIG_DFL is left alone.
+// set to SIG_IGN or SIG_DFL is left alone. A launch of few blocks re-checks them only when the last
+// check is over 20 ms old (the check is three system calls).
 //
 // One Runtime is shared by every module of the process (backends/sim.py hands the first module's
 // to the others through gpublas_sim_attach), since signal dispositions are process-wide.
@@ -22,6 +23,7 @@
 #include <atomic>
 #include <csetjmp>
 #include <csignal>
+#include <ctime>
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
@@ -48,6 +50,7 @@ struct Runtime {
     void* ours_int = nullptr;             // the handlers installed (one module's copies)
     void* ours_segv = nullptr;
     void* ours_bus = nullptr;
+    std::atomic<int64_t> checked_ns{INT64_MIN / 2};  // when ensure_handlers last queried them
 };
 
 static Runtime* g_rt = nullptr;  // this module's view of the process-wide Runtime
@@ -100,13 +103,25 @@ static inline void ensure_handler(int sig, void (*fn)(int, siginfo_t*, void*), s
     sigaction(sig, &sa, nullptr);
 }
 
-// At every launch: one sigaction query per signal when nothing changed.
-static inline void ensure_handlers() {
+static inline int64_t monotonic_ns() {
+    timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);  // vDSO: no system call
+    return int64_t(t.tv_sec) * 1000000000 + t.tv_nsec;
+}
+
+// At a launch: one sigaction query per signal (three system calls, 1-2 us on a VM: as much as a
+// small launch's whole run) when `force` (a launch of many blocks, where it costs nothing) or when
+// the last check is older than RECHECK_NS; a small launch soon after a check trusts it.
+constexpr int64_t RECHECK_NS = 20000000;  // 20 ms
+static inline void ensure_handlers(bool force) {
     Runtime* rt = g_rt;
+    const int64_t now = monotonic_ns();
+    if (!force && now - rt->checked_ns.load(std::memory_order_relaxed) < RECHECK_NS) return;
     std::lock_guard<std::mutex> g(rt->lock);
     ensure_handler(SIGINT, on_interrupt, rt->old_int, rt->ours_int);
     ensure_handler(SIGSEGV, on_fault, rt->old_segv, rt->ours_segv);
     ensure_handler(SIGBUS, on_fault, rt->old_bus, rt->ours_bus);
+    rt->checked_ns.store(now, std::memory_order_relaxed);
 }
 
 // This OS thread's FaultCtx, made on first use together with an alternate signal stack (a fault

@@ -75,7 +75,7 @@ static int launch(const char* name, void (*thunk)(const char*), void (*block_thu
     const bool fibers = (h.flags & 1) && !fission;
     const int order = (h.flags >> 1) & 3;
     const size_t shmem = h.shmem;
-    ensure_handlers();
+    ensure_handlers(nblocks >= 16);
     Launch L;
     L.name = name;
     L.thunk = thunk;
