@@ -7,10 +7,11 @@
 // getrf_shared: one block of 32 x GETRF_ROWS threads per matrix (n <= GETRF_SHARED; blockDim.y 1 on the
 //   simulator, where a thread costs more than an element), held in shared memory
 //   (rows padded to n + 1) from the first load to the last store. Per column k: warp 0 scales column
-//   k - 1 below the diagonal by its pivot's reciprocal, finds the pivot of column k (lanes over the rows,
+//   k - 1 below the diagonal by its pivot, finds the pivot of column k (lanes over the rows,
 //   a shuffle argmax, ties to the lower row) and swaps rows k and p (lanes over the columns); a
 //   barrier; the whole block updates the trailing submatrix, threadIdx.x along the columns and
-//   threadIdx.y over the rows (stride blockDim.y): A(i, j) -= A(i, k) / A(k, k) * A(k, j); a barrier.
+//   threadIdx.y over the rows (stride blockDim.y): A(i, j) -= A(i, k) / A(k, k) * A(k, j) (the unscaled column: its scaling waits for the next step); a
+//   barrier.
 // getrf_global: the same steps with the matrix in global memory (any n; one block per matrix).
 // laswp: B's rows interchanged as piv says, k = 0 .. n-1 (forward) or n-1 .. 0 (backward); B a strided
 //   stack (row, column, batch strides). Grid (batch, column blocks; grid-stride over the columns), 1-D
@@ -22,6 +23,18 @@
 #define LASWP_THREADS 128
 
 __device__ __forceinline__ real abs1(real v) { return v < (real)0 ? -v : v; }
+
+// L's entries a / p as (a * s) * r with r = 1 / (p * s), one division per column: s = 1, or a power of two
+// lifting a subnormal pivot into the normal range where 1 / p itself would overflow (then |a| <= |p|
+// keeps a * s small), so the quotients stay finite as LAPACK getf2's division gives them. A zero pivot
+// (a zero column: its |max| is 0) gives r = 0.
+__device__ __forceinline__ float pivot_lift(float p) { return p < 1.2e-38f && p > -1.2e-38f ? 4294967296.0f : 1.0f; }
+__device__ __forceinline__ double pivot_lift(double p) { return p < 2.3e-308 && p > -2.3e-308 ? 1.8446744073709552e19 : 1.0; }
+struct Multiplier {
+    real s, r;
+    __device__ __forceinline__ explicit Multiplier(real p) : s(pivot_lift(p)), r(p != (real)0 ? (real)1 / (p * s) : (real)0) {}
+    __device__ __forceinline__ real operator()(real a) const { return a * s * r; }
+};
 
 struct PivotFirst {  // larger |value| wins, equal ones go to the lower row
     __device__ __forceinline__ bool operator()(real bv, int bi, real av, int ai) const {
@@ -36,11 +49,8 @@ __device__ void getrf_steps(real* A, int lda, int n, int* __restrict__ piv, int*
     for (int k = 0; k < n; ++k) {
         if (ty == 0) {  // warp 0
             if (k > 0) {
-                const real p = A[(k - 1) * lda + k - 1];
-                if (p != (real)0) {
-                    const real r = (real)1 / p;
-                    for (int i = k + tx; i < n; i += 32) A[i * lda + k - 1] *= r;
-                }
+                const Multiplier m(A[(k - 1) * lda + k - 1]);
+                for (int i = k + tx; i < n; i += 32) A[i * lda + k - 1] = m(A[i * lda + k - 1]);
             }
             real best = (real)-1;
             int row = n;
@@ -65,10 +75,9 @@ __device__ void getrf_steps(real* A, int lda, int n, int* __restrict__ piv, int*
             }
         }
         __syncthreads();
-        const real p = A[k * lda + k];
-        const real r = p != (real)0 ? (real)1 / p : (real)0;
+        const Multiplier m(A[k * lda + k]);
         for (int i = k + 1 + ty; i < n; i += blockDim.y) {
-            const real l = A[i * lda + k] * r;
+            const real l = m(A[i * lda + k]);
             for (int j = k + 1 + tx; j < n; j += 32) A[i * lda + j] -= l * A[k * lda + j];
         }
         __syncthreads();

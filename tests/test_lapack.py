@@ -122,3 +122,19 @@ def test_laswp_grid_stride(rng, monkeypatch):
     lu, piv = gpublas.getrf_batched(gpublas.to_device(a))
     x = gpublas.getrs_batched(lu, piv, gpublas.to_device(b)).get()
     assert_close(x[0], np.linalg.solve(a[0], b[0]), k=1000)
+
+
+@pytest.mark.parametrize("dtype,scale", [(np.float32, 1e-39), (np.float64, 1e-310)])
+def test_tiny_pivots_stay_finite(rng, dtype, scale):
+    # a matrix of subnormal entries: 1 / pivot would overflow to inf. The factors are checked by what they
+    # reconstruct (subnormal arithmetic keeps few digits, so the pivot order may differ from LAPACK's)
+    n = 6
+    a = (rng.standard_normal((1, n, n)) * scale).astype(dtype)
+    lu, piv = gpublas.getrf_batched(gpublas.to_device(a))
+    got, p = lu.get()[0].astype(np.float64), piv.get()[0]
+    assert np.isfinite(got).all()
+    rows = np.arange(n)
+    for k in range(n):                 # the row order P a that L U reproduces
+        rows[[k, p[k]]] = rows[[p[k], k]]
+    recon = (np.tril(got, -1) + np.eye(n)) @ (np.triu(got) / scale)   # L is O(1), U as small as a
+    np.testing.assert_allclose(recon, a[0][rows].astype(np.float64) / scale, atol=1e-3 if dtype == np.float32 else 1e-9)
