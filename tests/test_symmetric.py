@@ -151,3 +151,18 @@ def test_symv_syr_read_nothing_they_need_not(rng, dtype):
     da = gpublas.to_device(a)
     gpublas.syr(nan_x, da, alpha=0.0)
     np.testing.assert_array_equal(da.get(), a)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_empty_shapes(rng, dtype):
+    assert gpublas.symm(gpublas.zeros((3, 3), dtype), gpublas.zeros((3, 0), dtype)).shape == (3, 0)
+    assert gpublas.symm(gpublas.zeros((0, 0), dtype), gpublas.zeros((0, 4), dtype)).shape == (0, 4)
+    c = rng.standard_normal((4, 0)).astype(dtype)
+    got = gpublas.symm(gpublas.zeros((0, 0), dtype), gpublas.zeros((4, 0), dtype), gpublas.to_device(c), side="right")
+    assert got.shape == (4, 0)
+    assert gpublas.syrk(gpublas.zeros((0, 5), dtype)).shape == (0, 0)
+    c = rng.standard_normal((4, 4)).astype(dtype)        # k = 0: c = beta c on the triangle, a never read
+    got = gpublas.syr2k(gpublas.zeros((4, 0), dtype), gpublas.zeros((4, 0), dtype), gpublas.to_device(c), beta=0.5)
+    assert_close(got, np.triu(0.5 * c) + np.tril(c, -1))
+    y = rng.standard_normal(0).astype(dtype)
+    assert gpublas.symv(gpublas.zeros((0, 0), dtype), gpublas.to_device(y)).shape == (0,)
