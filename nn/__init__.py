@@ -8,9 +8,10 @@ Chainer) and PyTorch's conventions (names, layouts, init, update rules), so weig
     loss = crit(model(x), labels); opt.zero_grad(); model.backward(crit.backward()); opt.step()
 
 Every forward and backward pass runs as device kernels: gpublas's GEMM plus nn's kernels in
-nn/cuda/{activation,conv,pool,dropout,loss,optim,lstm,batchnorm,embedding}.cu (found through the same
-compile path).
+nn/cuda/{activation,conv,pool,dropout,loss,optim,lstm,batchnorm,embedding,amp}.cu (found through the
+same compile path). nn.amp.GradScaler: dynamic loss scaling for mixed-precision training.
 """
+from . import amp
 from .checkpoint import load, save
 from .gradcheck import GradcheckError, gradcheck
 from .init import manual_seed

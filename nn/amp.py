@@ -1,0 +1,116 @@
+"""Mixed-precision training helpers, with PyTorch's names: GradScaler (dynamic loss scaling).
+
+FP16 gradients underflow without loss scaling: the backward pass starts from the loss gradient
+multiplied by a large scale S, the FP32 master gradients are divided by S before the optimizer step,
+and a step whose gradients hold an inf or NaN is skipped. PyTorch's GradScaler rules:
+
+    scaler = nn.amp.GradScaler()                 # S = 2^16
+    dlogits = scaler.scale(crit.backward())      # the gradient the backward pass starts from, times S
+    model.backward(dlogits)
+    scaler.unscale_(opt)                         # optional: before clip_grad_norm
+    scaler.step(opt)                             # unscales (once), skips the step on inf/NaN
+    scaler.update()                              # inf/NaN: S *= 0.5; growth_interval clean steps: S *= 2
+
+BF16 has float32's exponent range and needs no scaling (GradScaler(enabled=False) passes through).
+The unscale and the inf/NaN check are one kernel per gradient buffer (nn/cuda/amp.cu); `step` reads one
+int per optimizer back to decide, as PyTorch's does.
+"""
+import math
+
+import numpy as np
+
+import gpublas
+from gpublas.launch import BLOCK, grid_1d
+
+from .kernels import get_kernel
+
+
+def unscale_(grad, inv_scale, found_inf):
+    """grad *= inv_scale on the device; found_inf (int32, 1 element) set to 1 where a result is inf/NaN."""
+    if grad.size:
+        get_kernel("amp", "amp_unscale", grad.dtype)(grid_1d(grad.size), BLOCK, grad, grad.size, inv_scale, found_inf)
+    return found_inf
+
+
+class GradScaler:
+    """Dynamic loss scaling (torch.amp.GradScaler's arguments, rules and state_dict keys)."""
+
+    def __init__(self, init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000,
+                 enabled=True):
+        if not growth_factor > 1.0 or not 0.0 < backoff_factor < 1.0 or growth_interval < 1:
+            raise ValueError("GradScaler: needs growth_factor > 1, 0 < backoff_factor < 1, growth_interval >= 1")
+        self._enabled = bool(enabled)
+        self._scale = float(init_scale)
+        self._growth_factor, self._backoff_factor = float(growth_factor), float(backoff_factor)
+        self._growth_interval = int(growth_interval)
+        self._growth_tracker = 0
+        self._found = {}  # id(optimizer) -> int32 device flag of this step's unscale
+
+    def is_enabled(self):
+        return self._enabled
+
+    def get_scale(self):
+        return self._scale if self._enabled else 1.0
+
+    def scale(self, outputs):
+        """outputs * S (a new array): hand it the gradient the backward pass starts from."""
+        if not self._enabled:
+            return outputs
+        return outputs * self._scale
+
+    def unscale_(self, optimizer):
+        """Divides the optimizer's gradients by S in place and notes whether any is inf/NaN (once per
+        optimizer per step: a second call before update() raises, as PyTorch's)."""
+        if not self._enabled:
+            return
+        if id(optimizer) in self._found:
+            raise RuntimeError("unscale_() has already been called on this optimizer since the last update()")
+        found = gpublas.zeros(1, np.int32)
+        inv = 1.0 / self._scale
+        for _, grad, *_ in optimizer._operands():
+            unscale_(grad, inv, found)
+        self._found[id(optimizer)] = found
+
+    def step(self, optimizer):
+        """optimizer.step() unless this step's gradients hold an inf or NaN; unscales first if
+        unscale_ was not called. Returns the optimizer's return value, or None for a skipped step."""
+        if not self._enabled:
+            return optimizer.step()
+        if id(optimizer) not in self._found:
+            self.unscale_(optimizer)
+        if int(self._found[id(optimizer)].get()[0]):
+            return None
+        return optimizer.step()
+
+    def update(self, new_scale=None):
+        """After the step: S *= backoff_factor if any optimizer found inf/NaN (and the clean count
+        restarts), else after growth_interval clean steps in a row S *= growth_factor; new_scale
+        sets S directly."""
+        if not self._enabled:
+            return
+        if new_scale is not None:
+            self._scale = float(new_scale)
+        elif any(int(f.get()[0]) for f in self._found.values()):
+            self._scale *= self._backoff_factor
+            self._growth_tracker = 0
+        elif self._found:
+            self._growth_tracker += 1
+            if self._growth_tracker == self._growth_interval:
+                grown = self._scale * self._growth_factor
+                if math.isfinite(grown):
+                    self._scale = grown
+                self._growth_tracker = 0
+        self._found = {}
+
+    def state_dict(self):
+        if not self._enabled:
+            return {}
+        return {"scale": self._scale, "growth_factor": self._growth_factor, "backoff_factor": self._backoff_factor,
+                "growth_interval": self._growth_interval, "_growth_tracker": self._growth_tracker}
+
+    def load_state_dict(self, state):
+        if not state:
+            raise RuntimeError("GradScaler.load_state_dict: the state is empty (saved from a disabled scaler)")
+        self._scale = float(state["scale"])
+        self._growth_factor, self._backoff_factor = float(state["growth_factor"]), float(state["backoff_factor"])
+        self._growth_interval, self._growth_tracker = int(state["growth_interval"]), int(state["_growth_tracker"])
