@@ -39,7 +39,7 @@ class Graph:
 
     def __init__(self, stream=None):
         self.backend = backends.current()
-        self.stream = stream if stream is not None else Stream()
+        self.stream = stream if stream is not None else Stream(self.backend.capture_stream_create())
         self.pool = GraphPool(self.backend.pool)
         self.number = next(_numbers)
         self.launches = 0      # kernel launches recorded

@@ -36,9 +36,9 @@ class Stream:
 
     graph = None  # the Graph recording this stream's work while a capture runs on it
 
-    def __init__(self):
+    def __init__(self, _handle=None):
         self.backend = backends.current()
-        self.handle = self.backend.stream_create()
+        self.handle = self.backend.stream_create() if _handle is None else _handle
 
     def synchronize(self):
         refuse_in_capture("Stream.synchronize()")

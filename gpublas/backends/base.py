@@ -104,6 +104,10 @@ class Backend:
 
     # graphs (gpublas.graph): while a stream captures, the launches and copies issued on it are
     # recorded, not run
+    def capture_stream_create(self):
+        """A stream for a graph's own capture (cuda: one not tied to the default stream)."""
+        return self.stream_create()
+
     def capture_begin(self, stream):
         """Starts recording the work issued on `stream` (a handle, never the default stream)."""
         raise GraphError(f"the {self.name} backend cannot capture graphs")

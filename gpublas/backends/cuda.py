@@ -32,6 +32,7 @@ import numpy as np
 
 from .. import compiler, source
 from ..errors import CompileError, LaunchError
+from . import cuda_graph
 from .base import Backend
 
 
@@ -185,6 +186,7 @@ class CudaBackend(Backend):
         self.blocking = os.environ.get("GPUBLAS_LAUNCH_BLOCKING", "0") not in ("", "0")
         self.last_launch = None  # (name, grid, block, shared) of the latest launch, for error messages
         self._live = {}
+        self._capturing = set()  # streams capturing a graph: GPUBLAS_LAUNCH_BLOCKING must not sync them
         self.context = self.device.retain_primary_context()
         self.contexts = ThreadContexts(self.context.push, drv.Context.pop)
         self.contexts.enter()
@@ -294,6 +296,27 @@ class CudaBackend(Backend):
     def stream_synchronize(self, stream):
         stream.synchronize()
 
+    # graphs: the driver's stream capture (cuda_graph.py)
+    def capture_stream_create(self):
+        return self.drv.Stream(cuda_graph.NON_BLOCKING)
+
+    def capture_begin(self, stream):
+        self.contexts.enter()
+        cuda_graph.driver().begin(stream)
+        self._capturing.add(stream)
+
+    def capture_end(self, stream):
+        self._capturing.discard(stream)
+        return cuda_graph.driver().end(stream)
+
+    def graph_launch(self, graph, stream=None, timed=False):
+        self.contexts.enter()
+        cuda_graph.driver().launch(graph, stream)
+
+    def graph_destroy(self, graph):
+        self.contexts.enter()
+        cuda_graph.driver().destroy(graph)
+
     @_named_faults
     def event_create(self):
         return self.drv.Event()
@@ -357,7 +380,7 @@ class CudaBackend(Backend):
             backend.last_launch = (name, grid, block, shared)
             try:
                 call(grid, block, stream, *args, shared_size=shared)
-                if sync is not None:
+                if sync is not None and stream not in backend._capturing:
                     sync()
             except error as e:
                 raise LaunchError(fault_message(e, backend.last_launch, True)) from e
