@@ -20,6 +20,17 @@ def add_graph_flag(parser):
                              "the same results as eager steps, less host time per step")
 
 
+def training_parts(model, forward_backward, update):
+    """GraphedStep's parts for a training step written as forward_backward(x, y) (loss, zero_grad and the
+    bare module's backward) and update(x, y) (clipping, the optimizer): both captured together, or with
+    a DataParallel model captured apart, around the eager buffer broadcast before forward and the
+    gradient all-reduce after backward (weighted by the len(y) rows of the loss, as its backward does)."""
+    if getattr(model, "module", model) is model:
+        return [(True, lambda x, y: (forward_backward(x, y), update(x, y)))]
+    return [(False, lambda x, y: model.broadcast_buffers() if model.size > 1 else None), (True, forward_backward),
+            (False, lambda x, y: model.reduce_gradients(len(y))), (True, update)]
+
+
 class GraphedStep:
     """Calls `parts` [(captured, fn(x, y))] on a batch given as host arrays (copied into static device
     arrays, one pair per shape), eagerly the first time for a shape, then as replayed graphs."""

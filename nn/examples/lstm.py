@@ -21,7 +21,7 @@ import nn
 import gpublas
 from nn.step_kernels import loss_track
 
-from .graphed import GraphedStep, add_graph_flag
+from .graphed import GraphedStep, add_graph_flag, training_parts
 from .training import add_distributed_flag, describe_device, setup_distributed
 
 
@@ -122,12 +122,7 @@ def _train_graphed(model, crit, opt, sched, windows, args, bar):
         nn.clip_grad_norm(opt.params, args.clip, on_device=True)
         opt.step()
 
-    if net is model:
-        parts = [(True, lambda x, y: (forward_backward(x, y), update(x, y)))]
-    else:
-        parts = [(False, lambda x, y: model.broadcast_buffers() if model.size > 1 else None), (True, forward_backward),
-                 (False, lambda x, y: model.reduce_gradients(crit.grad.shape[0])), (True, update)]
-    graphed, first = GraphedStep(parts), None
+    graphed, first = GraphedStep(training_parts(model, forward_backward, update)), None
     for step in range(1, args.steps + 1):
         graphed(*windows())
         sched.step()

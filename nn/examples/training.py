@@ -77,7 +77,7 @@ def classifier_step(model, crit, opt):
     DataParallel model the gradient all-reduce (and the buffer broadcast before forward) run eagerly
     between the captured parts, as they run inside DataParallel's forward and backward."""
     from nn.step_kernels import loss_track
-    from .graphed import GraphedStep
+    from .graphed import GraphedStep, training_parts
 
     net = getattr(model, "module", model)
     acc = gpublas.zeros((1,), np.float64)
@@ -90,12 +90,7 @@ def classifier_step(model, crit, opt):
     def update(x, y):
         opt.step()
 
-    if net is model:
-        parts = [(True, lambda x, y: (forward_backward(x, y), update(x, y)))]
-    else:
-        parts = [(False, lambda x, y: model.broadcast_buffers() if model.size > 1 else None),
-                 (True, forward_backward), (False, lambda x, y: model.reduce_gradients(len(y))), (True, update)]
-    step = GraphedStep(parts)
+    step = GraphedStep(training_parts(model, forward_backward, update))
     step.acc = acc
     return step
 
