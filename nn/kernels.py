@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 import gpublas
-from gpublas import launch, reduction, source
+from gpublas import dtypes, launch, reduction, source
 from gpublas.launch import BLOCK, ceil_div, grid_1d
 from gpublas.launch import fast_divisor as fd
 
@@ -78,10 +78,13 @@ def bias_grad_sum(dy, db, channels, inner):
     """db[c] += sum of dy over (outer, inner) for dy viewed as (outer, channels, inner): gpublas'
     deterministic reductions, in two passes when inner > 1. Short rows (a conv's H*W up to
     reduction.SERIAL_N) sum over outer first, coalesced across the channels * inner columns, then the
-    channels' short rows; long ones sum each (outer, channel) row first, then over outer."""
+    channels' short rows; long ones sum each (outer, channel) row first, then over outer. db has dy's
+    compute dtype: float32 for a 16-bit dy (FP32 bias gradients, summed in float32)."""
     if db.size != channels or dy.size % (channels * inner):
         raise ValueError(f"bias_grad_sum: db {db.shape} does not fit dy {dy.shape} as (*, {channels}, {inner})")
-    dtype = _same("bias_grad_sum", dy, db)
+    dtype = dtypes.TABLE[dy.dtype].compute
+    if db.dtype != dtype:
+        raise TypeError(f"bias_grad_sum: db must be {dtype} for a {dy.dtype} dy, got {db.dtype}")
     outer = dy.size // (channels * inner)
     SUM, reduce = reduction.SUM, reduction.launch_reduce
     if outer == 0:

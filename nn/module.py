@@ -206,13 +206,13 @@ class Module:
 
     def _input(self, x):
         """x as a float DeviceArray: a layer with parameters wants its own dtype; one without takes
-        float32 or float64 as given. An ndarray is converted and copied to the device."""
+        float16, bfloat16, float32 or float64 as given. An ndarray is converted and copied to the device."""
         want = self.dtype if self._parameters or hasattr(self, "_dtype") else None
         if isinstance(x, gpublas.DeviceArray):
             if want is not None and x.dtype != want:
                 raise TypeError(f"{self.describe()}: input dtype {x.dtype} does not match the layer's {want}")
-            if x.dtype not in (np.float32, np.float64):
-                raise TypeError(f"{self.describe()}: input dtype must be float32 or float64, got {x.dtype}")
+            if not gpublas.dtypes.is_float(x.dtype):
+                raise TypeError(f"{self.describe()}: input dtype must be a float (16, 32 or 64 bits), got {x.dtype}")
             return x
         x = np.asarray(x)
         if want is None:

@@ -1,5 +1,6 @@
 // activation.cu: activations and bias handling for nn's layers, fused where they always go together.
-// `real` is the element type (-Dreal=float or double). `act` selects the activation: common.cuh's
+// `real` is the element type (-Dreal=float, double, __half or __nv_bfloat16; 16-bit data is computed in
+// float, common.cuh's acc_real, and rounded once on store). `act` selects the activation: common.cuh's
 // ACT_IDENTITY, ACT_RELU, ACT_TANH, ACT_SIGMOID (act_apply, act_grad_from_output).
 //
 // act_forward:        grid-stride loop, one element per thread: y[i] = act(x[i]) (y may be x).
@@ -14,12 +15,12 @@
 
 extern "C" __global__ void act_forward(const real* __restrict__ x, real* y, long long n, int act) {
     GRID_STRIDE_LOOP(long long, i, n)
-        y[i] = act_apply(x[i], act);
+        y[i] = convert<real>(act_apply(load_as(x[i]), act));
 }
 
 extern "C" __global__ void act_backward(const real* __restrict__ y, const real* dy, real* dx, long long n, int act) {
     GRID_STRIDE_LOOP(long long, i, n)
-        dx[i] = dy[i] * act_grad_from_output(y[i], act);
+        dx[i] = convert<real>(load_as(dy[i]) * act_grad_from_output(load_as(y[i]), act));
 }
 
 template <class I>
@@ -28,7 +29,7 @@ __device__ __forceinline__ void bias_act_loop(const real* x, const real* __restr
     GRID_STRIDE_LOOP(I, i, n) {
         I j, c;
         div_mod(div_mod(i, inner, j), C, c);  // c = (i / inner) % C
-        y[i] = act_apply(x[i] + b[c], act);
+        y[i] = convert<real>(act_apply(load_as(x[i]) + load_as(b[c]), act));
     }
 }
 

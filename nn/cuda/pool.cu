@@ -1,5 +1,6 @@
 // pool.cu: 2-D max and average pooling over NCHW data (planes = N*C), forward and backward.
-// `real` is the element type. Window (kh, kw), stride (sh, sw), padding (ph, pw); output (OH, OW).
+// `real` is the element type (float16/bfloat16 computed in float, common.cuh's acc_real, and rounded
+// once on store). Window (kh, kw), stride (sh, sw), padding (ph, pw); output (OH, OW).
 // Padding never wins a max (it is -inf) and counts in the average's divisor (PyTorch's defaults:
 // count_include_pad=True, ceil_mode=False, so every window's divisor is kh*kw).
 //
@@ -46,29 +47,29 @@ __device__ __forceinline__ void covering(int h, int pad, int k, const FastDivmod
 template <class I, bool MAX>
 __device__ __forceinline__ void pool_forward_loop(const real* __restrict__ x, real* __restrict__ y,
                                                   int* __restrict__ idx, I total, const PoolGeom& g) {
-    const real inv = (real)1 / (real)(g.kh * g.kw);
+    const acc_real inv = (acc_real)1 / (acc_real)(g.kh * g.kw);
     GRID_STRIDE_LOOP(I, e, total) {
         I ow, oh;
         const I plane = div_mod(div_mod(e, g.OW, ow), g.OH, oh);
         const real* xp = x + plane * (I)g.H.d * (I)g.W.d;
         int best = -1;
-        real m = 0, s = 0;
+        acc_real m = 0, s = 0;
         for (int i = 0; i < g.kh; ++i) {
             const int h = (int)oh * g.sh.d - g.ph + i;
             if (h < 0 || h >= g.H.d) continue;
             for (int j = 0; j < g.kw; ++j) {
                 const int w = (int)ow * g.sw.d - g.pw + j;
                 if (w < 0 || w >= g.W.d) continue;
-                const real v = xp[h * g.W.d + w];
+                const acc_real v = load_as(xp[h * g.W.d + w]);
                 if (!MAX) s += v;
                 else if (best < 0 || v > m || (v != v && m == m)) { m = v; best = h * g.W.d + w; }
             }
         }
         if (MAX) {
-            y[e] = best < 0 ? (real)0 : m;
+            y[e] = convert<real>(best < 0 ? (acc_real)0 : m);
             idx[e] = best;
         } else {
-            y[e] = s * inv;
+            y[e] = convert<real>(s * inv);
         }
     }
 }
@@ -77,7 +78,7 @@ __device__ __forceinline__ void pool_forward_loop(const real* __restrict__ x, re
 template <class I, bool MAX>
 __device__ __forceinline__ void pool_backward_loop(const real* __restrict__ dy, const int* __restrict__ idx,
                                                    real* __restrict__ dx, I total, const PoolGeom& g) {
-    const real inv = (real)1 / (real)(g.kh * g.kw);
+    const acc_real inv = (acc_real)1 / (acc_real)(g.kh * g.kw);
     GRID_STRIDE_LOOP(I, e, total) {
         I w, h;
         const I plane = div_mod(div_mod(e, g.W, w), g.H, h);
@@ -86,14 +87,14 @@ __device__ __forceinline__ void pool_backward_loop(const real* __restrict__ dy, 
         int oh_lo, oh_hi, ow_lo, ow_hi;
         covering((int)h, g.ph, g.kh, g.sh, g.OH.d, oh_lo, oh_hi);
         covering((int)w, g.pw, g.kw, g.sw, g.OW.d, ow_lo, ow_hi);
-        real s = 0;
+        acc_real s = 0;
         for (int oh = oh_lo; oh <= oh_hi; ++oh)
             for (int ow = ow_lo; ow <= ow_hi; ++ow) {
                 const I o = base + (I)(oh * g.OW.d + ow);
-                if (!MAX) s += dy[o];
-                else if (idx[o] == me) s += dy[o];
+                if (!MAX) s += load_as(dy[o]);
+                else if (idx[o] == me) s += load_as(dy[o]);
             }
-        dx[e] = MAX ? s : s * inv;
+        dx[e] = convert<real>(MAX ? s : s * inv);
     }
 }
 

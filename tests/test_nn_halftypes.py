@@ -1,0 +1,63 @@
+"""nn's kernels on 16-bit activations: each computes in float32 and rounds once on store, so a layer
+on float16/bfloat16 data gives exactly its float32 result on the widened data, rounded once (forward
+and backward); bias gradients from 16-bit dy are float32 sums."""
+import ml_dtypes
+import numpy as np
+import pytest
+
+import gpublas
+import nn
+from nn import kernels as K
+
+HALVES = [np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)]
+
+
+def same(got, ref):
+    got, ref = np.asarray(got), np.asarray(ref)
+    assert got.dtype == ref.dtype and got.shape == ref.shape
+    np.testing.assert_array_equal(got.view(np.uint16), ref.view(np.uint16))
+
+
+def both(dtype, host):
+    """(16-bit device array, float32 device array of the same values)."""
+    h = host.astype(dtype)
+    return gpublas.to_device(h), gpublas.to_device(h.astype(np.float32))
+
+
+@pytest.mark.parametrize("dtype", HALVES, ids=str)
+@pytest.mark.parametrize("layer", [nn.ReLU, nn.Tanh, nn.Sigmoid, lambda: nn.MaxPool2d(3, 2, 1),
+                                   lambda: nn.AvgPool2d(2), lambda: nn.MaxPool2d(2)],
+                         ids=["relu", "tanh", "sigmoid", "maxpool3s2p1", "avgpool2", "maxpool2"])
+def test_layers_are_the_float32_layer_rounded_once(dtype, layer, rng, sim_order):
+    x16, x32 = both(dtype, rng.standard_normal((2, 3, 7, 9)) * 3)
+    f16, f32 = layer(), layer()
+    y16, y32 = f16(x16), f32(x32)
+    assert y16.dtype == dtype
+    same(y16.get(), y32.get().astype(dtype))
+    dy16, _ = both(dtype, rng.standard_normal(y16.shape))
+    dx16 = f16.backward(dy16)
+    # the float32 layer given the same (rounded) dy and, for activations, the same rounded output
+    if isinstance(f32, (nn.ReLU, nn.Tanh, nn.Sigmoid)):
+        dx32 = K.act_backward(gpublas.to_device(y16.get().astype(np.float32)), dy16.astype(np.float32),
+                              gpublas.empty(y16.shape), K.act_code(type(f32).__name__.lower()))
+    else:
+        dx32 = f32.backward(dy16.astype(np.float32))
+    assert dx16.dtype == dtype
+    same(dx16.get(), dx32.get().astype(dtype))
+
+
+@pytest.mark.parametrize("dtype", HALVES, ids=str)
+@pytest.mark.parametrize("shape, channels, inner", [((5, 4), 4, 1), ((3, 4, 6, 5), 4, 30), ((2, 3, 2, 2), 3, 4)])
+def test_bias_act_and_float32_bias_gradients(dtype, shape, channels, inner, rng):
+    x16, x32 = both(dtype, rng.standard_normal(shape))
+    b16, b32 = both(dtype, rng.standard_normal(channels))
+    act = K.act_code("tanh")
+    y16 = K.bias_act_forward(x16, b16, gpublas.empty(shape, dtype), channels, inner, act)
+    y32 = K.bias_act_forward(x32, b32, gpublas.empty(shape), channels, inner, act)
+    same(y16.get(), y32.get().astype(dtype))
+    db16, db32 = gpublas.full(channels, 0.5), gpublas.full(channels, 0.5)
+    K.bias_grad_sum(x16, db16, channels, inner)  # float32 db from 16-bit dy: summed in float32
+    K.bias_grad_sum(x32, db32, channels, inner)
+    np.testing.assert_array_equal(db16.get(), db32.get())
+    with pytest.raises(TypeError, match="float32"):
+        K.bias_grad_sum(x16, gpublas.zeros(channels, dtype), channels, inner)
