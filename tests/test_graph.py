@@ -1,13 +1,10 @@
 """gpublas.graph: capture once, replay many times; bit for bit as eager, every GraphError, memory."""
 import os
-import signal
-import subprocess
-import sys
 import threading
-import time
 
 import numpy as np
 import pytest
+from interrupt import interrupt_child
 
 import gpublas
 from gpublas import launch
@@ -281,19 +278,7 @@ print("after", float(x.sum()), flush=True)
 
 
 def test_ctrl_c_stops_a_long_replay():
-    p = subprocess.Popen([sys.executable, "-c", INTERRUPT_CHILD], stdout=subprocess.PIPE, text=True,
-                         env=dict(os.environ, OMP_NUM_THREADS="1"))
-    try:
-        assert p.stdout.readline().strip() == "start"
-        time.sleep(0.5)
-        sent = time.perf_counter()
-        p.send_signal(signal.SIGINT)
-        lines = [p.stdout.readline().strip()]
-        latency = time.perf_counter() - sent
-        lines += p.stdout.read().split("\n")
-    finally:
-        p.kill()
-        p.wait()
+    lines, latency = interrupt_child(INTERRUPT_CHILD)
     assert "stopped KeyboardInterrupt" in lines, lines
     assert "after 5.0" in lines, lines
     assert latency < 2.0, f"{latency * 1e3:.0f} ms from SIGINT to the replay stopping"
@@ -311,3 +296,22 @@ def test_a_failing_launch_in_a_replay_raises_its_own_error():
         k(1, 32, x, 16)
     with pytest.raises(gpublas.IllegalAddressError, match="oob_in_graph"):
         g.replay()
+
+
+RACE_SRC = 'extern "C" __global__ void last_writer(int* x) { x[0] = threadIdx.x; }'  # a race: the order decides
+
+
+def test_replay_runs_in_the_thread_order_set_at_replay():
+    k = launch.load_source(RACE_SRC, None, "race_graph.cu").get("last_writer")
+    x = gpublas.zeros(1, np.int32)
+    gpublas.sim_thread_order("forward")
+    try:
+        with gpublas.graph() as g:
+            k(1, 32, x)
+        g.replay()
+        assert int(x.get()[0]) == 31
+        gpublas.sim_thread_order("reverse")
+        g.replay()
+        assert int(x.get()[0]) == 0
+    finally:
+        gpublas.sim_thread_order(os.environ.get("GPUBLAS_SIM_ORDER", "forward"))

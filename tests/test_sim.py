@@ -2,13 +2,12 @@
 per-call argument record, memcheck, Ctrl-C during a launch."""
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
+from interrupt import interrupt_child
 
 import gpublas
 from gpublas.backends import sim
@@ -153,19 +152,7 @@ print("after", float(c.sum()), flush=True)
 def test_ctrl_c_stops_a_long_launch(handler, expect):
     # 1536^3 naive GEMM runs for tens of seconds on the simulator; SIGINT must stop it within a
     # block's time and leave the process able to launch again.
-    p = subprocess.Popen([sys.executable, "-c", INTERRUPT_CHILD, handler], stdout=subprocess.PIPE, text=True,
-                         env=dict(os.environ, OMP_NUM_THREADS="1"))
-    try:
-        assert p.stdout.readline().strip() == "start"
-        time.sleep(0.5)
-        sent = time.perf_counter()
-        p.send_signal(signal.SIGINT)
-        lines = [p.stdout.readline().strip()]
-        latency = time.perf_counter() - sent
-        lines += p.stdout.read().split("\n")
-    finally:
-        p.kill()
-        p.wait()
+    lines, latency = interrupt_child(INTERRUPT_CHILD, handler)
     assert f"stopped {expect}" in lines, lines
     assert "after 105.0" in lines, lines
     assert latency < 1.0, f"{latency * 1e3:.0f} ms from SIGINT to the launch stopping"  # ~25 ms measured
