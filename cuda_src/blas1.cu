@@ -137,9 +137,9 @@ extern "C" __global__ void nrm2_partial(long long n, const real* __restrict__ x,
     if (threadIdx.x == 0) partial[blockIdx.x] = s;
 }
 
-template <class Better>
+template <class Better>  // Better comes as an argument: the sim fission pass rewrites no explicit template arguments
 __device__ void arg_partial(long long n, const real* __restrict__ x, long long incx, real* __restrict__ part_v,
-                            long long* __restrict__ part_i) {
+                            long long* __restrict__ part_i, Better) {
     real v = Better::none();
     long long idx = 0x7fffffffffffffffLL;
     GRID_STRIDE_LOOP(long long, i, n)
@@ -150,12 +150,12 @@ __device__ void arg_partial(long long n, const real* __restrict__ x, long long i
 
 extern "C" __global__ void iamax_partial(long long n, const real* __restrict__ x, long long incx,
                                          real* __restrict__ part_v, long long* __restrict__ part_i) {
-    arg_partial<AbsMaxFirst>(n, x, incx, part_v, part_i);
+    arg_partial(n, x, incx, part_v, part_i, AbsMaxFirst());
 }
 
 extern "C" __global__ void iamin_partial(long long n, const real* __restrict__ x, long long incx,
                                          real* __restrict__ part_v, long long* __restrict__ part_i) {
-    arg_partial<AbsMinFirst>(n, x, incx, part_v, part_i);
+    arg_partial(n, x, incx, part_v, part_i, AbsMinFirst());
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -187,9 +187,9 @@ extern "C" __global__ void nrm2_final(int nparts, const real* __restrict__ parti
     }
 }
 
-template <class Better>
+template <class Better>  // Better comes as an argument: the sim fission pass rewrites no explicit template arguments
 __device__ void arg_final(int nparts, const real* __restrict__ part_v, const long long* __restrict__ part_i,
-                          long long* __restrict__ out) {
+                          long long* __restrict__ out, Better) {
     real v = Better::none();
     long long idx = 0x7fffffffffffffffLL;
     for (int i = threadIdx.x; i < nparts; i += blockDim.x) arg_combine<Better>(v, idx, part_v[i], part_i[i]);
@@ -199,10 +199,10 @@ __device__ void arg_final(int nparts, const real* __restrict__ part_v, const lon
 
 extern "C" __global__ void iamax_final(int nparts, const real* __restrict__ part_v,
                                        const long long* __restrict__ part_i, long long* __restrict__ out) {
-    arg_final<AbsMaxFirst>(nparts, part_v, part_i, out);
+    arg_final(nparts, part_v, part_i, out, AbsMaxFirst());
 }
 
 extern "C" __global__ void iamin_final(int nparts, const real* __restrict__ part_v,
                                        const long long* __restrict__ part_i, long long* __restrict__ out) {
-    arg_final<AbsMinFirst>(nparts, part_v, part_i, out);
+    arg_final(nparts, part_v, part_i, out, AbsMinFirst());
 }
