@@ -35,6 +35,17 @@ def _same(what, *arrays):
     return dtype
 
 
+def _storage(what, data, stats):
+    """The dtype of a kernel whose `data` arrays hold `real` and whose `stats` arrays (None allowed)
+    hold its compute dtype: float32 for 16-bit data (FP32 statistics and parameters)."""
+    dtype = _same(what, *data)
+    compute = dtypes.TABLE[dtype].compute
+    for a in stats:
+        if a is not None and a.dtype != compute:
+            raise TypeError(f"{what}: statistics and parameters must be {compute} for {dtype} data, got {a.dtype}")
+    return dtype
+
+
 def act_code(name):
     try:
         return ACT[name]
@@ -224,7 +235,7 @@ def bn_stats(x, mean, invstd, running_mean, running_var, eps, momentum, use_runn
         raise ValueError(f"bn_stats: per-channel arrays must have {C} elements")
     if use_running and (running_mean is None or running_var is None):
         raise ValueError("bn_stats: use_running needs the running buffers")
-    get_kernel("batchnorm", "bn_stats", _same("bn_stats", x, mean, invstd, running_mean, running_var))(
+    get_kernel("batchnorm", "bn_stats", _storage("bn_stats", [x], [mean, invstd, running_mean, running_var]))(
         C, BN_THREADS, x, mean, invstd, running_mean, running_var, N, C, L, eps, momentum, int(use_running))
     return mean, invstd
 
@@ -235,7 +246,7 @@ def bn_forward(x, mean, invstd, gamma, beta, y):
     N, L = _ncl(x, C)
     if y.shape != x.shape:
         raise ValueError(f"bn_forward: y {y.shape} differs from x {x.shape}")
-    get_kernel("batchnorm", "bn_forward", _same("bn_forward", x, mean, invstd, gamma, beta, y))(
+    get_kernel("batchnorm", "bn_forward", _storage("bn_forward", [x, y], [mean, invstd, gamma, beta]))(
         grid_1d(x.size), BLOCK, x, mean, invstd, gamma, beta, y, x.size, C, L)
     return y
 
@@ -247,7 +258,8 @@ def bn_backward(x, dy, mean, invstd, gamma, dx, dgamma, dbeta, batch_stats):
     N, L = _ncl(x, C)
     if dy.shape != x.shape or dx.shape != x.shape:
         raise ValueError(f"bn_backward: x {x.shape}, dy {dy.shape}, dx {dx.shape} differ")
-    get_kernel("batchnorm", "bn_backward", _same("bn_backward", x, dy, mean, invstd, gamma, dx, dgamma, dbeta))(
+    dtype = _storage("bn_backward", [x, dy, dx], [mean, invstd, gamma, dgamma, dbeta])
+    get_kernel("batchnorm", "bn_backward", dtype)(
         C, BN_THREADS, x, dy, mean, invstd, gamma, dx, dgamma, dbeta, N, C, L, int(batch_stats))
     return dx
 

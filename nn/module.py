@@ -49,6 +49,7 @@ class Parameter:
 class Module:
     """Base of layers and models. Subclasses set parameters and children as attributes and
     implement forward(x) and backward(dy)."""
+    _storage_inputs = False  # True: also takes 16-bit input computed in the layer's dtype (see _input)
 
     def __init__(self):
         object.__setattr__(self, "_parameters", OrderedDict())
@@ -205,11 +206,13 @@ class Module:
         return f"{type(self).__name__}(\n" + "\n".join(lines) + "\n)"
 
     def _input(self, x):
-        """x as a float DeviceArray: a layer with parameters wants its own dtype; one without takes
-        float16, bfloat16, float32 or float64 as given. An ndarray is converted and copied to the device."""
+        """x as a float DeviceArray: a layer with parameters wants its own dtype (or, where
+        `_storage_inputs` says so, a 16-bit one computed in it: BatchNorm's FP32 statistics of bf16
+        data); one without takes float16, bfloat16, float32 or float64 as given. An ndarray is converted and copied to the device."""
         want = self.dtype if self._parameters or hasattr(self, "_dtype") else None
         if isinstance(x, gpublas.DeviceArray):
-            if want is not None and x.dtype != want:
+            if want is not None and x.dtype != want and not (
+                    self._storage_inputs and gpublas.dtypes.TABLE[x.dtype].compute == want):
                 raise TypeError(f"{self.describe()}: input dtype {x.dtype} does not match the layer's {want}")
             if not gpublas.dtypes.is_float(x.dtype):
                 raise TypeError(f"{self.describe()}: input dtype must be a float (16, 32 or 64 bits), got {x.dtype}")

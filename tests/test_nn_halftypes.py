@@ -61,3 +61,38 @@ def test_bias_act_and_float32_bias_gradients(dtype, shape, channels, inner, rng)
     np.testing.assert_array_equal(db16.get(), db32.get())
     with pytest.raises(TypeError, match="float32"):
         K.bias_grad_sum(x16, gpublas.zeros(channels, dtype), channels, inner)
+
+
+@pytest.mark.parametrize("dtype", HALVES, ids=str)
+@pytest.mark.parametrize("shape", [(6, 4), (3, 4, 5, 7)])
+def test_batchnorm_on_16bit_data_keeps_float32_statistics(dtype, shape, rng):
+    x16, x32 = both(dtype, rng.standard_normal(shape) * 2 + 1)
+    make = nn.BatchNorm1d if len(shape) == 2 else nn.BatchNorm2d
+    nn.manual_seed(0)
+    bn16, bn32 = make(4), make(4)
+    for bn in (bn16, bn32):
+        bn.weight.data[...] = np.array([0.5, 1.5, -1.0, 2.0], np.float32)
+        bn.bias.data[...] = np.array([0.1, -0.2, 0.3, 0.0], np.float32)
+    y16, y32 = bn16(x16), bn32(x32)
+    assert y16.dtype == dtype and bn16.running_mean.dtype == np.float32
+    same(y16.get(), y32.get().astype(dtype))  # float32 statistics of the same values, one rounding
+    np.testing.assert_array_equal(bn16.running_var.get(), bn32.running_var.get())
+    dy16, _ = both(dtype, rng.standard_normal(shape))
+    dx16, dx32 = bn16.backward(dy16), bn32.backward(dy16.astype(np.float32))
+    same(dx16.get(), dx32.get().astype(dtype))
+    np.testing.assert_array_equal(bn16.weight.grad.get(), bn32.weight.grad.get())  # float32 gradients
+    bn16.eval(), bn32.eval()
+    same(bn16(x16).get(), bn32(x32).get().astype(dtype))
+
+
+@pytest.mark.parametrize("dtype", HALVES, ids=str)
+def test_dropout_on_16bit_data(dtype, rng):
+    x16, x32 = both(dtype, rng.standard_normal((40, 50)))
+    nn.manual_seed(5)
+    d16 = nn.Dropout(0.3)
+    nn.manual_seed(5)
+    d32 = nn.Dropout(0.3)
+    y16, y32 = d16(x16), d32(x32)  # the same seed and counter: the same mask
+    same(y16.get(), y32.get().astype(dtype))
+    dy16, _ = both(dtype, rng.standard_normal((40, 50)))
+    same(d16.backward(dy16).get(), d32.backward(dy16.astype(np.float32)).get().astype(dtype))

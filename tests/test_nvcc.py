@@ -62,9 +62,11 @@ def test_every_include_resolves_in_cuda_src():
             assert (source.src_dir() / name).is_file(), f"{source.path(family, root)} includes {name!r}"
 
 
-# nn's kernels on 16-bit activations (computed in float, rounded once on store).
+# nn's kernels on 16-bit activations (computed in float, rounded once on store; BatchNorm's statistics
+# and parameters float32).
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
 @pytest.mark.parametrize("family, real", [("activation", "__half"), ("activation", "__nv_bfloat16"),
-                                          ("pool", "__half"), ("pool", "__nv_bfloat16")])
+                                          ("pool", "__half"), ("pool", "__nv_bfloat16"), ("batchnorm", "__half"),
+                                          ("batchnorm", "__nv_bfloat16"), ("dropout", "__nv_bfloat16")])
 def test_nn_16bit_kernels_compile_with_nvcc(family, real, tmp_path):
     test_family_compiles_with_nvcc(NN_KERNELS, family, real, tmp_path)

@@ -1,5 +1,6 @@
 // dropout.cu: inverted dropout with the mask drawn on the device by a counter-based generator.
-// `real` is the element type. Element i of a call uses the random number splitmix64(seed, offset + i):
+// `real` is the element type (16-bit data is computed in float, acc_real, as is `scale`). Element i of
+// a call uses the random number splitmix64(seed, offset + i):
 // a pure function of (seed, counter), so the mask does not depend on the launch shape or thread order.
 // `offset` lives in device memory (one long long per Dropout layer) and dropout_advance moves it on by
 // n after each draw, so a replayed graph draws fresh numbers exactly as eager calls do.
@@ -20,7 +21,7 @@ __device__ __forceinline__ unsigned long long dropout_hash(unsigned long long se
 }
 
 extern "C" __global__ void dropout_forward(const real* __restrict__ x, real* __restrict__ y, unsigned char* __restrict__ mask,
-                                           long long n, float p, real scale, long long seed,
+                                           long long n, float p, compute_t<real> scale, long long seed,
                                            const long long* __restrict__ counter) {
     const long long offset = *counter;
     GRID_STRIDE_LOOP(long long, i, n) {
@@ -28,14 +29,14 @@ extern "C" __global__ void dropout_forward(const real* __restrict__ x, real* __r
         float u = (float)(r >> 40) * (1.0f / 16777216.0f);
         unsigned char keep = u >= p;
         mask[i] = keep;
-        y[i] = keep ? x[i] * scale : (real)0;
+        y[i] = convert<real>(keep ? load_as(x[i]) * scale : (acc_real)0);
     }
 }
 
 extern "C" __global__ void dropout_backward(const real* __restrict__ dy, const unsigned char* __restrict__ mask,
-                                            real* __restrict__ dx, long long n, real scale) {
+                                            real* __restrict__ dx, long long n, compute_t<real> scale) {
     GRID_STRIDE_LOOP(long long, i, n)
-        dx[i] = mask[i] ? dy[i] * scale : (real)0;
+        dx[i] = convert<real>(mask[i] ? load_as(dy[i]) * scale : (acc_real)0);
 }
 
 extern "C" __global__ void dropout_advance(long long* __restrict__ counter, long long n) {

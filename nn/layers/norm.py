@@ -17,6 +17,7 @@ from ..module import Module, Parameter
 
 class _BatchNorm(Module):
     ndims, layout = (), ""      # the input ranks a subclass takes, in words for messages
+    _storage_inputs = True      # float16/bfloat16 x with float32 statistics and parameters (mixed precision)
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, *,
                  dtype=np.float32):
@@ -51,7 +52,7 @@ class _BatchNorm(Module):
         C = self.num_features
         if x.ndim not in self.ndims or x.shape[1] != C:
             raise ValueError(f"{self.describe()}: expected input {self.layout} with C = {C}, got {x.shape}")
-        mean, invstd = gpublas.empty((C,), x.dtype), gpublas.empty((C,), x.dtype)
+        mean, invstd = gpublas.empty((C,), self._dtype), gpublas.empty((C,), self._dtype)
         batch_stats = self.training or self.running_mean is None
         if batch_stats:
             if x.size <= C:
