@@ -1,4 +1,4 @@
-// elementwise.cu: maps over arrays of `real` (-Dreal=float, double, int, __half or __nv_bfloat16).
+// elementwise.cu: maps over arrays of `real` (-Dreal=float, double, int, long long, __half or __nv_bfloat16).
 // Every op computes in acc_real (common.cuh: float for the 16-bit types, which are loaded as float
 // and rounded once when stored; `real` itself otherwise); scalar parameters p0, p1 are `real`
 // (a Python scalar takes the array's dtype, as NumPy's), axpby's a and b acc_real. Every kernel is a
@@ -77,6 +77,8 @@
 #define BIN_POW 4
 #define BIN_MAX 5
 #define BIN_MIN 6
+#define BIN_FLOOR_DIVIDE 7  // NumPy's a // b: floor of the quotient
+#define BIN_REMAINDER 8     // NumPy's a % b: the remainder has b's sign
 
 // cumath's binary opcodes, numbered from 16 to leave room above.
 #define BIN_FMOD 16     // C's fmod: the remainder has a's sign (NumPy's fmod)
@@ -88,6 +90,48 @@
 // NumPy's maximum/minimum: a NaN in either operand gives NaN.
 __device__ __forceinline__ acc_real ew_max(acc_real a, acc_real b) { return (a != a || a > b) ? a : b; }
 __device__ __forceinline__ acc_real ew_min(acc_real a, acc_real b) { return (a != a || a < b) ? a : b; }
+
+// NumPy's floor_divide and remainder (npy_divmod): a // b rounds the quotient down, a % b takes b's
+// sign, a == (a // b) * b + a % b. Integers: x // 0 and x % 0 are 0 (NumPy's result, without its
+// warning), MIN // -1 wraps; floats: x // 0 is x / 0, x % 0 is NaN.
+template <class F>
+__device__ __forceinline__ F fp_remainder(F a, F b) {
+    if (b == (F)0) return fmod(a, b);
+    F mod = fmod(a, b);
+    if (mod != (F)0) return ((b < (F)0) != (mod < (F)0)) ? mod + b : mod;
+    return copysign((F)0, b);
+}
+template <class F>
+__device__ __forceinline__ F fp_floor_divide(F a, F b) {
+    if (b == (F)0) return a / b;
+    const F mod = fmod(a, b);
+    F div = (a - mod) / b;
+    if (mod != (F)0 && ((b < (F)0) != (mod < (F)0))) div -= (F)1;
+    if (div == (F)0) return copysign((F)0, a / b);
+    F q = floor(div);
+    return div - q > (F)0.5 ? q + (F)1 : q;
+}
+template <class T>
+__device__ __forceinline__ T ew_remainder(T a, T b) {
+    if (b == (T)0 || b == (T)-1) return (T)0;
+    const T r = a % b;
+    return (r != (T)0 && ((r < (T)0) != (b < (T)0))) ? r + b : r;
+}
+template <class T>
+__device__ __forceinline__ T ew_floor_divide(T a, T b) {
+    if (b == (T)0) return (T)0;
+    if (b == (T)-1) return (T)(0ull - (unsigned long long)a);
+    const T q = a / b;
+    return (a % b != (T)0 && ((a < (T)0) != (b < (T)0))) ? q - (T)1 : q;
+}
+template <class T>  // C's % has a's sign, as fmod; x fmod 0 is 0 (NumPy's), MIN fmod -1 is 0
+__device__ __forceinline__ T ew_fmod(T a, T b) { return (b == (T)0 || b == (T)-1) ? (T)0 : a % b; }
+__device__ __forceinline__ float ew_fmod(float a, float b) { return fmod(a, b); }
+__device__ __forceinline__ double ew_fmod(double a, double b) { return fmod(a, b); }
+__device__ __forceinline__ float ew_remainder(float a, float b) { return fp_remainder(a, b); }
+__device__ __forceinline__ double ew_remainder(double a, double b) { return fp_remainder(a, b); }
+__device__ __forceinline__ float ew_floor_divide(float a, float b) { return fp_floor_divide(a, b); }
+__device__ __forceinline__ double ew_floor_divide(double a, double b) { return fp_floor_divide(a, b); }
 
 // Sigmoid without overflow: exp of a non-positive number only.
 __device__ __forceinline__ acc_real ew_sigmoid(acc_real x) {
@@ -162,7 +206,9 @@ __device__ __forceinline__ acc_real binary_op(acc_real a, acc_real b) {
         case BIN_DIV: return a / b;
         case BIN_POW: return ew_pow(a, b);
         case BIN_MAX: return ew_max(a, b);
-        case BIN_FMOD: return (acc_real)fmod((mreal)a, (mreal)b);
+        case BIN_FLOOR_DIVIDE: return ew_floor_divide(a, b);
+        case BIN_REMAINDER: return ew_remainder(a, b);
+        case BIN_FMOD: return ew_fmod(a, b);
         case BIN_ARCTAN2: return (acc_real)atan2((mreal)a, (mreal)b);
         case BIN_HYPOT: return (acc_real)hypot((mreal)a, (mreal)b);
         default: return ew_min(a, b);  // BIN_MIN
@@ -268,6 +314,8 @@ __device__ void binary_any(const real* a, const real* b, real* out, int op, long
         case BIN_POW: binary_loop<BIN_POW>(a, b, out, n, lay); break;
         case BIN_MAX: binary_loop<BIN_MAX>(a, b, out, n, lay); break;
         case BIN_MIN: binary_loop<BIN_MIN>(a, b, out, n, lay); break;
+        case BIN_FLOOR_DIVIDE: binary_loop<BIN_FLOOR_DIVIDE>(a, b, out, n, lay); break;
+        case BIN_REMAINDER: binary_loop<BIN_REMAINDER>(a, b, out, n, lay); break;
         case BIN_FMOD: binary_loop<BIN_FMOD>(a, b, out, n, lay); break;
         case BIN_ARCTAN2: binary_loop<BIN_ARCTAN2>(a, b, out, n, lay); break;
         case BIN_HYPOT: binary_loop<BIN_HYPOT>(a, b, out, n, lay); break;

@@ -4,7 +4,8 @@
     a = gpublas.to_device(np.random.rand(64, 32).astype(np.float32))
     print(gpublas.backend(), a.get().sum())
 """
-from .array import DeviceArray, asarray, ascontiguousarray, empty, empty_like, full, to_device, zeros, zeros_like
+from .array import DeviceArray, asarray, empty, to_device
+from .creation import ascontiguousarray, empty_like, full, full_like, ones, ones_like, zeros, zeros_like
 from .dtypes import bfloat16, float16
 from .backends import backend, current as _current_backend, device_info, free_cached, memory_stats, use
 from .errors import (CompileError, FreedArrayError, GpublasError, GraphError, IllegalAddressError, LaunchError,
@@ -31,12 +32,12 @@ def sim_thread_order(order):
 # --- kernel factories (issue: runtime) ---
 from .factories import ElementwiseKernel, ReductionKernel
 # --- elementwise operations and reductions (issue: BLAS/array ops) ---
-from .elementwise import (abs, axpby, clip, exp, log, maximum, minimum, negative, pow, relu, sigmoid, sqrt,
-                          tanh, transpose, where)
+from .elementwise import (abs, axpby, clip, exp, floor_divide, log, maximum, minimum, negative, pow, relu, remainder,
+                          sigmoid, sqrt, tanh, transpose, where)
 from .cumath import (arccos, arcsin, arctan, arctan2, ceil, cos, cosh, exp2, expm1, floor, fmod, hypot, log1p,
                      log2, log10, reciprocal, sign, sin, sinh, square, tan, trunc)
 from .ops import (add, all, any, divide, equal, greater, greater_equal, less, less_equal, multiply, not_equal,
-                  subtract)
+                  std, subtract, var)
 # --- indexing: views, integer and boolean array indices (issue: array) ---
 from .gather import count_nonzero, nonzero
 from .indexing import take

@@ -59,13 +59,10 @@ _READ_BACK = "it reads a value back to the host, and nothing captured runs until
 
 # -- what DeviceArray's methods call ----------------------------------------------------------------
 class _Operations:
-    """The functions DeviceArray's methods hand their work to, by name: `impl.getitem` is
-    gpublas.indexing.getitem, each section of the class names the module its methods go to, and
-    `impl.copy_to` (strided copies, casts and broadcasts) is gpublas.indexing's too.
-    Those modules (indexing, ops, elementwise, reduction, interop) make DeviceArrays, so they import
-    this module and it cannot import them back: each hands its functions over with `provide(...)` on
-    its last line, run when gpublas imports it (NumPy's ndarray reaches its ufuncs the same way,
-    through the number table its umath module fills at import)."""
+    """The functions DeviceArray's methods hand their work to, by name (`impl.getitem` is
+    gpublas.indexing.getitem; each section of the class names its module). Those modules import this
+    one, so it cannot import them: each hands its functions over with `provide(...)` on its last line,
+    run when gpublas imports it (as NumPy's ndarray reaches its ufuncs through umath's number table)."""
 
     def __getattr__(self, name):  # reached only for a name no module has provided
         raise AttributeError(f"no module has provided DeviceArray's operation '{name}' "
@@ -116,6 +113,15 @@ def _reduction(name):
 
     reduce.__doc__ = f"gpublas.{name} of this array: over every element (a 0-d array) or along `axis`."
     return reduce
+
+
+def _method(name, signature):
+    """A method handing self and its arguments to impl.<name> (gpublas.ops or elementwise)."""
+    def method(self, *args, **kwargs):
+        return getattr(impl, name)(self, *args, **kwargs)
+
+    method.__name__, method.__doc__ = name, f"a.{name}{signature}"
+    return method
 
 
 class DeviceArray:
@@ -177,8 +183,17 @@ class DeviceArray:
     def __repr__(self):
         if self.freed:
             return f"DeviceArray(<freed>, shape={self.shape}, dtype={self.dtype})"
-        body = np.array2string(self.get(), separator=", ", threshold=20, prefix="DeviceArray(")
+        body = np.array2string(self.get(), separator=", ", prefix="DeviceArray(")
         return f"DeviceArray({body}, dtype={self.dtype}, backend={self.backend.name})"
+
+    def __str__(self):  # print(a): NumPy's text of the values (all of a small array)
+        return repr(self) if self.freed else str(self.get())
+
+    def _one(self, convert, what, call):
+        refuse_in_capture(f"{call} of a DeviceArray", _READ_BACK)
+        if self.size != 1:
+            raise TypeError(f"only one-element arrays convert to {what}, this one has {self.size}")
+        return convert(self.get().reshape(()))
 
     def __bool__(self):
         refuse_in_capture("bool() of a DeviceArray", _READ_BACK)
@@ -188,16 +203,16 @@ class DeviceArray:
         return bool(self.get())
 
     def __float__(self):
-        refuse_in_capture("float() of a DeviceArray", _READ_BACK)
-        if self.size != 1:
-            raise TypeError(f"only one-element arrays convert to float, this one has {self.size}")
-        return float(self.get().reshape(()))
+        return self._one(float, "float", "float()")
 
     def __int__(self):
-        refuse_in_capture("int() of a DeviceArray", _READ_BACK)
-        if self.size != 1:
-            raise TypeError(f"only one-element arrays convert to int, this one has {self.size}")
-        return int(self.get().reshape(()))
+        return self._one(int, "int", "int()")
+
+    item = _method("item", "(*index): one element as a Python scalar (the only one, or at a flat or per-axis index).")
+
+    def tolist(self):
+        """The elements as nested Python lists of Python scalars (a host copy)."""
+        return self.get().tolist()
 
     # -- transfers ----------------------------------------------------------------------------
     def set(self, host, stream=None):
@@ -330,6 +345,8 @@ class DeviceArray:
     __mul__, __rmul__, __imul__ = _arithmetic("multiply", "*")
     __truediv__, __rtruediv__, __itruediv__ = _arithmetic("divide", "/")
     __pow__, __rpow__, __ipow__ = _arithmetic("pow", "**")
+    __floordiv__, __rfloordiv__, __ifloordiv__ = _arithmetic("floor_divide", "//")
+    __mod__, __rmod__, __imod__ = _arithmetic("remainder", "%")
 
     def __matmul__(self, other):
         return impl.matmul(self, other)
@@ -354,6 +371,11 @@ class DeviceArray:
     # -- reductions (gpublas.reduction; any and all: gpublas.ops) ----------------------------------
     sum, mean, max, min = _reduction("sum"), _reduction("mean"), _reduction("max"), _reduction("min")
     argmax, argmin, any, all = _reduction("argmax"), _reduction("argmin"), _reduction("any"), _reduction("all")
+
+    var = _method("var", "(axis=None, ddof=0, keepdims=False): mean((a - a.mean(axis))**2) * n / (n - ddof).")
+    std = _method("std", "(axis=None, ddof=0, keepdims=False): the square root of var.")
+    clip = _method("clip", "(min=None, max=None, out=None): values limited to [min, max], as gpublas.clip.")
+    dot = _method("dot", "(b): NumPy's dot up to 2-D operands (a @ b, or a * b with a scalar).")
 
     # -- NumPy's protocols (gpublas.numpy_dispatch) -------------------------------------------------
     def __array__(self, dtype=None, copy=None):
@@ -406,31 +428,9 @@ def _async_handle(host, stream, what, array):
     return stream.handle
 
 
-def ascontiguousarray(a):
-    """`a` itself when it is C-contiguous, else a contiguous copy (NumPy's name)."""
-    a = asarray(a)
-    return a if a.c_contiguous else a.copy()
-
-
 # -- constructors ---------------------------------------------------------------------------------
 def empty(shape, dtype=np.float32):
     return DeviceArray(shape, dtype)
-
-
-def zeros(shape, dtype=np.float32):
-    return DeviceArray(shape, dtype).fill(0)
-
-
-def full(shape, value, dtype=np.float32):
-    return DeviceArray(shape, dtype).fill(value)
-
-
-def empty_like(a, dtype=None):
-    return DeviceArray(a.shape, dtype or a.dtype)
-
-
-def zeros_like(a, dtype=None):
-    return zeros(a.shape, dtype or a.dtype)
 
 
 def to_device(host, stream=None, dtype=None):

@@ -16,7 +16,8 @@ of LEAF: the off-diagonal block of the triangle is one GEMM (two for syr2k), the
 down to LEAF rows, whose products go through a small dense GEMM into a temporary that tri_update adds
 into c's triangle. All but about LEAF / n of the FLOPs are GEMM's.
 """
-from .array import empty, zeros
+from .array import empty
+from .creation import zeros
 from .blas1 import scale_output
 from .blas3_tri import check_writable, mm, parse_side, parse_trans, split, tri_dense, tri_update
 from .checks import check_operands

@@ -6,14 +6,11 @@ Each is one opcode of cuda_src/elementwise.cu (EW_SIN ..., BIN_FMOD, BIN_ARCTAN2
 through gpublas.elementwise, so operands may be views of any strides, `out=` may alias the input,
 and the binary functions broadcast. NaN, infinities and signed zeros follow C's math library, as
 NumPy's do. float32 and float64 arrays (float32 calls the single-precision functions); floor, ceil,
-trunc, square and sign also take int32 arrays and keep their dtype (NumPy 2's rule). A Python scalar
-operand of fmod, arctan2 or hypot takes the array's dtype; a float scalar with an int32 array makes
-it float64, as NumPy does.
+trunc, square and sign also take int32 arrays and keep their dtype (NumPy 2's rule). fmod, arctan2
+and hypot promote their operands as NumPy's ufuncs do (gpublas.promotion).
 """
 from . import elementwise as ew
 from . import source
-from .array import DeviceArray
-from .checks import as_array, is_scalar
 
 _EW, _BIN = (source.int_defines("elementwise.cu", p) for p in ("EW_", "BIN_"))
 FMOD, ARCTAN2, HYPOT = (_BIN[f"BIN_{n}"] for n in ("FMOD", "ARCTAN2", "HYPOT"))
@@ -47,31 +44,18 @@ reciprocal = _math("reciprocal", "Elementwise 1 / x (float arrays).")
 sign = _math("sign", "Elementwise -1, 0 or 1 by the sign of x (0 for -0.0; NaN stays NaN).", ew.NUMERIC)
 
 
-def _binary_math(op, a, b, out, what):
-    """a (op) b for opcodes without an array-scalar form: a scalar operand becomes a 0-d array of the
-    other operand's dtype, broadcast by the binary kernel."""
-    if is_scalar(a) and is_scalar(b):
-        raise TypeError(f"{what}: at least one operand must be an array (both are scalars)")
-    if is_scalar(a) or is_scalar(b):
-        array, scalar = (as_array(b, what), a) if is_scalar(a) else (as_array(a, what), b)
-        array = ew._with_scalar(array, scalar, op, what)
-        scalar = DeviceArray((), array.dtype).fill(scalar)
-        a, b = (scalar, array) if is_scalar(a) else (array, scalar)
-    return ew.binary(op, a, b, out, what)
-
-
 def fmod(a, b, out=None):
     """The remainder of a / b with a's sign (C's fmod; NumPy's fmod, not `%`), broadcasting; NaN
     where b is 0 or a is infinite."""
-    return _binary_math(FMOD, a, b, out, "fmod")
+    return ew.binary(FMOD, a, b, out, "fmod")
 
 
 def arctan2(a, b, out=None):
     """Elementwise angle of the point (b, a) in [-pi, pi] (atan2(a, b): a is y), broadcasting."""
-    return _binary_math(ARCTAN2, a, b, out, "arctan2")
+    return ew.binary(ARCTAN2, a, b, out, "arctan2")
 
 
 def hypot(a, b, out=None):
     """Elementwise sqrt(a**2 + b**2) without intermediate overflow, broadcasting; inf if either is
     infinite, even with a NaN beside it."""
-    return _binary_math(HYPOT, a, b, out, "hypot")
+    return ew.binary(HYPOT, a, b, out, "hypot")

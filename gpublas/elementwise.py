@@ -4,13 +4,14 @@
     m = x > 0.5;  gpublas.where(m, x, 0.0);  x[::2] *= 3     # bool results, views
 
 Math functions take float16, bfloat16, float32 or float64 arrays (16-bit ones are computed in float32
-and rounded once to their dtype, as NumPy and ml_dtypes do); + - * maximum minimum negative abs and
-comparisons also take int32 (int32 / int32 divides in float64, as NumPy). The result has the inputs' dtype
-(comparisons: bool); mixing dtypes raises TypeError naming both: convert with astype. A Python
-scalar takes the array's dtype, except that a float scalar with an int32 array gives float64 (NumPy).
-`out=` must have the result's shape and dtype and may be one of the inputs or a view. Operands may
-be views of any strides; shapes broadcast as NumPy's (up to 8 axes after merging neighbours); an
-operand that overlaps `out` other than element for element is copied first (NumPy's buffering).
+and rounded once to their dtype, as NumPy and ml_dtypes do); + - * / // % ** maximum minimum and
+comparisons take every dtype and promote as NumPy 2's ufuncs (gpublas.promotion: float32 + float64 is
+float64, int32 / int32 divides in float64, float32 * 2.0 stays float32); the kernels compute in the
+float dtypes, int32 or int64 (uint8 and bool in int32, the result cast back). `out=` must have the
+result's shape and a dtype NumPy's same_kind rule casts the result to, and may be one of the inputs
+or a view. Operands may be views of any strides; shapes broadcast as NumPy's (up to 8 axes after
+merging neighbours); an operand that overlaps `out` other than element for element is copied first
+(NumPy's buffering).
 Each launch takes the cheapest of three layouts the merged axes allow (`plan`): flat, at most 3
 strided axes with FastDivmod index math, or the general 8-axis walk.
 """
@@ -19,13 +20,13 @@ import math
 
 import numpy as np
 
-from . import dtypes, layout, source
-from .array import DeviceArray, provide
+from . import dtypes, layout, promotion, source
+from .array import DeviceArray, impl, provide
 from .checks import as_array, check_float, common_dtype, is_scalar, make_out
 from .launch import BLOCK, MAX_GRID as GPU_MAX_GRID, ceil_div, fast_divisor, get_kernel, grid_1d as grid_for
 
 FLOATS = dtypes.FLOATS  # float32, float64, float16, bfloat16
-NUMERIC = FLOATS + (np.dtype(np.int32),)  # the `real` types elementwise.cu is built for
+NUMERIC = promotion.KERNEL_DTYPES  # the `real` types elementwise.cu is built for
 BOOL = np.dtype(np.bool_)
 SMALL_INDEX = 0x7FFFFFFF  # common.cuh's small_index: below it an index fits 32-bit math
 
@@ -36,9 +37,15 @@ NEG, EXP, LOG, SQRT, ABS, TANH, SIGMOID, RELU = (_EW[f"EW_{n}"] for n in
 ADD_S, SUB_S, RSUB_S, MUL_S, DIV_S, RDIV_S, POW_S, RPOW_S, MAX_S, MIN_S, CLIP = (
     _EW[f"EW_{n}"] for n in ("ADD_S", "SUB_S", "RSUB_S", "MUL_S", "DIV_S", "RDIV_S", "POW_S", "RPOW_S", "MAX_S",
                              "MIN_S", "CLIP"))
-ADD, SUB, MUL, DIV, POW, MAX, MIN = (_BIN[f"BIN_{n}"] for n in ("ADD", "SUB", "MUL", "DIV", "POW", "MAX", "MIN"))
+ADD, SUB, MUL, DIV, POW, MAX, MIN, FLOOR_DIVIDE, REMAINDER = (
+    _BIN[f"BIN_{n}"] for n in ("ADD", "SUB", "MUL", "DIV", "POW", "MAX", "MIN", "FLOOR_DIVIDE", "REMAINDER"))
 EQ, NE, LT, LE, GT, GE = (_CMP[f"CMP_{n}"] for n in ("EQ", "NE", "LT", "LE", "GT", "GE"))
-INT_OPS = {ADD, SUB, MUL, MAX, MIN}  # binary opcodes int32 arrays take (DIV goes through float64)
+# BIN_<NAME> opcode -> the NumPy ufunc <name> whose type resolution gives its dtypes (gpublas.promotion)
+_NUMPY_NAME = {"DIV": "true_divide", "POW": "power", "MAX": "maximum", "MIN": "minimum", "SUB": "subtract",
+               "MUL": "multiply"}
+UFUNCS = {code: getattr(np, _NUMPY_NAME.get(n[4:], n[4:].lower())) for n, code in _BIN.items()}
+COMPARISONS = {EQ: np.equal, NE: np.not_equal, LT: np.less, LE: np.less_equal, GT: np.greater,
+               GE: np.greater_equal}
 # binary opcode -> (array op scalar, scalar op array) unary opcodes
 SCALAR_FORMS = {ADD: (ADD_S, ADD_S), SUB: (SUB_S, RSUB_S), MUL: (MUL_S, MUL_S), DIV: (DIV_S, RDIV_S),
                 POW: (POW_S, RPOW_S), MAX: (MAX_S, MAX_S), MIN: (MIN_S, MIN_S)}
@@ -178,60 +185,62 @@ def launch_transpose(a, out):
 
 
 # -- public functions ------------------------------------------------------------------------------
-def _arith_dtype(a, b, op, what):
-    """The dtype of a (op) b for two arrays: one of NUMERIC, and float for the float-only opcodes."""
-    dtype = common_dtype(a, b, what, NUMERIC)
-    if dtype.kind == "i" and op not in INT_OPS:
-        raise TypeError(f"{what}: not defined for {dtype} arrays; convert with .astype(np.float64)")
-    return dtype
+def _operand(x, what):
+    return x if is_scalar(x) else as_array(x, what)
 
 
-def _with_scalar(a, s, op, what):
-    """(array, dtype) for array (op) scalar: an int32 array meets a float scalar (or a division) in
-    float64, as NumPy does."""
-    if a.dtype not in NUMERIC:
-        raise TypeError(f"{what}: {', '.join(map(str, NUMERIC))} arrays only, got {a.dtype}")
-    if a.dtype.kind == "i" and (op == DIV or isinstance(s, (float, np.floating))):
-        return a.astype(np.float64)
-    if a.dtype.kind == "i" and op not in INT_OPS:
-        raise TypeError(f"{what}: not defined for {a.dtype} arrays; convert with .astype(np.float64)")
-    return a
+def _converted(x, kernel):
+    """An operand in the kernel's dtype: an array converted (the narrower operand, as NumPy's loop
+    converts it), a scalar as it is (the launcher converts it)."""
+    return x if is_scalar(x) or x.dtype == kernel else x.astype(kernel)
+
+
+def _target(out, shape, result, what):
+    """The array a result of dtype `result` goes to: `out` (checked; a dtype NumPy's same_kind rule
+    casts to, as a += b writes) or a new array."""
+    if isinstance(out, DeviceArray):
+        promotion.check_cast(result, out, what)
+    return make_out(out, shape, out.dtype if isinstance(out, DeviceArray) else result, what)
 
 
 def binary(op, a, b, out=None, what="binary operation"):
-    """a (op) b for DeviceArrays and Python scalars (at least one array), broadcasting."""
-    if isinstance(a, DeviceArray) and isinstance(b, DeviceArray):
-        if op == DIV and a.dtype == b.dtype and a.dtype.kind == "i":
-            a, b = a.astype(np.float64), b.astype(np.float64)
-        dtype = _arith_dtype(a, b, op, what)
-        shape = a.shape if a.shape == b.shape else broadcast_shape(a.shape, b.shape)
-        out = make_out(out, shape, dtype, what)
-        return launch_binary(op, unalias(a, out), unalias(b, out), out)
+    """a (op) b for arrays and scalars (at least one array), broadcasting, with NumPy's type promotion
+    (gpublas.promotion): each operand converted to the kernel dtype, the result converted to `out`'s."""
+    a, b = _operand(a, what), _operand(b, what)
+    if is_scalar(a) and is_scalar(b):
+        raise TypeError(f"{what}: at least one operand must be an array (both are scalars)")
+    loop, result, kernel = promotion.resolve(UFUNCS[op], a, b, what)
+    for s in (a, b):
+        if not promotion.fits(s, loop):
+            raise OverflowError(f"{what}: Python integer {s} out of bounds for {loop}")
+    if op == POW and loop.kind in "iub" and is_scalar(b) and b < 0:
+        raise ValueError(f"{what}: integers to negative integer powers are not allowed (NumPy's rule)")
+    shape = broadcast_shape(*(x.shape for x in (a, b) if not is_scalar(x)))
+    target = _target(out, shape, result, what)
+    buf = target if target.dtype == kernel else DeviceArray(shape, kernel)
+    a, b = _converted(a, kernel), _converted(b, kernel)
+    if op not in SCALAR_FORMS:  # no array-scalar opcode: the scalar as a 0-d array, broadcast
+        a, b = (DeviceArray((), kernel).fill(x) if is_scalar(x) else x for x in (a, b))
     if is_scalar(b):
-        a = _with_scalar(as_array(a, what), b, op, what)
-        out = make_out(out, a.shape, a.dtype, what)
-        return launch_unary(SCALAR_FORMS[op][0], unalias(a, out), out, b)
-    if is_scalar(a):
-        b = _with_scalar(as_array(b, what), a, op, what)
-        out = make_out(out, b.shape, b.dtype, what)
-        return launch_unary(SCALAR_FORMS[op][1], unalias(b, out), out, a)
-    return binary(op, as_array(a, what), as_array(b, what), out, what)
+        launch_unary(SCALAR_FORMS[op][0], unalias(a, buf), buf, b)
+    elif is_scalar(a):
+        launch_unary(SCALAR_FORMS[op][1], unalias(b, buf), buf, a)
+    else:
+        launch_binary(op, unalias(a, buf), unalias(b, buf), buf)
+    return target if buf is target else impl.copy_to(target, buf)
 
 
 def compare(op, a, b, out=None, what="comparison"):
-    """a (cmp) b elementwise as a bool array: arrays of one dtype (broadcasting) or an array and a
-    scalar (an int32 array meets a float scalar in float64)."""
+    """a (cmp) b elementwise as a bool array, arrays and scalars, broadcasting, compared in the dtype
+    NumPy promotes them to (a Python int outside an integer array's range: exactly, in int64)."""
     if is_scalar(a) and not is_scalar(b):
         return compare(SWAPPED[op], b, a, out, what)
-    a = as_array(a, what)
-    if is_scalar(b):
-        a = _with_scalar(a, b, ADD, what)
-        out = make_out(out, a.shape, BOOL, what)
-        return launch_compare(op, a, b, out)
-    b = as_array(b, what)
-    common_dtype(a, b, what, NUMERIC)
-    out = make_out(out, broadcast_shape(a.shape, b.shape), BOOL, what)
-    return launch_compare(op, unalias(a, out), unalias(b, out), out)
+    a, b = as_array(a, what), _operand(b, what)
+    loop, _, kernel = promotion.resolve(COMPARISONS[op], a, b, what)
+    kernel = kernel if promotion.fits(b, loop) else np.dtype(np.int64)
+    a, b = _converted(a, kernel), _converted(b, kernel)
+    out = make_out(out, broadcast_shape(a.shape, a.shape if is_scalar(b) else b.shape), BOOL, what)
+    return launch_compare(op, unalias(a, out), b if is_scalar(b) else unalias(b, out), out)
 
 
 def _unary(op, what, dtypes=FLOATS):
@@ -274,15 +283,29 @@ def minimum(a, b, out=None):
     return binary(MIN, a, b, out, "minimum")
 
 
+def floor_divide(a, b, out=None):
+    """a // b elementwise (NumPy's: the quotient rounded down; integer x // 0 is 0), broadcasting."""
+    return binary(FLOOR_DIVIDE, a, b, out, "floor_divide")
+
+
+def remainder(a, b, out=None):
+    """a % b elementwise (NumPy's: the remainder has b's sign; integer x % 0 is 0), broadcasting."""
+    return binary(REMAINDER, a, b, out, "remainder")
+
+
 def power(a, b, out=None):
     """a ** b elementwise: array ** scalar, scalar ** array or array ** array (broadcasting)."""
     return binary(POW, a, b, out, "pow")
 
 
 def clip(a, lo, hi, out=None):
-    """minimum(maximum(a, lo), hi); lo and hi are scalars (one kernel), None, or arrays."""
+    """minimum(maximum(a, lo), hi); lo and hi are scalars (one kernel), None, or arrays. An int array
+    with a float bound is clipped in float64 (NumPy's promotion)."""
     a = as_array(a, "clip")
-    check_float(a, "clip")
+    dtype = np.result_type(a.dtype, *(v for v in (lo, hi) if is_scalar(v)))
+    if dtype not in NUMERIC:
+        raise TypeError(f"clip: {', '.join(map(str, NUMERIC))} arrays only, got {a.dtype}")
+    a = a if a.dtype == dtype else a.astype(dtype)
     if (lo is None or is_scalar(lo)) and (hi is None or is_scalar(hi)):
         out = make_out(out, a.shape, a.dtype, "clip")
         if lo is None and hi is None:
@@ -356,4 +379,4 @@ def transpose(a, out=None):
 abs = absolute  # noqa: A001
 pow = power  # noqa: A001
 
-provide(negative=negative, absolute=absolute)  # DeviceArray's -a and abs(a)
+provide(negative=negative, absolute=absolute, clip=clip)  # DeviceArray's -a and abs(a)

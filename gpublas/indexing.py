@@ -214,6 +214,21 @@ def _shape(a, shape):
     return shape
 
 
+def item(a, *index):
+    """a.item() (a one-element array), a.item(i) (a flat index, negative from the end) or a.item(i, j,
+    ...) as a Python scalar: the one element read back through a view."""
+    if not index:
+        if a.size != 1:
+            raise ValueError(f"can only convert an array of size 1 to a Python scalar, this one has {a.size}")
+        return a.get().item()
+    index = index[0] if len(index) == 1 else index
+    if isinstance(index, (int, np.integer)):
+        if not -a.size <= index < a.size:
+            raise IndexError(f"index {index} is out of bounds for size {a.size}")
+        index = np.unravel_index(index % a.size, a.shape)
+    return a[tuple(index)].get().item()
+
+
 def transpose(a, axes):
     """a with its axes permuted by `axes` (reversed when empty), as a view."""
     axes = tuple(range(a.ndim))[::-1] if not axes else tuple(operator.index(p) for p in axes)
@@ -242,5 +257,5 @@ def copy_to(dst, src, stream=None):
     return dst
 
 
-provide(getitem=getitem, setitem=setitem, reshape=reshape, ravel=ravel, transpose=transpose,
+provide(getitem=getitem, setitem=setitem, reshape=reshape, ravel=ravel, transpose=transpose, item=item,
         copy_to=copy_to)  # DeviceArray's

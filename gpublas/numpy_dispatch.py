@@ -9,8 +9,9 @@ call (`.get()` for a host copy), never a silent host round trip.
 
 Each table maps a NumPy callable to gpublas' function of the same meaning; a callable in neither
 goes to the function of its NumPy name in elementwise, cumath, ops, reduction, gather or manipulation
-(np.sin reaches gpublas.cumath.sin, np.concatenate gpublas.manipulation.concatenate). Keyword arguments are passed on by name, so one gpublas does
-not take (dtype=, where=) raises TypeError naming it.
+(np.sin reaches gpublas.cumath.sin, np.concatenate gpublas.manipulation.concatenate). Keyword
+arguments are passed on by name, so one gpublas does not take (dtype=, where=) raises TypeError
+naming it.
 """
 import functools
 import inspect
@@ -19,6 +20,7 @@ import numpy as np
 
 from . import blas3, cumath, elementwise as ew, gather, indexing, manipulation, ops, reduction
 from .array import DeviceArray, provide
+from .creation import empty_like, full_like, ones_like, zeros_like
 
 FUNCTIONS = {
     np.sum: reduction.sum, np.mean: reduction.mean, np.max: reduction.max, np.amax: reduction.max,
@@ -29,6 +31,7 @@ FUNCTIONS = {
     np.reshape: lambda a, shape, order="C": a.reshape(shape, order=order),
     np.ravel: lambda a, order="C": a.ravel(order), np.copy: lambda a: a.copy(),
     np.shape: lambda a: a.shape, np.ndim: lambda a: a.ndim, np.size: lambda a: a.size,
+    np.zeros_like: zeros_like, np.ones_like: ones_like, np.empty_like: empty_like, np.full_like: full_like,
 }
 
 UFUNCS = {

@@ -1,12 +1,11 @@
 """Arithmetic functions and what DeviceArray's operators (defined in its class body) call.
 
-    c = 2 - a * b;  a += row;  a /= a.sum(axis=1, keepdims=True);  c = a @ b
+    c = 2 - a * b;  a += row;  a /= a.sum(axis=1, keepdims=True);  c = a @ b;  q, r = a // 3, a % 3
 
 Rules (NumPy's, narrowed to what the kernels hold):
   * operands are DeviceArrays, Python or NumPy scalars, or ndarrays (copied to the device first);
-    a scalar takes the array's dtype;
-  * float32 and float64 arrays are never mixed silently: the operation raises TypeError naming both
-    dtypes (convert with .astype());
+  * dtypes promote as NumPy 2's (gpublas.promotion): float32 + float64 is float64, a Python scalar
+    takes the array's kind where it fits (float32 * 2.0 is float32), a NumPy scalar counts as an array;
   * shapes broadcast as in NumPy (elementwise.broadcast_shape);
   * `a op= b` writes into a; it raises ValueError when broadcasting would change a's shape. An
     operand that overlaps a other than element for element (a row of a, say) is copied first.
@@ -20,7 +19,8 @@ from . import elementwise as ew
 from .array import DeviceArray, provide, to_device
 from .checks import as_array, is_scalar, normalize_axes
 
-OPCODES = {"add": ew.ADD, "subtract": ew.SUB, "multiply": ew.MUL, "divide": ew.DIV, "pow": ew.POW}
+OPCODES = {"add": ew.ADD, "subtract": ew.SUB, "multiply": ew.MUL, "divide": ew.DIV, "pow": ew.POW,
+           "floor_divide": ew.FLOOR_DIVIDE, "remainder": ew.REMAINDER}
 
 
 def _operand(x):
@@ -76,16 +76,48 @@ def inplace(name, a, b):
 
 
 def _matmul_operand(other, like):
-    """A DeviceArray for the other side of @: ndarrays keep their dtype (a mismatch raises in matmul),
-    lists and scalars take the DeviceArray's."""
+    """A DeviceArray for the other side of @: ndarrays keep their dtype, lists and scalars take the
+    DeviceArray's."""
     if isinstance(other, DeviceArray):
         return other
     return to_device(other if isinstance(other, np.ndarray) else np.asarray(other, dtype=like.dtype))
 
 
 def matmul(a, b):
-    """a @ b for `a.__matmul__(b)` (blas3.matmul after converting a host operand)."""
-    return blas3.matmul(_matmul_operand(a, b), _matmul_operand(b, a))
+    """a @ b for `a.__matmul__(b)`: both operands converted to the dtype NumPy's matmul promotes them
+    to (the narrower one converted first, float32 @ float64 in float64), then blas3.matmul, which
+    as every BLAS routine takes one float dtype (gemm(a32, b64) still raises)."""
+    a, b = _matmul_operand(a, b), _matmul_operand(b, a)
+    dtype = np.result_type(a.dtype, b.dtype)
+    if dtype not in (np.float32, np.float64):
+        raise TypeError(f"matmul: {a.dtype} @ {b.dtype} gives {dtype} in NumPy; gpublas multiplies "
+                        f"float32 or float64 matrices: convert with .astype(np.float64) first")
+    return blas3.matmul(a if a.dtype == dtype else a.astype(dtype), b if b.dtype == dtype else b.astype(dtype))
+
+
+def dot(a, b):
+    """NumPy's dot for operands up to 2-D: a @ b for vectors and matrices, a * b with a 0-d or scalar
+    operand (N-D operands: use matmul, whose rule differs from dot's)."""
+    if is_scalar(b) or np.ndim(b) == 0 or a.ndim == 0:
+        return forward("multiply", a, b)
+    if a.ndim > 2 or np.ndim(b) > 2:
+        raise ValueError(f"dot: operands up to 2-D, got {a.shape} and {np.shape(b)}; use matmul for stacks")
+    return matmul(a, b)
+
+
+def var(a, axis=None, ddof=0, keepdims=False):
+    """Variance: mean(|a - a.mean(axis)|**2) * n / (n - ddof), n the count reduced (NumPy's two-pass
+    formula; ints in float64)."""
+    a = as_array(a, "var")
+    d = a - reduction.mean(a, axis, keepdims=True)
+    v = reduction.mean(d * d, axis, keepdims)
+    n = a.size // max(v.size, 1) if a.size else 0
+    return v if not ddof else v * (n / (n - ddof) if n > ddof else np.inf)  # NumPy: inf (nan for 0) past n
+
+
+def std(a, axis=None, ddof=0, keepdims=False):
+    """Standard deviation: sqrt(var(a, axis, ddof))."""
+    return ew.sqrt(var(a, axis, ddof, keepdims))
 
 
 # -- comparisons and truth tests ----------------------------------------------------------------------
@@ -136,4 +168,4 @@ def all(a, axis=None, keepdims=False):  # noqa: A001
 
 
 provide(forward=forward, reflected=reflected, inplace=inplace, matmul=matmul, comparison=comparison, any=any,
-        all=all)  # DeviceArray's operators and methods
+        all=all, dot=dot, var=var, std=std)  # DeviceArray's operators and methods

@@ -125,6 +125,6 @@ def test_numpy_functions_gpublas_lacks_say_what_to_call():
     with pytest.raises(TypeError, match=r"numpy.add.reduce .*a\.sum\(\)"):
         np.add.reduce(d)
     with pytest.raises(TypeError, match="gpublas' sum, which cannot take these arguments"):
-        np.sum(d, dtype=np.float32)
+        np.sum(d, initial=1.0)
     with pytest.raises(TypeError, match="writes into a DeviceArray only"):
         np.add(d, d, out=np.empty(6))

@@ -38,12 +38,12 @@ def test_family_compiles_with_nvcc(root, family, real, tmp_path):
     assert not spills, f"{family}.cu real={real}: kernels spill registers (bytes of spill stores): {spills}"
 
 
-# The other element types the array layer builds: int32 arithmetic and comparisons (elementwise),
+# The other element types the array layer builds: int32 and int64 arithmetic and comparisons (elementwise),
 # int reductions (int64 sums), astype and copies into every dtype (memory), 16-bit floats (maps,
 # reductions, casts, transposes), index arrays (gather) and a mask's prefix sum (scan).
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
-@pytest.mark.parametrize("family, real", [("elementwise", "int"), ("reduce", "long long"), ("memory", "bool"),
-                                          ("memory", "unsigned char"), ("memory", "__half"),
+@pytest.mark.parametrize("family, real", [("elementwise", "int"), ("elementwise", "long long"), ("reduce", "long long"),
+                                          ("memory", "bool"), ("memory", "unsigned char"), ("memory", "__half"),
                                           ("memory", "__nv_bfloat16"), ("elementwise", "__half"),
                                           ("elementwise", "__nv_bfloat16"), ("reduce", "__half"),
                                           ("reduce", "__nv_bfloat16"), ("transpose", "__nv_bfloat16"),
