@@ -81,8 +81,8 @@ def device_info():
 
 
 def memory_stats():
-    """The active backend's pool: {'bytes_in_use', 'bytes_held', 'bytes_cached', 'device_allocations',
-    'allocations'}."""
+    """The active backend's pool: {'bytes_in_use', 'bytes_held', 'bytes_cached', 'bytes_graphs' (the part
+    of bytes_in_use that live graphs reserve, gpublas.graph), 'device_allocations', 'allocations'}."""
     return current().pool.stats()
 
 

@@ -84,12 +84,11 @@ static int launch(const char* name, void (*thunk)(const char*), void (*block_thu
     L.interrupts = g_rt->interrupts.load();
     const long total = nblocks * nthreads;
     const int chunk = int(std::max(1L, nblocks / 64));
-#pragma omp parallel for schedule(dynamic, chunk) if (nblocks > 1 && total >= 4096)
-    for (long b = 0; b < nblocks; ++b) {
-        if (L.failed.load(std::memory_order_relaxed) || L.interrupted.load(std::memory_order_relaxed)) continue;
-        if (g_rt->interrupts.load(std::memory_order_relaxed) != L.interrupts) { L.interrupted.store(true); continue; }
+    auto block = [&](long b) {
+        if (L.failed.load(std::memory_order_relaxed) || L.interrupted.load(std::memory_order_relaxed)) return;
+        if (g_rt->interrupts.load(std::memory_order_relaxed) != L.interrupts) { L.interrupted.store(true); return; }
         Worker* w = worker(fibers ? nthreads : 0);
-        if (!w) { L.fail("cannot map fiber stacks"); continue; }
+        if (!w) { L.fail("cannot map fiber stacks"); return; }
         w->launch = &L;
         w->fast = !fibers;  // also when fissioned: a barrier the transform missed is reported
         w->nthreads = nthreads;
@@ -100,6 +99,12 @@ static int launch(const char* name, void (*thunk)(const char*), void (*block_thu
         gridDim = dim3(gx, gy, gz);
         blockIdx = uint3{unsigned(b % gx), unsigned((b / gx) % gy), unsigned(b / (long(gx) * gy))};
         run_block(w, nthreads, fibers, fission, fault_ctx());
+    };
+    if (nblocks > 1 && total >= 4096) {
+#pragma omp parallel for schedule(dynamic, chunk)
+        for (long b = 0; b < nblocks; ++b) block(b);
+    } else {  // a small launch: no OpenMP region (entering one costs as much as running the launch)
+        for (long b = 0; b < nblocks; ++b) block(b);
     }
     if (L.failed.load()) {
         tls_error = L.message;
