@@ -76,8 +76,7 @@ class SGD(_Optimizer):
         self.buffers = self._buffers[1]   # per parameter
 
     def step(self):
-        if self.momentum != 0:
-            K.optim_tick(self.state)  # t == 1 marks the first step (buf = g)
+        K.optim_tick(self.state)  # t counts the steps; t == 1 marks the first (buf = g)
         for p, g, buf in self._operands(self._buffers):
             K.sgd_update(p, g, buf, self.state, self.momentum, self.dampening, self.weight_decay, self.nesterov)
 

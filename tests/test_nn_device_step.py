@@ -73,6 +73,13 @@ def _host_rule(opt, p0, grads, lrs):
     return w
 
 
+def test_every_optimizer_counts_its_steps_on_the_device():
+    for opt in (nn.SGD([nn.Parameter(np.zeros(2))], lr=0.1), nn.Adam([nn.Parameter(np.zeros(2))])):
+        for _ in range(3):
+            opt.step()
+        assert opt.steps == 3
+
+
 def test_sgd_first_step_is_decided_on_the_device():
     """t == 1 sets buf = g, whatever the buffer held: garbage in a fresh buffer is never read."""
     p = nn.Parameter(np.zeros(4))

@@ -67,3 +67,27 @@ def test_digits_example_graph_prints_what_eager_prints(capsys):
     eager = _output(digits.main, argv, capsys)
     graphed = _output(digits.main, argv + ["--graph"], capsys)
     assert eager == graphed and any("test accuracy" in line for line in eager)
+
+
+def test_batchnorm_steps_replay_and_the_cumulative_average_refuses_capture(rng):
+    x = gpublas.to_device(rng.standard_normal((6, 3, 4, 4)).astype(np.float32))
+    runs = []
+    for captured in (False, True):
+        nn.manual_seed(3)
+        bn = nn.BatchNorm2d(3)
+        bn(x)                                    # compiled, the pool warm
+        if captured:
+            with gpublas.graph() as g:
+                bn(x)
+            for _ in range(3):
+                g.replay()
+        else:
+            for _ in range(3):
+                bn(x)
+        runs.append((bn.running_mean.get(), bn.running_var.get()))
+    assert all(np.array_equal(a, b) for a, b in zip(*runs))
+    cumulative = nn.BatchNorm2d(3, momentum=None)
+    cumulative(x)
+    with pytest.raises(gpublas.GraphError, match="momentum=None"):
+        with gpublas.graph():
+            cumulative(x)

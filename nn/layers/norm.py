@@ -6,10 +6,14 @@ towards them (unbiased variance): running = (1 - momentum) running + momentum ba
 meaning the cumulative average (factor 1 / num_batches_tracked). Eval normalizes with the running
 statistics, or with the batch's when track_running_stats=False. num_batches_tracked is a host-side
 int64 counter (the host needs it to compute that factor); the other buffers live on the device.
+A training step with BatchNorm can be captured in a graph (gpublas.graph) when momentum is a number:
+the running statistics move on the device at every replay, while num_batches_tracked counts the
+eager forwards and the capture, not the replays; momentum=None refuses capture (GraphError).
 """
 import numpy as np
 
 import gpublas
+from gpublas.stream import capturing
 
 from .. import kernels as K
 from ..module import Module, Parameter
@@ -61,6 +65,10 @@ class _BatchNorm(Module):
             update = self.training and self.running_mean is not None
             factor = 0.0
             if update:
+                if self.momentum is None and capturing() is not None:
+                    raise gpublas.GraphError(f"{self.describe()}: momentum=None (the cumulative average) needs the "
+                                             "host's num_batches_tracked at every step and cannot be captured in "
+                                             "a graph; give BatchNorm a momentum")
                 self.num_batches_tracked += 1
                 factor = 1.0 / float(self.num_batches_tracked) if self.momentum is None else self.momentum
             K.bn_stats(x, mean, invstd, self.running_mean if update else None, self.running_var if update else None,
