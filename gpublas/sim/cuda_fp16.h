@@ -102,49 +102,61 @@ struct __half_raw {
     unsigned short x;
 };
 
+// The members both 16-bit types share (cuda_bf16.h uses it too): the raw and rounding constructors
+// from float, double and every integer type, the conversions to float (TO_FLOAT of the bits), to the
+// integer types (truncating) and to bool (nonzero), and assignment from float and double.
+#define GPUBLAS_SIM_16BIT_MEMBERS(H, RAW, FMT, TO_FLOAT)                                                  \
+    unsigned short __x;                                                                                 \
+    H() = default;                                                                                      \
+    H(const RAW& r) : __x(r.x) {}                                                                       \
+    H(float f) : __x(gpublas_sim::narrow_float(f, FMT)) {}                                              \
+    H(double d) : __x(gpublas_sim::narrow_double(d, FMT)) {}                                            \
+    H(short v) : __x(gpublas_sim::narrow_int(v, FMT)) {}                                                \
+    H(unsigned short v) : __x(gpublas_sim::narrow_int(v, FMT)) {}                                       \
+    H(int v) : __x(gpublas_sim::narrow_int(v, FMT)) {}                                                  \
+    H(unsigned int v) : __x(gpublas_sim::narrow_int(v, FMT)) {}                                         \
+    H(long v) : __x(gpublas_sim::narrow_int(v, FMT)) {}                                                 \
+    H(long long v) : __x(gpublas_sim::narrow_int(v, FMT)) {}                                            \
+    H(unsigned long v) : __x(gpublas_sim::narrow(false, v, 0, FMT.p, FMT.emin, FMT.emax)) {}            \
+    H(unsigned long long v) : __x(gpublas_sim::narrow(false, v, 0, FMT.p, FMT.emin, FMT.emax)) {}       \
+    operator RAW() const { return RAW{__x}; }                                                           \
+    operator float() const { return TO_FLOAT(__x); }                                                    \
+    operator signed char() const { return (signed char)(float)*this; }                                  \
+    operator unsigned char() const { return (unsigned char)(float)*this; }                              \
+    operator short() const { return (short)(float)*this; }                                              \
+    operator unsigned short() const { return (unsigned short)(float)*this; }                            \
+    operator int() const { return (int)(float)*this; }                                                  \
+    operator unsigned int() const { return (unsigned int)(float)*this; }                                \
+    operator long() const { return (long)(float)*this; }                                                \
+    operator unsigned long() const { return (unsigned long)(float)*this; }                              \
+    operator long long() const { return (long long)(float)*this; }                                      \
+    operator unsigned long long() const { return (unsigned long long)(float)*this; }                    \
+    operator bool() const { return (__x & 0x7fff) != 0; }                                               \
+    H& operator=(float f) { return *this = H(f); }                                                      \
+    H& operator=(double d) { return *this = H(d); }
+
 struct __attribute__((aligned(2))) __half {
-    unsigned short __x;
-    __half() = default;
-    __half(const __half_raw& r) : __x(r.x) {}
-    __half(float f) : __x(gpublas_sim::narrow_float(f, gpublas_sim::BINARY16)) {}
-    __half(double d) : __x(gpublas_sim::narrow_double(d, gpublas_sim::BINARY16)) {}
+    GPUBLAS_SIM_16BIT_MEMBERS(__half, __half_raw, gpublas_sim::BINARY16, gpublas_sim::half_bits_to_float)
     explicit __half(__nv_bfloat16 b);  // through float, defined in cuda_bf16.h
-    __half(short v) : __x(gpublas_sim::narrow_int(v, gpublas_sim::BINARY16)) {}
-    __half(unsigned short v) : __x(gpublas_sim::narrow_int(v, gpublas_sim::BINARY16)) {}
-    __half(int v) : __x(gpublas_sim::narrow_int(v, gpublas_sim::BINARY16)) {}
-    __half(unsigned int v) : __x(gpublas_sim::narrow_int(v, gpublas_sim::BINARY16)) {}
-    __half(long v) : __x(gpublas_sim::narrow_int(v, gpublas_sim::BINARY16)) {}
-    __half(long long v) : __x(gpublas_sim::narrow_int(v, gpublas_sim::BINARY16)) {}
-    __half(unsigned long v) : __x(gpublas_sim::narrow(false, v, 0, 11, -14, 15)) {}
-    __half(unsigned long long v) : __x(gpublas_sim::narrow(false, v, 0, 11, -14, 15)) {}
-    operator __half_raw() const { return __half_raw{__x}; }
-    operator float() const { return gpublas_sim::half_bits_to_float(__x); }
-    operator signed char() const { return (signed char)(float)*this; }
-    operator unsigned char() const { return (unsigned char)(float)*this; }
-    operator short() const { return (short)(float)*this; }
-    operator unsigned short() const { return (unsigned short)(float)*this; }
-    operator int() const { return (int)(float)*this; }
-    operator unsigned int() const { return (unsigned int)(float)*this; }
-    operator long() const { return (long)(float)*this; }
-    operator unsigned long() const { return (unsigned long)(float)*this; }
-    operator long long() const { return (long long)(float)*this; }
-    operator unsigned long long() const { return (unsigned long long)(float)*this; }
-    operator bool() const { return (__x & 0x7fff) != 0; }
-    __half& operator=(float f) { return *this = __half(f); }
-    __half& operator=(double d) { return *this = __half(d); }
 };
 
-static inline __half __ushort_as_half(unsigned short x) { return __half_raw{x}; }
-static inline unsigned short __half_as_ushort(__half h) { return h.__x; }
-static inline float __half2float(__half h) { return (float)h; }
-static inline __half __float2half(float f) { return __half(f); }
-static inline __half __float2half_rn(float f) { return __half(f); }
-static inline __half __double2half(double d) { return __half(d); }
-static inline __half __short2half_rn(short v) { return __half(v); }
-static inline __half __int2half_rn(int v) { return __half(v); }
-static inline __half __uint2half_rn(unsigned int v) { return __half(v); }
-static inline __half __ll2half_rn(long long v) { return __half(v); }
-static inline __half __ull2half_rn(unsigned long long v) { return __half(v); }
+// CUDA's named conversions of one 16-bit type H, whose names spell it NAME (half, bfloat16):
+// __ushort_as_NAME, __NAME_as_ushort, __NAME2float, __float2NAME(_rn), __double2NAME and the integer
+// ones (__int2NAME_rn ...), each the constructor's or the conversion's one rounding.
+#define GPUBLAS_SIM_16BIT_CONVERSIONS(H, NAME)                                                            \
+    static inline H __ushort_as_##NAME(unsigned short x) { H h; h.__x = x; return h; }                   \
+    static inline unsigned short __##NAME##_as_ushort(H h) { return h.__x; }                            \
+    static inline float __##NAME##2float(H h) { return (float)h; }                                      \
+    static inline H __float2##NAME(float f) { return H(f); }                                            \
+    static inline H __float2##NAME##_rn(float f) { return H(f); }                                       \
+    static inline H __double2##NAME(double d) { return H(d); }                                          \
+    static inline H __short2##NAME##_rn(short v) { return H(v); }                                       \
+    static inline H __int2##NAME##_rn(int v) { return H(v); }                                           \
+    static inline H __uint2##NAME##_rn(unsigned int v) { return H(v); }                                 \
+    static inline H __ll2##NAME##_rn(long long v) { return H(v); }                                      \
+    static inline H __ull2##NAME##_rn(unsigned long long v) { return H(v); }
+
+GPUBLAS_SIM_16BIT_CONVERSIONS(__half, half)
 
 #define GPUBLAS_SIM_BITS(H, bits) ([] { H r; r.__x = (bits); return r; }())
 
