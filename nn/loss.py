@@ -24,6 +24,12 @@ class _Loss(Module):
             grad = K.scale_inplace(grad.copy(), float(dloss))
         return grad
 
+    def _input(self, x):
+        """As Module's, with float16/bfloat16 outputs widened to float32 first: losses are computed
+        in FP32 (torch.autocast's rule for its losses), and their gradient is float32."""
+        x = super()._input(x)
+        return x.astype(np.float32) if x.dtype in gpublas.dtypes.HALVES else x
+
     @staticmethod
     def _value(total, on_device):
         return total if on_device else float(total.get()[0])

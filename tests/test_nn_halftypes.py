@@ -96,3 +96,16 @@ def test_dropout_on_16bit_data(dtype, rng):
     same(y16.get(), y32.get().astype(dtype))
     dy16, _ = both(dtype, rng.standard_normal((40, 50)))
     same(d16.backward(dy16).get(), d32.backward(dy16.astype(np.float32)).get().astype(dtype))
+
+
+@pytest.mark.parametrize("dtype", HALVES, ids=str)
+def test_losses_take_16bit_outputs_in_float32(dtype, rng):
+    x16, x32 = both(dtype, rng.standard_normal((9, 5)) * 3)
+    labels = rng.integers(0, 5, 9)
+    for make, target in ((nn.SoftmaxCrossEntropy, labels), (nn.MSELoss, rng.standard_normal((9, 5)))):
+        c16, c32 = make(), make()
+        target32 = target.astype(np.float32) if target.dtype.kind == "f" else target
+        assert c16(x16, target32) == c32(x32, target32)
+        g16, g32 = c16.backward(), c32.backward()
+        assert g16.dtype == np.float32
+        np.testing.assert_array_equal(g16.get(), g32.get())
