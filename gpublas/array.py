@@ -399,7 +399,7 @@ class DeviceArray:
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         """A DLPack capsule sharing this array's memory (kDLCUDA on cuda, kDLCPU on sim)."""
-        return impl.to_dlpack(self, stream=stream, dl_device=dl_device, copy=copy)
+        return impl.to_dlpack(self, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
 
     def __dlpack_device__(self):
         return impl.dlpack_device(self)

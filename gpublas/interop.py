@@ -5,6 +5,10 @@
     h = np.from_dlpack(a)                # sim: device memory is host memory (kDLCPU), no copy
     c = gpublas.as_device_array(obj)     # anything with __cuda_array_interface__ or __dlpack__
 
+DLPack 1.0: a consumer passing max_version >= (1, 0) (NumPy 2, PyTorch) gets a "dltensor_versioned"
+capsule, never flagged read-only (device memory is writable), so np.from_dlpack(a) is a writable
+view; from_dlpack asks producers for one too and refuses a tensor they flag read-only (BufferError:
+gpublas arrays are writable), taking unversioned capsules from older producers.
 Sharing is two-way: a write through either side is seen by the other. The exporter's memory stays
 alive while the importer holds it (a DLPack capsule keeps the DeviceArray's allocation; an imported
 array keeps the producer's object), but `free()` on a shared DeviceArray frees it regardless: don't.
@@ -34,9 +38,12 @@ DL_TYPES = {d: row.dlpack for d, row in dtypes.TABLE.items()}
 NP_TYPES = {v: k for k, v in DL_TYPES.items()}
 DL_CODE_NAMES = {0: "int", 1: "uint", 2: "float", 4: "bfloat", 5: "complex", 6: "bool"}
 _NAME, _USED = b"dltensor", b"used_dltensor"
+_NAME_V, _USED_V = b"dltensor_versioned", b"used_dltensor_versioned"
+VERSION = (1, 0)  # the DLPack version of the versioned capsules made and taken here
+FLAG_READ_ONLY, FLAG_IS_COPIED = 1, 2  # DLPACK_FLAG_BITMASK_READ_ONLY, _IS_COPIED
 
 
-# -- dlpack.h's structs (DLPack 0.8 layout, which every version-1 consumer also takes) --------------
+# -- dlpack.h's structs: DLManagedTensor (0.8, "dltensor") and DLManagedTensorVersioned (1.0) ---------
 class DLDevice(ctypes.Structure):
     _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
 
@@ -58,6 +65,19 @@ class DLManagedTensor(ctypes.Structure):
 _DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(DLManagedTensor))
 DLManagedTensor._fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", _DELETER)]
 
+
+class DLPackVersion(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
+
+
+class DLManagedTensorVersioned(ctypes.Structure):
+    pass
+
+
+_DELETER_V = ctypes.CFUNCTYPE(None, ctypes.POINTER(DLManagedTensorVersioned))
+DLManagedTensorVersioned._fields_ = [("version", DLPackVersion), ("manager_ctx", ctypes.c_void_p),
+                                     ("deleter", _DELETER_V), ("flags", ctypes.c_uint64), ("dl_tensor", DLTensor)]
+
 _capsule_new = ctypes.pythonapi.PyCapsule_New
 _capsule_new.restype = ctypes.py_object
 _capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
@@ -72,6 +92,9 @@ _capsule_pointer_raw = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctype
 _capsule_rename = ctypes.pythonapi.PyCapsule_SetName
 _capsule_rename.restype = ctypes.c_int
 _capsule_rename.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_capsule_name = ctypes.pythonapi.PyCapsule_GetName
+_capsule_name.restype = ctypes.c_char_p
+_capsule_name.argtypes = [ctypes.py_object]
 
 
 # -- exporting ----------------------------------------------------------------------------------
@@ -89,11 +112,17 @@ def _deleter(managed):
     _release(ctypes.cast(managed, ctypes.c_void_p).value)
 
 
+@_DELETER_V
+def _deleter_versioned(managed):
+    _release(ctypes.cast(managed, ctypes.c_void_p).value)
+
+
 @ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 def _capsule_destructor(capsule):
-    """A capsule nobody consumed (its name is still "dltensor") runs the deleter itself."""
-    if _capsule_valid(capsule, _NAME):
-        _release(_capsule_pointer_raw(capsule, _NAME))
+    """A capsule nobody consumed (still named "dltensor" or "dltensor_versioned") runs the deleter itself."""
+    for name in (_NAME, _NAME_V):
+        if _capsule_valid(capsule, name):
+            _release(_capsule_pointer_raw(capsule, name))
 
 
 def _device_id(backend):
@@ -120,15 +149,19 @@ def _sync_for_consumer(a, stream):
         a.backend.synchronize()
 
 
-def to_dlpack(a, stream=None, dl_device=None, copy=None):
-    """A "dltensor" PyCapsule sharing a's memory (a.copy()'s with copy=True)."""
+def to_dlpack(a, stream=None, max_version=None, dl_device=None, copy=None):
+    """A PyCapsule sharing a's memory (a.copy()'s with copy=True): a DLPack 1.0 "dltensor_versioned"
+    when the consumer takes one (max_version >= (1, 0), as NumPy 2 and PyTorch pass), flagged
+    writable (a DeviceArray's memory is never read-only) and IS_COPIED for copy=True; else the
+    unversioned "dltensor" older consumers read."""
     if dl_device is not None and tuple(dl_device) != dlpack_device(a):
         raise BufferError(f"__dlpack__: this array lives on device {dlpack_device(a)}, not {tuple(dl_device)}")
     if copy:
         a = a.copy()
     ptr = a.ptr  # raises FreedArrayError for a freed array
     _sync_for_consumer(a, stream)
-    managed = DLManagedTensor()
+    versioned = max_version is not None and tuple(max_version)[:2] >= VERSION
+    managed = DLManagedTensorVersioned() if versioned else DLManagedTensor()
     shape = (ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
     strides = (ctypes.c_int64 * max(a.ndim, 1))(*(s // a.itemsize for s in a.strides))
     t = managed.dl_tensor
@@ -136,10 +169,12 @@ def to_dlpack(a, stream=None, dl_device=None, copy=None):
     t.device = DLDevice(*dlpack_device(a))
     t.dtype = DLDataType(*DL_TYPES[a.dtype], 1)
     t.shape, t.strides = shape, strides
-    managed.deleter = _deleter
+    if versioned:
+        managed.version, managed.flags = DLPackVersion(*VERSION), FLAG_IS_COPIED if copy else 0
+    managed.deleter = _deleter_versioned if versioned else _deleter
     address = ctypes.addressof(managed)
     _exported[address] = (managed, shape, strides, a)
-    return _capsule_new(address, _NAME, ctypes.cast(_capsule_destructor, ctypes.c_void_p))
+    return _capsule_new(address, _NAME_V if versioned else _NAME, ctypes.cast(_capsule_destructor, ctypes.c_void_p))
 
 
 # -- importing ----------------------------------------------------------------------------------
@@ -160,11 +195,11 @@ class ExternalMemory(Allocation):
 class _DLPackGuard:
     """Runs the producer's deleter once the last array using the tensor is gone."""
 
-    def __init__(self, managed_address):
-        self.address = managed_address
+    def __init__(self, managed_address, struct):
+        self.address, self.struct = managed_address, struct
 
     def __del__(self):
-        managed = DLManagedTensor.from_address(self.address)
+        managed = self.struct.from_address(self.address)
         if managed.deleter:
             managed.deleter(ctypes.pointer(managed))
 
@@ -189,15 +224,25 @@ def from_dlpack(obj):
         raise BufferError(f"from_dlpack: the object lives on DLPack device {obj.__dlpack_device__()}; the "
                           f"{backend.name} backend takes device type {want} (copy it there first)")
     stream = current_stream()
-    if backend.name == "cuda":
-        capsule = obj.__dlpack__(stream=stream.handle.handle if stream is not None else 1)
-    else:
-        capsule = obj.__dlpack__()
-    address = _capsule_pointer(capsule, _NAME)
-    managed = DLManagedTensor.from_address(address)
+    kwargs = {"stream": stream.handle.handle if stream is not None else 1} if backend.name == "cuda" else {}
+    try:
+        capsule = obj.__dlpack__(max_version=VERSION, **kwargs)
+    except TypeError:  # a producer older than DLPack 1.0 (no max_version)
+        capsule = obj.__dlpack__(**kwargs)
+    name = _capsule_name(capsule)
+    struct = DLManagedTensorVersioned if name == _NAME_V else DLManagedTensor
+    address = _capsule_pointer(capsule, name)
+    managed = struct.from_address(address)
+    if struct is DLManagedTensorVersioned:  # refused before taking it: the capsule still deletes it
+        if managed.version.major != VERSION[0]:
+            raise BufferError(f"from_dlpack: DLPack {managed.version.major}.{managed.version.minor} tensor; "
+                              f"gpublas reads version {VERSION[0]}")
+        if managed.flags & FLAG_READ_ONLY:
+            raise BufferError("from_dlpack: the producer marks this tensor read-only and gpublas arrays are "
+                              "writable; copy it with gpublas.to_device")
     t = managed.dl_tensor
-    guard = _DLPackGuard(address)  # from here on the tensor is ours to delete
-    _capsule_rename(capsule, _USED)
+    guard = _DLPackGuard(address, struct)  # from here on the tensor is ours to delete
+    _capsule_rename(capsule, _USED_V if struct is DLManagedTensorVersioned else _USED)
     if (t.device.device_type, t.device.device_id) != (want, _device_id(backend)):
         raise BufferError(f"from_dlpack: got a tensor on DLPack device {(t.device.device_type, t.device.device_id)}, "
                           f"the {backend.name} backend is on {(want, _device_id(backend))}")

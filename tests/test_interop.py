@@ -244,3 +244,45 @@ class _Exporter:
 
     def __dlpack_device__(self):
         return self.a.__dlpack_device__()
+
+
+def _managed(capsule):
+    """The DLManagedTensorVersioned a "dltensor_versioned" capsule holds."""
+    return interop.DLManagedTensorVersioned.from_address(interop._capsule_pointer(capsule, b"dltensor_versioned"))
+
+
+@sim_only
+def test_dlpack_1_0_versioned_capsules_are_writable():
+    """DLPack 1.0: a versioned capsule when the consumer takes one, read-only only where the memory is
+    (never, for a DeviceArray), so NumPy's view is writable and shared."""
+    d = gpublas.to_device(np.arange(6.0))
+    v = np.from_dlpack(d)
+    assert v.flags.writeable
+    v[0] = 42
+    assert d.get()[0] == 42
+    for max_version, name in (((1, 0), b"dltensor_versioned"), ((1, 3), b"dltensor_versioned"),
+                              ((0, 8), b"dltensor"), (None, b"dltensor")):
+        assert interop._capsule_name(d.__dlpack__(max_version=max_version)) == name, max_version
+    capsule, copied = d.__dlpack__(max_version=(1, 0)), d.__dlpack__(max_version=(1, 0), copy=True)
+    m = _managed(capsule)  # (the capsules hold the structs: keep them while reading)
+    assert (m.version.major, m.version.minor, m.flags) == (1, 0, 0) and m.dl_tensor.data == d.ptr
+    assert _managed(copied).flags == interop.FLAG_IS_COPIED and _managed(copied).dl_tensor.data != d.ptr
+    del capsule, copied, m
+    gc.collect()
+    h = np.arange(4.0)
+    h.flags.writeable = False  # NumPy exports it flagged read-only: gpublas refuses to write through it
+    with pytest.raises(BufferError, match="read-only.*to_device"):
+        gpublas.from_dlpack(h)
+    np.testing.assert_array_equal(gpublas.from_dlpack(_Exporter(d, None)).get(), d.get())  # unversioned producer
+
+
+@sim_only
+def test_dlpack_1_0_with_torch():
+    torch = pytest.importorskip("torch")
+    d = gpublas.to_device(np.arange(6.0))
+    t = torch.from_dlpack(d)
+    t[1] = 7.0
+    assert d.get()[1] == 7.0
+    back = gpublas.from_dlpack(t)  # torch's versioned capsule, read back without a copy
+    back[2] = 9.0
+    assert t[2].item() == 9.0 and back.ptr == d.ptr
