@@ -77,7 +77,9 @@ def run_suite(name, ctx, args, many):
     for p in plots:
         if report.rows and hasattr(module, "draw"):
             try:
-                doc["plot"] = save_plot(report, module.draw, p)
+                saved = save_plot(report, module.draw, p)
+                # beside the JSON (--out): its file name, so the JSON names no path of this machine
+                doc["plot"] = Path(saved).name if saved and args.out and Path(p).parent == Path(args.out) else saved
             except Exception as e:  # a plot is a picture of the results, never a reason to lose them
                 print(f"plot failed: {type(e).__name__}: {e}")
                 doc["plot_error"] = f"{type(e).__name__}: {e}"

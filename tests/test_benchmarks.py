@@ -110,6 +110,9 @@ def test_several_suites_out_dir_and_combined_json(tmp_path, capsys):
     slug, date = harness.device_slug(), harness.today()
     assert (out / f"transfer-{slug}-{date}.json").exists() and (out / f"launch-{slug}-{date}.json").exists()
     assert "summary:" in capsys.readouterr().out
+    if _has_matplotlib():  # the plot beside each JSON is named by its file name, no path of this machine
+        one = json.loads((out / f"transfer-{slug}-{date}.json").read_text())
+        assert one["plot"] == f"transfer-{slug}-{date}.png" and (out / one["plot"]).exists()
 
 
 def test_no_matplotlib_skips_plot_without_crashing(tmp_path, monkeypatch, capsys):
