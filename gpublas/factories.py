@@ -15,7 +15,7 @@ import builtins
 
 import numpy as np
 
-from . import elementwise as ew
+from . import dtypes, elementwise as ew
 from .array import DeviceArray
 from .launch import BLOCK, ceil_div, load_source
 
@@ -23,7 +23,8 @@ MAX_REDUCE_BLOCKS = 256  # partials per reduction: one block of BLOCK threads fi
 
 # C pointee type -> the DeviceArray dtype it must be handed
 _POINTEE = {"float": np.float32, "double": np.float64, "int": np.int32, "int32_t": np.int32,
-            "long long": np.int64, "int64_t": np.int64, "unsigned char": np.uint8, "uint8_t": np.uint8}
+            "long long": np.int64, "int64_t": np.int64, "unsigned char": np.uint8, "uint8_t": np.uint8,
+            **{row.c: d for d, row in dtypes.TABLE.items() if row.storage_only}}  # __half, __nv_bfloat16
 _CTYPE = {np.dtype(np.float32): "float", np.dtype(np.float64): "double", np.dtype(np.int32): "int",
           np.dtype(np.int64): "long long"}
 _QUALIFIERS = {"const", "volatile", "__restrict__", "__restrict", "restrict"}

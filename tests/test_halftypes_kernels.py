@@ -149,3 +149,15 @@ def test_transpose_and_axpby(dtype, rng):
     got = gpublas.axpby(0.5, gpublas.to_device(m_h), -2.0, gpublas.to_device(y_h)).get()
     with np.errstate(all="ignore"):
         same(got, (np.float32(0.5) * m_h.astype(np.float32) + np.float32(-2.0) * y_h.astype(np.float32)).astype(dtype))
+
+
+def test_user_kernels_on_16bit_data():
+    a_h = np.arange(-3, 5).astype(ml_dtypes.bfloat16)
+    a = gpublas.to_device(a_h)
+    k = gpublas.ElementwiseKernel("const __nv_bfloat16* x, float s, __nv_bfloat16* y",
+                                  "y[i] = convert<__nv_bfloat16>(load_as(x[i]) * s)")
+    y = gpublas.empty_like(a)
+    k(a, 0.1, y)
+    same(y.get(), (a_h.astype(np.float32) * np.float32(0.1)).astype(ml_dtypes.bfloat16))
+    with pytest.raises(TypeError, match="__nv_bfloat16|bfloat16"):
+        k(a.astype(np.float16), 0.1, y)  # a float16 array for a __nv_bfloat16* argument
