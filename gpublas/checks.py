@@ -18,6 +18,11 @@ FLOATS = (np.dtype(np.float32), np.dtype(np.float64))  # what the BLAS routines 
 
 def is_scalar(x):
     """A Python or NumPy number (not a bool: True + x is almost always a mistake)."""
+    t = type(x)
+    if t is float or t is int:  # the common cases first: numbers.Number's isinstance is an ABC check
+        return True
+    if t is DeviceArray:
+        return False
     return isinstance(x, numbers.Number) and not isinstance(x, bool) or isinstance(x, np.generic)
 
 

@@ -207,23 +207,26 @@ def binary(op, a, b, out=None, what="binary operation"):
     """a (op) b for arrays and scalars (at least one array), broadcasting, with NumPy's type promotion
     (gpublas.promotion): each operand converted to the kernel dtype, the result converted to `out`'s."""
     a, b = _operand(a, what), _operand(b, what)
-    if is_scalar(a) and is_scalar(b):
+    scalar_a, scalar_b = is_scalar(a), is_scalar(b)  # asked once: this runs at every operator
+    if scalar_a and scalar_b:
         raise TypeError(f"{what}: at least one operand must be an array (both are scalars)")
     loop, result, kernel = promotion.resolve(UFUNCS[op], a, b, what)
-    for s in (a, b):
-        if not promotion.fits(s, loop):
-            raise OverflowError(f"{what}: Python integer {s} out of bounds for {loop}")
-    if op == POW and loop.kind in "iub" and is_scalar(b) and b < 0:
+    if loop.kind in "iu":
+        for s in (a, b):
+            if not promotion.fits(s, loop):
+                raise OverflowError(f"{what}: Python integer {s} out of bounds for {loop}")
+    if op == POW and loop.kind in "iub" and scalar_b and b < 0:
         raise ValueError(f"{what}: integers to negative integer powers are not allowed (NumPy's rule)")
-    shape = broadcast_shape(*(x.shape for x in (a, b) if not is_scalar(x)))
+    shape = a.shape if scalar_b else b.shape if scalar_a else broadcast_shape(a.shape, b.shape)
     target = _target(out, shape, result, what)
     buf = target if target.dtype == kernel else DeviceArray(shape, kernel)
     a, b = _converted(a, kernel), _converted(b, kernel)
     if op not in SCALAR_FORMS:  # no array-scalar opcode: the scalar as a 0-d array, broadcast
         a, b = (DeviceArray((), kernel).fill(x) if is_scalar(x) else x for x in (a, b))
-    if is_scalar(b):
+        scalar_a = scalar_b = False
+    if scalar_b:
         launch_unary(SCALAR_FORMS[op][0], unalias(a, buf), buf, b)
-    elif is_scalar(a):
+    elif scalar_a:
         launch_unary(SCALAR_FORMS[op][1], unalias(b, buf), buf, a)
     else:
         launch_binary(op, unalias(a, buf), unalias(b, buf), buf)

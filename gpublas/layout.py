@@ -52,6 +52,8 @@ def extent(shape, strides, itemsize):
 
 def broadcast_shape(*shapes):
     """NumPy's broadcast result shape, or ValueError naming the shapes."""
+    if len(shapes) == 1 or (len(shapes) == 2 and shapes[0] == shapes[1]):  # an operator's usual case
+        return tuple(shapes[0])
     ndim = builtins.max(len(s) for s in shapes)
     out = []
     for k in range(ndim):

@@ -11,6 +11,7 @@ dtype outside them computes in COMPUTE[loop] with the result converted back by a
 int32: the cast wraps modulo 256 as NumPy's uint8 arithmetic; bool in int32: nonzero is True, so
 bool + bool is logical or, as NumPy's). A new dtype is one entry in each table, not a new branch.
 """
+import functools
 import numbers
 
 import numpy as np
@@ -38,18 +39,25 @@ def _describe(x):
     return f"{x.dtype} array" if isinstance(x, (DeviceArray, np.ndarray)) else f"{type(x).__name__} scalar"
 
 
+@functools.lru_cache(maxsize=1024)
+def _resolved(ufunc, ta, tb):
+    """(loop, result, kernel) for operand dtypes (or int/float) ta, tb; None when gpublas cannot hold or
+    compute the result. Kept: an operator asks the same few questions at every launch."""
+    loop, _, result = ufunc.resolve_dtypes((ta, tb, None))
+    kernel = COMPUTE.get(loop, loop)
+    return (loop, result, kernel) if kernel in KERNEL_DTYPES and result in DTYPES else (loop, None, None)
+
+
 def resolve(ufunc, a, b, what):
     """(loop, result, kernel) dtypes of ufunc(a, b) as NumPy resolves them, or TypeError naming the
     operands when NumPy has no loop for them or gpublas cannot hold or compute the result."""
-    desc = f"{_describe(a)} and {_describe(b)}"
     try:
-        loop, _, result = ufunc.resolve_dtypes((operand_dtype(a), operand_dtype(b), None))
+        loop, result, kernel = _resolved(ufunc, operand_dtype(a), operand_dtype(b))
     except TypeError as e:  # NumPy's own refusal (bool - bool, ...)
-        raise TypeError(f"{what}: not defined for {desc} ({e})") from None
-    kernel = COMPUTE.get(loop, loop)
-    if kernel not in KERNEL_DTYPES or result not in DTYPES:
-        raise TypeError(f"{what}: NumPy computes {desc} in {loop}, which gpublas does not hold; "
-                        f"convert with .astype() first")
+        raise TypeError(f"{what}: not defined for {_describe(a)} and {_describe(b)} ({e})") from None
+    if result is None:
+        raise TypeError(f"{what}: NumPy computes {_describe(a)} and {_describe(b)} in {loop}, which gpublas "
+                        f"does not hold; convert with .astype() first")
     return loop, result, kernel
 
 
