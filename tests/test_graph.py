@@ -121,6 +121,7 @@ def _fresh_source():
     ("pageable host memory", lambda x, h: x.get(out=h)),
     ("gpublas.synchronize()", lambda x, h: gpublas.synchronize()),
     ("Stream.synchronize()", lambda x, h: gpublas.Stream().synchronize()),
+    ("Event.synchronize()", lambda x, h: gpublas.Event().record().synchronize()),
     ("compiling", lambda x, h: launch.load_source(_fresh_source(), None, "fresh.cu")),
     ("a capture inside a capture", lambda x, h: gpublas.graph().__enter__()),
 ])
@@ -315,3 +316,19 @@ def test_replay_runs_in_the_thread_order_set_at_replay():
         assert int(x.get()[0]) == 0
     finally:
         gpublas.sim_thread_order(os.environ.get("GPUBLAS_SIM_ORDER", "forward"))
+
+
+def test_profiler_rows_for_a_replays_copies_and_memsets():
+    x = gpublas.full(256, 1.0)
+    y = x.copy()
+    with gpublas.graph() as g:
+        y = x.copy()  # a device-to-device copy
+        x.fill(0)     # a memset
+    with gpublas.profile() as p:
+        g.replay()
+        g.replay()
+    rows = {(e.kind, e.name): e for e in p.key_averages()}
+    assert rows[("dtod", "[memcpy DtoD]")].count == 2 and rows[("dtod", "[memcpy DtoD]")].bytes == 2 * 1024
+    assert rows[("memset", "[memset]")].count == 2 and rows[("memset", "[memset]")].bytes == 2 * 1024
+    assert rows[("graph", g.name)].count == 2 and g.launches == 0
+    assert p.totals()["transfers"] == 4 and np.all(y.get() == 0)  # the second replay copied the zeros
