@@ -98,9 +98,11 @@ class Graph:
     def use(self, alloc):
         """The recorded work reads or writes `alloc`: it stays allocated until the graph is freed."""
         pool = alloc.pool
-        if pool is not None and pool is not self.pool and id(alloc) not in self._uses:
-            self._uses[id(alloc)] = alloc
-            pool.hold(alloc)
+        if pool is not None and pool is not self.pool:
+            alloc = pool.device_block(alloc)  # another graph's array: hold its block in the device pool
+            if id(alloc) not in self._uses:
+                self._uses[id(alloc)] = alloc
+                alloc.pool.hold(alloc)
 
     def use_host(self, host):
         """A recorded copy reads or writes pinned host array `host`: the graph keeps it."""

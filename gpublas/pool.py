@@ -120,6 +120,10 @@ class MemoryPool:
             self.device_allocations += 1
             return ptr
 
+    def device_block(self, alloc):
+        """The device pool's Allocation behind `alloc`: itself (GraphPool maps its own blocks)."""
+        return alloc
+
     def hold(self, alloc):
         """A graph's work uses `alloc`'s block: freeing it waits for `unhold`."""
         with self._lock:
@@ -218,6 +222,11 @@ class GraphPool:
                 self.main.graph_bytes += size
         self._out.add(ptr)
         return Allocation(ptr, size, self, stream)
+
+    def device_block(self, alloc):
+        """The device pool's Allocation reserved for `alloc`'s block: a graph whose work uses an array
+        of another graph holds that (so it outlives both the array and the other graph)."""
+        return self._blocks[alloc._ptr]
 
     def _release(self, alloc):
         self._out.discard(alloc._ptr)

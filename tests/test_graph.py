@@ -204,6 +204,31 @@ def test_arrays_the_graph_uses_are_kept_alive():
     assert gpublas.memory_stats()["bytes_in_use"] == in_use - 512
 
 
+def test_a_graph_may_use_another_graphs_arrays():
+    gpublas.free_cached()
+    x = gpublas.full(64, 1.0)
+    (x * 2.0) + 1.0  # warm: compiled
+    in_use = gpublas.memory_stats()["bytes_in_use"]
+    with gpublas.graph() as first:
+        y = x * 2.0             # from the first graph's pool
+    with gpublas.graph() as second:
+        z = y + 1.0             # the second graph reads it
+    for k in range(3):
+        x.fill(k)
+        first.replay()
+        second.replay()
+        assert np.all(z.get() == 2.0 * k + 1.0)
+    del y
+    first.free()                # y's block: the second graph still reads it
+    x.fill(5)
+    second.replay()             # memcheck (conftest) would fault on released memory
+    assert np.all(z.get() == 2.0 * 2 + 1.0)
+    del z
+    second.free()
+    assert gpublas.memory_stats()["bytes_graphs"] == 0
+    assert gpublas.memory_stats()["bytes_in_use"] == in_use
+
+
 # -- threads, Ctrl-C, profiler --------------------------------------------------------------------
 def test_a_capture_does_not_swallow_another_threads_launches():
     a, b = gpublas.zeros(100), gpublas.zeros(100)
