@@ -20,7 +20,7 @@ def detect():
         return None
     if "peer" in _cached:
         return _cached["peer"]
-    wanted = os.environ.get("GPUBLAS_BENCH_PEER", "").lower()
+    wanted = gpublas.config.choice("GPUBLAS_BENCH_PEER", ("cupy", "torch", "none"), None)
     order = {"cupy": (CupyPeer,), "torch": (TorchPeer,), "none": ()}.get(wanted, (CupyPeer, TorchPeer))
     peer, why = None, []
     for cls in order:

@@ -46,15 +46,11 @@ def _op_shape(x, trans):
     return (x.shape[-1], x.shape[-2]) if trans else (x.shape[-2], x.shape[-1])
 
 
-def _describe(name, x, trans):
-    return f"op({name}) = {name}{'.T' if trans else ''} of {name} {x.shape}"
-
-
 def _check_inner(routine, a, b, trans_a, trans_b):
     (m, ka), (kb, n) = _op_shape(a, trans_a), _op_shape(b, trans_b)
-    if ka != kb:
-        raise ValueError(f"{routine}: inner dimensions differ: {_describe('a', a, trans_a)} is {m}x{ka} but "
-                         f"{_describe('b', b, trans_b)} is {kb}x{n}")
+    if ka != kb:  # gemm: op(a) is 4x3 but op(b) = b.T is 4x3; inner dimensions differ
+        op_a, op_b = (f"op({x}){f' = {x}.T' if t else ''}" for x, t in (("a", trans_a), ("b", trans_b)))
+        raise ValueError(f"{routine}: {op_a} is {m}x{ka} but {op_b} is {kb}x{n}; inner dimensions differ")
     return m, n, ka
 
 

@@ -5,6 +5,11 @@ class GpublasError(RuntimeError):
     """Base class of gpublas' own errors."""
 
 
+class ConfigError(GpublasError, ValueError):
+    """An environment variable (GPUBLAS_*, CXX) holds a value gpublas cannot use: the message is one
+    line naming the variable, its value and what is allowed (gpublas.config)."""
+
+
 class CompileError(GpublasError):
     """A CUDA C source failed to compile. `log` holds the compiler's output, `filename` and `line`
     the first error it reported (None where it named none)."""

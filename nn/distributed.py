@@ -116,9 +116,9 @@ if MPI.COMM_WORLD.Get_size() > 1:
 def cuda_aware():
     """Whether MPI takes device pointers: GPUBLAS_MPI_CUDA_AWARE=0/1 if set, else Open MPI's
     MPIX_Query_cuda_support() where the library has it, else False."""
-    env = os.environ.get("GPUBLAS_MPI_CUDA_AWARE")
+    env = gpublas.config.flag("GPUBLAS_MPI_CUDA_AWARE", None)
     if env is not None:
-        return env.strip() not in ("", "0", "no", "false")
+        return env
     try:
         query = ctypes.CDLL(MPI.__file__).MPIX_Query_cuda_support
     except (OSError, AttributeError):

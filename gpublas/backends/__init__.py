@@ -6,8 +6,10 @@ kernels); use() swaps it. One object is made per name, so switching back finds i
 Floors above that must see every backend as it is chosen (the profiler counts its copies) register a
 callback with on_chosen(); this module imports none of them.
 """
-import os
 import sys
+
+from .. import config
+from ..errors import ConfigError
 
 _active = None
 _made = {}  # name -> the backend object made for it
@@ -36,7 +38,13 @@ def _make(name):
 
 
 def _default():
-    wanted = os.environ.get("GPUBLAS_BACKEND", "").strip().lower()
+    wanted = config.choice("GPUBLAS_BACKEND", ("cuda", "sim"), None)
+    if wanted == "cuda":
+        try:
+            return _make(wanted)
+        except Exception as e:  # the one line README promises, not a traceback through the backend
+            raise ConfigError(f"GPUBLAS_BACKEND=cuda: the cuda backend cannot start ({type(e).__name__}: "
+                              f"{str(e).splitlines()[0] if str(e) else ''}); unset it to use the sim backend") from None
     if wanted:
         return _make(wanted)
     try:

@@ -30,8 +30,8 @@ import threading
 
 import numpy as np
 
-from .. import compiler, source
-from ..errors import CompileError, LaunchError
+from .. import compiler, config, source
+from ..errors import CompileError, ConfigError, LaunchError
 from . import cuda_graph
 from .base import Backend
 
@@ -183,7 +183,7 @@ class CudaBackend(Backend):
         major, minor = self.device.compute_capability()
         self.cc = major * 10 + minor
         self._check_toolkit()
-        self.blocking = os.environ.get("GPUBLAS_LAUNCH_BLOCKING", "0") not in ("", "0")
+        self.blocking = config.flag("GPUBLAS_LAUNCH_BLOCKING", False)
         self.last_launch = None  # (name, grid, block, shared) of the latest launch, for error messages
         self._live = {}
         self._capturing = set()  # streams capturing a graph: GPUBLAS_LAUNCH_BLOCKING must not sync them
@@ -397,7 +397,7 @@ def device_ordinal(count):
     wanted = os.environ.get("GPUBLAS_DEVICE", "").strip()
     if wanted:
         if not wanted.isdigit() or int(wanted) >= count:
-            raise ValueError(f"GPUBLAS_DEVICE={wanted!r}: expected a device ordinal below {count}")
+            raise ConfigError(f"GPUBLAS_DEVICE={wanted!r}: expected a device ordinal below {count}")
         return int(wanted)
     local = next((os.environ[v] for v in LOCAL_RANK_VARS if os.environ.get(v, "").isdigit()), "0")
     return int(local) % count

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import compiler, source
+from .. import compiler, config, source
 from ..errors import CompileError, IllegalAddressError, LaunchError
 from . import sim_fission, sim_graph
 from .sim_cparse import kernels_needing_fibers, translate
@@ -73,7 +73,7 @@ def headers_digest():
 @functools.lru_cache(maxsize=None)
 def host_compiler():
     """(command, version line) of the host C++ compiler: $CXX, else g++, else clang++."""
-    for cand in [os.environ.get("CXX"), "g++", "clang++", "c++"]:
+    for cand in [config.executable("CXX"), "g++", "clang++", "c++"]:
         if cand and shutil.which(cand):
             out = subprocess.run([cand, "--version"], capture_output=True, text=True).stdout
             return cand, out.splitlines()[0] if out else cand
@@ -155,13 +155,14 @@ class SimBackend(Backend):
     def __init__(self):
         super().__init__()
         default = min(8 << 30, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2)
-        self.total_memory = int(os.environ.get("GPUBLAS_SIM_MEMORY", default))
-        self.order = ORDERS[os.environ.get("GPUBLAS_SIM_ORDER", "forward").lower()]
-        self._seeds = itertools.count(int(os.environ.get("GPUBLAS_SIM_SEED", "0")) + 1)  # one per launch
-        self.memcheck = os.environ.get("GPUBLAS_SIM_MEMCHECK", "0") not in ("", "0")
+        self.total_memory = config.integer("GPUBLAS_SIM_MEMORY", default, "bytes", minimum=1)
+        self.order = ORDERS[config.choice("GPUBLAS_SIM_ORDER", tuple(ORDERS), "forward")]
+        self._seeds = itertools.count(config.integer("GPUBLAS_SIM_SEED", 0, "a seed") + 1)  # one per launch
+        self.memcheck = config.flag("GPUBLAS_SIM_MEMCHECK", False)
+        config.integer("GPUBLAS_SIM_STACK_KB", 64, "KiB", minimum=16)  # read by sim/fibers.h; checked here
         # barrier kernels run as loops over threads where the compile step could rewrite them
         # (backends/sim_fission.py); False keeps every block on fibers
-        self.fission = os.environ.get("GPUBLAS_SIM_FISSION", "1") not in ("", "0")
+        self.fission = config.flag("GPUBLAS_SIM_FISSION", True)
         self.allocated = 0
         self._blocks = {}  # ptr -> (bytes, mapping base or None, mapping length)
         self._lock = threading.Lock()
@@ -175,6 +176,8 @@ class SimBackend(Backend):
 
     def set_order(self, order):
         """Thread order inside a block: 'forward', 'reverse' or 'random'."""
+        if order not in ORDERS:
+            raise ValueError(f"thread order {order!r}: expected {' or '.join(ORDERS)}")
         self.order = ORDERS[order]
 
     # memory: host memory standing in for the device's
