@@ -7,6 +7,10 @@ wgmma, on Hopper only); beside them
 cuBLAS through CuPy or PyTorch in the same process, in FP32 (TF32 off) and in TF32. '% cuBLAS' compares
 each variant with cuBLAS of its own precision: FP32 variants with cuBLAS SGEMM, TF32 with cuBLAS TF32.
 The issue's goal on an H100: >= 90 % of cuBLAS SGEMM (FP32) and >= 70 % of cuBLAS TF32 at 4096^3.
+BF16 and FP16 rows: the 16-bit tensor-core kernels (kernel='mma': mma.sync m16n8k16; 'wgmma' on Hopper)
+with float accumulation and a 16-bit C, against cuBLAS GemmEx of the same types through the peer (PyTorch:
+both; CuPy: FP16 only), goal >= 80 % of cuBLAS BF16 at 4096^3; on the simulator against NumPy's FP32
+matmul of the same values on the host (numpy_ms).
 On the simulator the sizes are small and there is no cuBLAS: the suite checks every variant and times it.
 """
 import math
@@ -16,14 +20,17 @@ import numpy as np
 import gpublas
 
 from . import peers
-from .harness import Report, measure, parse_shape, progress
+from .harness import Report, measure, measure_host, parse_shape, progress
 
 DESCRIPTION = "GEMM v2 (FP32, TF32, split-K) vs cuBLAS: % of cuBLAS at 4096^3 and nn's shapes"
 F32 = np.float32
 # (label, kernel=, precision); 'splitk' only where the dispatcher would split
 VARIANTS = [("auto", "auto", "fp32"), ("v2 FP32", "v2", "fp32"), ("v2 split-K", "splitk", "fp32"),
             ("v1 regblock", "regblock", "fp32"), ("v2 TF32", "tf32", "tf32"), ("v2 TF32 wgmma", "wgmma", "tf32")]
-TOL = {"fp32": (1e-4, 1e-4), "tf32": (5e-3, 5e-3)}  # (rtol, atol per sqrt(K)); TF32 keeps 10 mantissa bits
+HALF_VARIANTS = [("mma", "mma"), ("wgmma", "wgmma")]  # (label, kernel=) for each 16-bit precision
+HALF = {"bf16": gpublas.bfloat16, "fp16": gpublas.float16}
+# (rtol, atol per sqrt(K)); TF32 keeps 10 mantissa bits; 16-bit C: one rounding (2^-8 BF16, 2^-11 FP16)
+TOL = {"fp32": (1e-4, 1e-4), "tf32": (5e-3, 5e-3), "bf16": (8e-3, 1e-3), "fp16": (1e-3, 1e-3)}
 
 
 def shapes(ctx):
@@ -75,14 +82,18 @@ def run(ctx):
                              tflops=flops / t.median_ms / 1e9, **t.as_row())
             if prec in cublas:
                 row.update(cublas_ms=cublas[prec], pct_cublas=100.0 * cublas[prec] / t.median_ms)
+        for prec in HALF:
+            _half_rows(report, ctx, peer, a, b, prec, label, flops)
     report.summary["pct_cublas"] = {f"{r['shape']} {r['variant']}": r["pct_cublas"] for r in report.rows
                                     if "pct_cublas" in r}
     report.columns = [("shape", "M x N x K", "s"), ("variant", "variant", "s"), ("ms", "ms", ".3f"),
                       ("spread_pct", "±%", ".1f"), ("tflops", "TFLOP/s", ".2f"), ("cublas_ms", "cuBLAS ms", ".3f"),
-                      ("pct_cublas", "% cuBLAS", ".1f")]
+                      ("pct_cublas", "% cuBLAS", ".1f"), ("numpy_ms", "NumPy FP32 ms", ".3f")]
     if peer is not None:
-        report.note(f"cuBLAS through {peer.name}: FP32 variants against SGEMM (TF32 off), TF32 against TF32")
-        report.note("goal on an H100 at 4096^3: v2 FP32 >= 90 % of cuBLAS SGEMM, v2 TF32 >= 70 % of cuBLAS TF32")
+        report.note(f"cuBLAS through {peer.name}: FP32 variants against SGEMM (TF32 off), TF32 against TF32, "
+                    "BF16/FP16 against GemmEx of the same types (FP32 accumulation)")
+        report.note("goal on an H100 at 4096^3: v2 FP32 >= 90 % of cuBLAS SGEMM, v2 TF32 >= 70 % of cuBLAS TF32, "
+                    "BF16 >= 80 % of cuBLAS BF16")
     elif ctx.simulated:
         report.note("simulator: small sizes, no cuBLAS; the figures are CPU figures")
     else:
@@ -110,6 +121,44 @@ def _peer_times(report, ctx, peer, a, b, ref, label, k):
         finally:
             peer.set_tf32(False)
     return out
+
+
+def _half_rows(report, ctx, peer, a, b, prec, label, flops):
+    """The 16-bit kernels on a, b rounded to `prec`, checked against float64 NumPy of the rounded values, timed,
+    beside cuBLAS of the same types (a GPU) or NumPy's FP32 matmul of them (the simulator's host)."""
+    dtype = HALF[prec]
+    ha, hb = a.astype(dtype), b.astype(dtype)
+    ref = ha.astype(np.float64) @ hb.astype(np.float64)
+    da, db = gpublas.to_device(ha), gpublas.to_device(hb)
+    dc = gpublas.empty(ref.shape, dtype)
+    k = a.shape[1]
+    rtol, atol = TOL[prec]
+    base = {}
+    if peer is not None:
+        try:
+            pa, pb = peer.array(ha), peer.array(hb)
+            fn = (lambda: peer.gemm(pa, pb))
+            if report.check(f"cuBLAS {prec} {label} ({peer.library})", peer.get(fn()), ref, rtol=rtol,
+                            atol=atol * math.sqrt(k)):
+                base["cublas_ms"] = measure(fn, ctx, peer.clock()).median_ms
+        except (TypeError, ValueError, RuntimeError) as e:  # e.g. CuPy has no bfloat16
+            report.skip(f"cuBLAS {prec} {label}", f"{peer.library}: {type(e).__name__}: {e}")
+    elif ctx.simulated:
+        fa, fb = ha.astype(np.float32), hb.astype(np.float32)
+        base["numpy_ms"] = measure_host(lambda: fa @ fb, ctx).median_ms
+    for name, kernel in HALF_VARIANTS:
+        if kernel == "wgmma" and _tf32_missing("wgmma"):
+            report.skip(f"{name} {prec} {label}", _tf32_missing("wgmma"))
+            continue
+        run_it = (lambda kern=kernel: gpublas.gemm(da, db, dc, kernel=kern))
+        if not report.check(f"{name} {prec} {label}", run_it().get().astype(np.float64), ref, rtol=rtol,
+                            atol=atol * math.sqrt(k)):
+            continue
+        t = measure(run_it, ctx)
+        row = report.add(shape=label, variant=f"{name} {prec.upper()}", precision=prec, flops=flops,
+                         tflops=flops / t.median_ms / 1e9, **t.as_row(), **base)
+        if "cublas_ms" in base:
+            row.update(pct_cublas=100.0 * base["cublas_ms"] / t.median_ms)
 
 
 def draw(plt, report):

@@ -61,10 +61,16 @@ class TorchPeer:
         self.name = f"PyTorch {torch.__version__} (cuBLAS)"
 
     def array(self, host):
-        return self.torch.from_numpy(np.ascontiguousarray(host)).to(self.device)
+        host = np.ascontiguousarray(host)
+        if host.dtype.name == "bfloat16":  # ml_dtypes' bfloat16: NumPy cannot hand it to torch, its bits can
+            return self.torch.from_numpy(host.view(np.uint16)).to(self.device).view(self.torch.bfloat16)
+        return self.torch.from_numpy(host).to(self.device)
 
     def get(self, x):
-        return x.detach().cpu().numpy() if hasattr(x, "cpu") else np.asarray(x)
+        if hasattr(x, "cpu"):
+            x = x.detach()
+            return (x.float() if x.dtype == self.torch.bfloat16 else x).cpu().numpy()
+        return np.asarray(x)
 
     def synchronize(self):
         self.torch.cuda.synchronize()

@@ -163,7 +163,8 @@ def _mma_volume(op):
 def loop_figures(body):
     """{'loop_instr', 'loop_fma', 'fma_share', 'flop_per_smem_byte'} of a loop body, per thread. An HGMMA
     is a warpgroup's (128 threads'); the shared memory it reads through descriptors (B, and A unless A
-    is in registers: n x k and m x k elements of 4 bytes, TF32) counts as read, shared among the 128."""
+    is in registers: n x k and m x k elements of 4 bytes for TF32, 2 for BF16/F16) counts as read, shared
+    among the 128."""
     flops, fma, smem = 0.0, 0, 0
     for _, op, rest in body:
         base = op.split(".")[0]
@@ -177,7 +178,8 @@ def loop_figures(body):
             m, n, k = _mma_shape(op)
             fma += 1
             flops += 2.0 * m * n * k / 128
-            smem += 4 * k * (n + (m if rest.count("gdesc") > 1 else 0)) / 128
+            item = 4 if "TF32" in op else 2
+            smem += item * k * (n + (m if rest.count("gdesc") > 1 else 0)) / 128
         elif base in ("LDS", "LDSM"):
             smem += _lds_bytes(op)
     n = len(body)
@@ -219,6 +221,7 @@ def family_rows(family, real, arch, root=None):
 
 
 # -- the suite ------------------------------------------------------------------------------------
+REALS = {"gemm_half": ("__nv_bfloat16", "__half")}  # families built for other element types than float/double
 COLUMNS = [("kernel", "kernel", "s"), ("real", "real", "s"), ("regs", "regs", "d"), ("spill_bytes", "spill B", "d"),
            ("smem", "smem B", "d"), ("threads", "threads", "d"), ("occupancy", "occ", ".0%"),
            ("FFMA", "FFMA", "d"), ("DFMA", "DFMA", "d"), ("HMMA", "HMMA", "d"), ("HGMMA", "HGMMA", "d"), ("LDS", "LDS", "d"),
@@ -240,7 +243,7 @@ def run(ctx):
     if ctx.quick:
         families = [(root, f) for root, f in families if f.startswith("gemm")]
     for root, family in families:
-        for real in ("float", "double"):
+        for real in REALS.get(family, ("float", "double")):
             for row in family_rows(family, real, arch, root):
                 report.add(**row)
     spilling = [f"{r['kernel']} ({r['real']})" for r in report.rows if r["spill_bytes"]]
@@ -254,8 +257,8 @@ def run(ctx):
 
 
 def draw(plt, report):
-    """The main loop's FMA (HMMA) share and the registers of each float GEMM kernel."""
-    rows = [r for r in report.rows if r["real"] == "float" and r["loop_fma"]] or report.rows
+    """The main loop's FMA (HMMA) share and the registers of each float (and bfloat16) GEMM kernel."""
+    rows = [r for r in report.rows if r["real"] in ("float", "__nv_bfloat16") and r["loop_fma"]] or report.rows
     fig, axes = plt.subplots(1, 2, figsize=(11, 0.22 * len(rows) + 1.5), sharey=True)
     names = [r["kernel"] for r in rows]
     axes[0].barh(names, [100 * r["fma_share"] for r in rows])

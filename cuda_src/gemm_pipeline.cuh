@@ -13,12 +13,12 @@
 #define GEMM_V2_PARAMS int M, int N, int K, real alpha, const real* __restrict__ A, int lda, const real* __restrict__ B, int ldb, real beta, real* __restrict__ C, int ldc, long long stride_a, long long stride_b, long long stride_c
 #define GEMM_V2_ARGS M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stride_a, stride_b, stride_c
 
-template <class T> struct V2Vec;
+template <class T> struct V2Vec { typedef uint4 type; };  // 16-bit storage types: 16 bytes as they are
 template <> struct V2Vec<float> { typedef float4 type; };
 template <> struct V2Vec<double> { typedef double2 type; };
 typedef V2Vec<real>::type vec16;
 constexpr int VW = 16 / sizeof(real);  // elements in one 16-byte vector
-constexpr int BK = 64 / sizeof(real);  // K step: 16 floats or 8 doubles
+constexpr int BK = 64 / sizeof(real);  // K step: 16 floats, 8 doubles or 32 16-bit values
 
 template <bool SECOND, class First, class Second> struct V2Pick { typedef First type; };
 template <class First, class Second> struct V2Pick<true, First, Second> { typedef Second type; };
@@ -57,11 +57,14 @@ struct V2Block {
 // so a thread's copies share one column c0 and step STEP_ROWS rows: everything per copy but the stage's
 // position is computed once. `src` walks along K one stage at a time. Copies outside the matrix's M (N)
 // extent (known per copy from the start) and, in the K residue stage only, outside K fill their 16 (4)
-// bytes with zeros and read nothing (cp.async's zero fill: the same instruction, no branch).
+// bytes with zeros and read nothing (cp.async's zero fill: the same instruction, no branch). One-element
+// copies of 16-bit values (below cp.async's 4 bytes) are an ordinary load and shared store instead.
 template <class Tile, int THREADS, bool VEC>
 struct V2Loader {
     static constexpr int W = VEC ? VW : 1, PER_ROW = Tile::COLS / W, STEP_ROWS = THREADS / PER_ROW;
     static constexpr int COPIES = Tile::ROWS / STEP_ROWS;
+    static constexpr bool STORES = W * sizeof(real) < 4;  // below cp.async's 4 bytes: a load and a shared store
+    static constexpr int UNROLL = STORES ? 4 : COPIES;    // loads in flight hold registers: 4 at a time
     static_assert(THREADS % PER_ROW == 0 && Tile::ROWS % STEP_ROWS == 0, "the copies divide among the threads");
     const real* src;    // this thread's first element of the next stage
     int ld, r0, c0;     // leading dimension; this thread's first row and its column in the tile
@@ -82,12 +85,16 @@ struct V2Loader {
     template <bool CHECK_K>
     __device__ __forceinline__ void copy(real* s, int k_left) const {
         const real* g = src;
-#pragma unroll
+#pragma unroll UNROLL
         for (int i = 0; i < COPIES; ++i, g += STEP_ROWS * ld) {
             const int r = r0 + i * STEP_ROWS;
             real* dst = s + (STEP_ROWS % Tile::PERIOD ? Tile::offset(r, c0) : dst0 + i * STEP_ROWS * Tile::PITCH);
             const bool ok = (inside >> i & 1) && (!CHECK_K || (Tile::KMAJOR ? r : c0) < k_left);
-            __pipeline_memcpy_async(dst, g, W * sizeof(real), ok ? 0 : W * sizeof(real));  // else zeros, g unread
+            if constexpr (STORES) {
+                *reinterpret_cast<unsigned short*>(dst) = ok ? *reinterpret_cast<const unsigned short*>(g) : 0;
+            } else {
+                __pipeline_memcpy_async(dst, g, W * sizeof(real), ok ? 0 : W * sizeof(real));  // else zeros, g unread
+            }
         }
     }
     // Moves src k elements along K (k * ld < 2^31: the launcher keeps ld * 128 below it).

@@ -42,7 +42,7 @@ __device__ __forceinline__ void mma_tf32_m16n8k8(float (&d)[4], const unsigned (
 #endif
 }
 
-__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const float* row) {
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const void* row) {
 #if defined(__CUDA_ARCH_SIM__)
     gpublas_sim::ldmatrix_sync_x4(r, row);
 #elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
@@ -50,6 +50,52 @@ __device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const float* row) 
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(a));
+#endif
+}
+
+// ---------------------------------------------------------------------------------------------------
+// 16-bit inputs (sm_80+): mma.sync m16n8k16 .bf16 / .f16 with float accumulators, and ldmatrix .trans
+// ---------------------------------------------------------------------------------------------------
+// Fragment layout (PTX ISA, "Matrix fragments for mma.m16n8k16", .f16/.bf16): each 32-bit register holds
+// two 16-bit elements, the lower-indexed one in its low half; lane = 4 g + t as above.
+//   A (16 x 16, row, M x K):  a[0] = A[g][2t, 2t+1]  a[1] = A[g + 8][2t, 2t+1]  a[2] = A[g][2t+8, 2t+9]
+//                             a[3] = A[g + 8][2t+8, 2t+9]
+//   B (16 x 8, col, K x N):   b[0] = B[2t, 2t+1][g]  b[1] = B[2t+8, 2t+9][g]
+//   C = D (16 x 8, float):    as m16n8k8's: d[0] = D[g][2t]  d[1] = D[g][2t + 1]  d[2] = D[g + 8][2t] ...
+// ldmatrix_x4 gives lane 4g + t the elements (2t, 2t+1) of row g of each 8 x 8 b16 matrix (row i of matrix j
+// at the address lane 8j + i names): an operand stored K-contiguous (A as s[m][k], B as s[n][k]) loads with
+// its rows as matrix rows. ldmatrix_x4_trans gives it (rows 2t, 2t+1) of column g instead: an operand
+// stored k-major (A as s[k][m], B as s[k][n]) loads with its K rows as matrix rows. Either way one x4
+// is one 16 x 16 A tile or two 16 x 8 B tiles, with no register moves.
+// On the GPU: HMMA.16816.F32.BF16 / HMMA.16816.F32, LDSM.16.M88.4 / LDSM.16.MT88.4. On the simulator
+// (mma_sync.h) exchanged per warp as the TF32 ones; the products of 16-bit inputs are exact in float.
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const void* row) {
+#if defined(__CUDA_ARCH_SIM__)
+    gpublas_sim::ldmatrix_sync_x4_trans(r, row);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
+    const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(row));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(a));
+#endif
+}
+
+// d += A B for 16-bit A (16 x 16) and B (16 x 8): BF16 true for bfloat16 inputs, false for float16.
+template <bool BF16>
+__device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+#if defined(__CUDA_ARCH_SIM__)
+    gpublas_sim::mma_sync_m16n8k16<BF16>(d, a, b);
+#elif defined(GPUBLAS_HAS_MMA_TF32)  // sm_80+, as TF32's
+    if constexpr (BF16)
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+            "{%0, %1, %2, %3};\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    else
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+            "{%0, %1, %2, %3};\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 #endif
 }
 
@@ -149,41 +195,57 @@ __device__ __forceinline__ void wgmma_wait(float (&d)[R]) {
     wgmma_fence_operands(d);
 }
 
+// The 128 accumulator operands of an m64n256 wgmma with float D (%0 .. %127) and their constraints.
+#define WGMMA_D128                                                                                          \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                  \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                         \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                         \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "                         \
+    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "                         \
+    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "                         \
+    "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "             \
+    "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
+#define WGMMA_D8(d, i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
+                       "+f"(d[i + 6]), "+f"(d[i + 7])
+#define WGMMA_D128_OUT(d)                                                                                   \
+    WGMMA_D8(d, 0), WGMMA_D8(d, 8), WGMMA_D8(d, 16), WGMMA_D8(d, 24), WGMMA_D8(d, 32), WGMMA_D8(d, 40),       \
+    WGMMA_D8(d, 48), WGMMA_D8(d, 56), WGMMA_D8(d, 64), WGMMA_D8(d, 72), WGMMA_D8(d, 80), WGMMA_D8(d, 88),     \
+    WGMMA_D8(d, 96), WGMMA_D8(d, 104), WGMMA_D8(d, 112), WGMMA_D8(d, 120)
+
 // d += A B for A 64 x 8 (registers a, as above) and B 8 x 256 (descriptor desc_b), TF32 inputs.
 __device__ __forceinline__ void wgmma_m64n256k8_tf32_rs(float (&d)[128], const unsigned (&a)[4],
                                                         unsigned long long desc_b) {
 #if defined(__CUDA_ARCH_SIM__)
     gpublas_sim::wgmma_m64nNk8_tf32_rs<256>(d, a, desc_b);
 #elif defined(GPUBLAS_HAS_WGMMA)
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 "
-        "{"
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
-        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
-        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
-        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
-        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
-        "}, {%128, %129, %130, %131}, %132, p, 1, 1;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
-          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
-          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
-          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
-          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
-          "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
-          "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
-          "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
-          "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1));  // %133: scale-d = 1, D += A B
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 " WGMMA_D128 ", {%128, %129, %130, %131}, "
+                 "%132, p, 1, 1;\n}\n"
+                 : WGMMA_D128_OUT(d)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1));  // %133: scale-d = 1, D += A B
+#endif
+}
+
+// d += A B for 16-bit A 64 x 16 (registers a: warp w's rows 16w .. 16w + 15 in mma.m16n8k16's A layout) and
+// B 16 x 256 (descriptor desc_b, K-major as for TF32: imm-trans-b 0); BF16 true: bfloat16, else float16. D's
+// layout is the TF32 one above (m16n8's D over 32 column groups of 8).
+template <bool BF16>
+__device__ __forceinline__ void wgmma_m64n256k16_rs(float (&d)[128], const unsigned (&a)[4],
+                                                    unsigned long long desc_b) {
+#if defined(__CUDA_ARCH_SIM__)
+    gpublas_sim::wgmma_m64nNk16_rs<256, BF16>(d, a, desc_b);
+#elif defined(GPUBLAS_HAS_WGMMA)
+    if constexpr (BF16)
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 " WGMMA_D128 ", {%128, %129, %130, %131}, "
+                     "%132, p, 1, 1, 0;\n}\n"
+                     : WGMMA_D128_OUT(d)
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1));
+    else
+        asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+                     "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 " WGMMA_D128 ", {%128, %129, %130, %131}, "
+                     "%132, p, 1, 1, 0;\n}\n"
+                     : WGMMA_D128_OUT(d)
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1));
 #endif
 }

@@ -30,6 +30,7 @@ import numpy as np
 
 from . import gemm_plan
 from .array import empty
+from .dtypes import HALVES
 from .blas1 import dot, scale_output
 from .blas2 import gemv
 from .checks import blas_matrix, check_operands, leading_dimension, swap_last, write_back
@@ -37,6 +38,7 @@ from .launch import ceil_div, get_kernel
 from .layout import broadcast_shape, broadcast_strides, may_overlap_itself, may_share_memory
 
 KERNELS = gemm_plan.KERNELS
+GEMM_FLOATS = (np.dtype(np.float32), np.dtype(np.float64)) + HALVES  # float16 / bfloat16: tensor cores, FP32 sums
 MAX_GRID_Z = 65535  # batches per launch
 ROWS_PER_LAUNCH = 65535 * 16  # grid.y <= 65,535 with the smallest row tile (16 rows: naive, tiled)
 
@@ -61,11 +63,25 @@ def _check_overlap(routine, c, *inputs):
                              "the output must not overlap an input")
 
 
-def _output(routine, a, c, shape, beta, inputs):
+def _dtypes(routine, a, b, c, out_dtype):
+    """(operand dtype, C's dtype): a and b of one dtype; C of theirs, or float32 for 16-bit operands (cuBLAS's
+    GemmEx with FP32 compute): out_dtype= for a new C, else c's own."""
+    dtype = check_operands(routine, GEMM_FLOATS, a=a, b=b)
+    if c is not None:
+        check_operands(routine, GEMM_FLOATS, c=c)
+    out = np.dtype(out_dtype) if out_dtype is not None else (c.dtype if c is not None else dtype)
+    allowed = (dtype, np.dtype(np.float32)) if dtype in HALVES else (dtype,)
+    if out not in allowed or (c is not None and c.dtype != out):
+        raise ValueError(f"{routine}: operands have mixed dtypes: {dtype} a and b give a "
+                         f"{' or '.join(map(str, allowed))} result, not {c.dtype if c is not None else out}")
+    return dtype, out
+
+
+def _output(routine, a, c, shape, beta, inputs, out_dtype=None):
     if c is None:
         if beta != 0:
             raise ValueError(f"{routine}: beta = {beta} needs an output c to scale; pass c or leave beta at 0")
-        return empty(shape, a.dtype)
+        return empty(shape, out_dtype or a.dtype)
     if c.shape != shape:
         shapes = ", ".join(f"{n} {x.shape}" for n, x in inputs)
         raise ValueError(f"{routine}: c has shape {c.shape}, expected {shape} for {shapes}")
@@ -74,25 +90,27 @@ def _output(routine, a, c, shape, beta, inputs):
 
 
 # -- the routines -----------------------------------------------------------------------------------
-def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, stream=None, kernel=None):
+def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, stream=None, kernel=None,
+         out_dtype=None):
     """c = alpha * op(a) @ op(b) + beta * c with op(x) = x or x.T; returns c (new when not given).
-    kernel: one of KERNELS or 'auto' (default: $GPUBLAS_GEMM_KERNEL, else auto)."""
-    operands = dict(a=a, b=b) if c is None else dict(a=a, b=b, c=c)
-    dtype = check_operands("gemm", **operands)
+    float16/bfloat16 operands accumulate in float32; c is of their dtype or, with out_dtype=np.float32 (or a
+    float32 c), float32. kernel: one of KERNELS or 'auto' (default: $GPUBLAS_GEMM_KERNEL, else auto)."""
+    dtype, out = _dtypes("gemm", a, b, c, out_dtype)
     for name, x in (("a", a), ("b", b)) + ((("c", c),) if c is not None else ()):
         if x.ndim != 2:
             raise ValueError(f"gemm: {name} must be 2-D, got shape {x.shape}; use gemm_batched for stacks")
     m, n, k = _check_inner("gemm", a, b, trans_a, trans_b)
-    c = _output("gemm", a, c, (m, n), beta, [("a", a), ("b", b)])
+    c = _output("gemm", a, c, (m, n), beta, [("a", a), ("b", b)], out)
     _run(a, b, c, m, n, k, 1, alpha, beta, trans_a, trans_b, dtype, kernel, stream)
     return c
 
 
-def gemm_batched(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, stream=None, kernel=None):
+def gemm_batched(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, stream=None, kernel=None,
+                 out_dtype=None):
     """gemm on stacks: c[i] = alpha * op(a[i]) @ op(b[i]) + beta * c[i] for a (batch, ., .), b (batch, ., .);
-    strided batches, one launch (grid z = batch)."""
+    strided batches, one launch (grid z = batch); dtypes as gemm's."""
     operands = dict(a=a, b=b) if c is None else dict(a=a, b=b, c=c)
-    dtype = check_operands("gemm_batched", **operands)
+    dtype, out = _dtypes("gemm_batched", a, b, c, out_dtype)
     for name, x in operands.items():
         if x.ndim != 3:
             raise ValueError(f"gemm_batched: {name} must be 3-D (batch, rows, cols), got shape {x.shape}")
@@ -101,7 +119,7 @@ def gemm_batched(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=Fa
                          f"b {b.shape} has {b.shape[0]}")
     m, n, k = _check_inner("gemm_batched", a, b, trans_a, trans_b)
     batch = a.shape[0]
-    c = _output("gemm_batched", a, c, (batch, m, n), beta, [("a", a), ("b", b)])
+    c = _output("gemm_batched", a, c, (batch, m, n), beta, [("a", a), ("b", b)], out)
     _run(a, b, c, m, n, k, batch, alpha, beta, trans_a, trans_b, dtype, kernel, stream)
     return c
 
@@ -126,9 +144,13 @@ def _run(a, b, c, m, n, k, batch, alpha, beta, trans_a, trans_b, dtype, kernel, 
         return
     lds, strides = (lda, ldb, ldc), (_batch_stride(a), _batch_stride(b), _batch_stride(c))
     vec = gemm_plan.vector_copies(a, lda, b, ldb, m, n, k, trans_a, trans_b, strides)
-    problem = gemm_plan.Problem(m, n, k, batch, bool(trans_a), bool(trans_b), lds, strides, np.dtype(dtype), vec)
+    problem = gemm_plan.Problem(m, n, k, batch, bool(trans_a), bool(trans_b), lds, strides, np.dtype(dtype), vec,
+                                c.dtype)
     plan = gemm_plan.plan(kernel, problem)
     if m == 0 or n == 0 or batch == 0:
+        return
+    if (alpha == 0 or k == 0) and dtype in HALVES:  # the 16-bit kernels scale C themselves, reading no A or B
+        _launch(plan, problem._replace(k=0), a, b, c, 0.0, beta, stream)
         return
     if alpha == 0 or k == 0:
         scale_output(c, beta, stream=stream)
@@ -200,7 +222,7 @@ def _chunks(a, b, c, batch, lds, strides, m, trans_a):
 
 def _broadcast_gemm(a, b, kernel=None):
     """a @ b for 3-D stacks where one side is 2-D (or a stack of one): the 2-D side gets batch stride 0."""
-    dtype = check_operands("matmul", a=a, b=b)
+    dtype = check_operands("matmul", GEMM_FLOATS, a=a, b=b)
     a3 = a if a.ndim == 3 else a.reshape((1,) + a.shape)
     b3 = b if b.ndim == 3 else b.reshape((1,) + b.shape)
     if a3.shape[0] != b3.shape[0] and 1 not in (a3.shape[0], b3.shape[0]):
@@ -245,9 +267,11 @@ def matmul(a, b):
     """a @ b as NumPy defines it: 2-D @ 2-D -> gemm, a matrix with a vector -> gemv (1-D @ 1-D ->
     dot, a Python float), anything with a stack -> one batched gemm (_matmul_stacks: batch axes of
     any number broadcast, a vector on either side of a stack)."""
-    check_operands("matmul", a=a, b=b)
+    dtype = check_operands("matmul", GEMM_FLOATS, a=a, b=b)
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError(f"matmul: operands must have at least 1 dimension, got a {a.shape}, b {b.shape}")
+    if dtype in HALVES and min(a.ndim, b.ndim) == 1:  # 16-bit: a vector is a one-row or one-column GEMM
+        return _matmul_stacks(a, b)
     if a.ndim == 1 and b.ndim == 1:
         if a.shape != b.shape:
             raise ValueError(f"matmul: vectors of different lengths: a {a.shape}, b {b.shape}")

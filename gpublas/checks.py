@@ -69,14 +69,15 @@ def make_out(out, shape, dtype, what):
     return out
 
 
-def check_operands(routine, **arrays):
-    """Checks that every named operand is a float32/float64 DeviceArray of one dtype; returns the dtype
-    (the BLAS routines' check)."""
+def check_operands(routine, floats=FLOATS, **arrays):
+    """Checks that every named operand is a DeviceArray of one dtype among `floats` (float32 and float64;
+    the GEMMs also float16 and bfloat16); returns the dtype (the BLAS routines' check)."""
     for name, a in arrays.items():
         if not isinstance(a, DeviceArray):
             raise TypeError(f"{routine}: {name} must be a DeviceArray, got {type(a).__name__}")
-        if a.dtype not in FLOATS:
-            raise ValueError(f"{routine}: {name} has dtype {a.dtype}; BLAS routines take float32 or float64")
+        if a.dtype not in floats:
+            raise ValueError(f"{routine}: {name} has dtype {a.dtype}; {routine} takes "
+                             f"{', '.join(str(d) for d in floats[:-1])} or {floats[-1]}")
     dtypes = {a.dtype for a in arrays.values()}
     if len(dtypes) > 1:
         desc = ", ".join(f"{n} {a.dtype} {a.shape}" for n, a in arrays.items())

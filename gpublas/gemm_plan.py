@@ -18,6 +18,10 @@ dimensions, batch strides), `plan` returns one `Plan`, and blas3 launches what i
     v2           the v2 configuration the shape gets      never (a forcing name: v2 without split-K)
     tf32         gemm_tf32.cu gemm_tf32_large_... (TF32)  never: opt-in, float32, sm_80+
     wgmma        gemm_tf32.cu gemm_tf32_wgmma_... (TF32)  never for float32: opt-in, sm_90a builds, not tn
+    mma          gemm_half.cu gemm_half_mma_... (16-bit)  float16/bfloat16 inputs, float or their own C: always
+                                                          (sm_80+; there is no 16-bit kernel below it)
+    wgmma        gemm_half.cu gemm_half_wgmma_...         never for 16-bit inputs: opt-in until measured on a
+                                                          GPU; sm_90a builds, not tn
 
 <copy> is `vec` (16-byte cp.async) when both operands' pointers are 16-byte aligned and their leading
 dimensions, batch strides and contiguous extents are multiples of 16 bytes, else `elem`. On the sim
@@ -33,12 +37,13 @@ from typing import NamedTuple
 import numpy as np
 
 from . import backends, source
+from .dtypes import HALVES
 from .launch import ceil_div, simulated
 
 ENV_KERNEL = "GPUBLAS_GEMM_KERNEL"
 LADDER = ("naive", "tiled", "regblock", "direct", "wmma")
 V2_NAMES = ("v2", "v2_large", "v2_medium", "v2_small", "splitk")
-KERNELS = LADDER + V2_NAMES + ("tf32", "wgmma")
+KERNELS = LADDER + V2_NAMES + ("tf32", "wgmma", "mma")
 FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 F32 = (np.dtype(np.float32),)
 TF32_KERNELS = ("wmma", "tf32", "wgmma")
@@ -48,6 +53,7 @@ CONFIGS = {"large": {4: (128, 128, 256), 8: (128, 64, 256)}, "medium": {4: (64, 
            "small": {4: (32, 64, 128), 8: (32, 64, 128)}}
 _TF32 = source.int_defines("gemm_tf32.cu", "TF32_")  # gemm_tf32_large: its tile and stage count
 _WGMMA_STAGES = source.int_defines("gemm_tf32.cu", "WGMMA_")["WGMMA_STAGES"]  # gemm_tf32_wgmma's
+_HALF = source.int_defines("gemm_half.cu", "HALF_")  # gemm_half_mma's tile and stages; gemm_half_wgmma's
 DIRECT_TILE = (4, 8)  # gemm.cu's DIRECT_TM x DIRECT_TN
 MAX_SPLITS = 16
 INDEX_LIMIT = 2 ** 31
@@ -83,6 +89,7 @@ class Problem(NamedTuple):
     strides: tuple   # batch strides of A, B, C in elements
     dtype: np.dtype  # the operands'
     vec: bool        # 16-byte copies possible (vector_copies)
+    out_dtype: np.dtype = None  # C's: dtype, or float32 for 16-bit operands (None: dtype)
 
 
 # -- the device --------------------------------------------------------------------------------------
@@ -137,6 +144,8 @@ def choose_v2(m, n, k, batch=1, sms=132, dtype=np.float32):
 def choose_kernel(m, n, k, sim=False, batch=1, sms=132, lds=(0,), dtype=np.float32, trans_a=False, trans_b=False):
     """The kernel `auto` takes for an FP32/FP64 (m x k) @ (k x n) product (a stack of `batch`) on a device with
     `sms` SMs (sim=True: the simulator): the table above."""
+    if np.dtype(dtype) in HALVES:
+        return "mma"
     if sim:
         return sim_kernel(m, n, k, trans_a, trans_b, dtype)
     if m * n * k <= 32 ** 3:
@@ -193,21 +202,29 @@ def vector_copies(a, lda, b, ldb, m, n, k, trans_a, trans_b, strides):
 def _refuse(name, p):
     """Why kernel `name` cannot run problem p on this backend ('' when it can)."""
     where, cc = target()
+    half = p.dtype in HALVES
+    if half and name not in ("mma",) + TF32_KERNELS:
+        return f"kernel '{name}' takes float32 or float64; {p.dtype} products run on 'mma' or 'wgmma' (or 'auto')"
+    if name == "mma" and not half:
+        return f"kernel 'mma' multiplies float16 or bfloat16 on the tensor cores, not {p.dtype} (float32: 'tf32')"
+    if name == "mma" and where != "sim" and cc < 80:
+        return (f"kernel 'mma' needs 16-bit tensor cores with mma.m16n8k16 (compute capability 8.0 or newer); this "
+                f"device has {cc // 10}.{cc % 10}")
     if name not in LADDER and not indexable(*p.lds):
         return (f"kernel '{name}' indexes tiles with 32-bit math: leading dimensions {p.lds} must stay below "
                 f"2^31 / 128; use 'regblock' or 'auto'")
-    if name in TF32_KERNELS and p.dtype not in F32:
+    if name in TF32_KERNELS and p.dtype not in F32 and not (name == "wgmma" and half):
         return f"kernel '{name}' computes in TF32 and takes float32 operands, not {p.dtype}"
-    if name in TF32_KERNELS and where != "sim" and cc < 80:
+    if name in TF32_KERNELS and not half and where != "sim" and cc < 80:
         return (f"kernel '{name}' needs TF32 tensor cores (compute capability 8.0 or newer); this device has "
                 f"{cc // 10}.{cc % 10}")
     if name == "wgmma" and where != "sim" and where != "sm_90a":
         return (f"kernel 'wgmma' needs Hopper's warpgroup MMA, built for sm_90a (a 9.0 device, nvcc 12.0 or newer, "
                 f"no other GPUBLAS_CUDA_ARCH); this backend builds for {where} (compute capability "
-                f"{cc // 10}.{cc % 10}), where the kernel's body is empty: use 'tf32'")
+                f"{cc // 10}.{cc % 10}), where the kernel's body is empty: use '{'mma' if half else 'tf32'}'")
     if name == "wgmma" and p.trans_a and not p.trans_b:
-        return ("kernel 'wgmma' needs op(A) or op(B) stored with K contiguous, which trans_a=True, trans_b=False "
-                "lacks (TF32 wgmma reads B K-major only): use 'tf32'")
+        return (f"kernel 'wgmma' needs op(A) or op(B) stored with K contiguous, which trans_a=True, trans_b=False "
+                f"lacks (wgmma reads B K-major only here): use '{'mma' if half else 'tf32'}'")
     return ""
 
 
@@ -240,6 +257,8 @@ def plan(kernel, p):
         bm, bn, stages = _TF32["TF32_BM"], _TF32["TF32_BN"], _TF32["TF32_STAGES"]
         return Plan(name, "gemm_tf32", f"gemm_tf32_large_{t}_{copy}", dtype, (bm, bn), (256,),
                     stages * (bm + bn) * k_step(dtype) * 4)
+    if name == "mma" or (name == "wgmma" and dtype in HALVES):
+        return _half(name, p, dtype, t, copy)
     if name == "wgmma":  # a 128 x 256 tile of D, which is C^T for nn; its stages, aligned to 1024 bytes
         bm, bn = (128, 256) if p.trans_b else (256, 128)
         return Plan(name, "gemm_tf32", f"gemm_tf32_wgmma_{t}_{copy}", dtype, (bm, bn), (256,),
@@ -272,3 +291,16 @@ def _ladder(name, p, dtype):
     if name == "wmma":
         return Plan(name, "gemm", "gemm_wmma", dtype, (64, 64), (128,), flags=True)
     return Plan(name, "gemm", f"gemm_{name}", dtype, (16, 16), (16, 16), flags=True)  # naive, tiled
+
+
+def _half(name, p, dtype, t, copy):
+    """gemm_half.cu's kernels: 16-bit A and B (`real`), C of `out_real` (float32 when asked), K steps of 32."""
+    defines = (("out_real", "float"),) if p.out_dtype == np.float32 else ()
+    stage = k_step(dtype) * dtype.itemsize  # bytes of one row of a stage (64)
+    if name == "mma":
+        bm, bn = _HALF["HALF_BM"], _HALF["HALF_BN"]
+        return Plan(name, "gemm_half", f"gemm_half_mma_{t}_{copy}", dtype, (bm, bn), (256,),
+                    _HALF["HALF_STAGES"] * (bm + bn) * stage, defines=defines)
+    bm, bn = (128, 256) if p.trans_b else (256, 128)  # a 128 x 256 tile of D, which is C^T for nn
+    return Plan(name, "gemm_half", f"gemm_half_wgmma_{t}_{copy}", dtype, (bm, bn), (256,),
+                _HALF["HALF_WGMMA_STAGES"] * (bm + bn) * stage + 1024, defines=defines)

@@ -89,9 +89,9 @@ def matmul(a, b):
     as every BLAS routine takes one float dtype (gemm(a32, b64) still raises)."""
     a, b = _matmul_operand(a, b), _matmul_operand(b, a)
     dtype = np.result_type(a.dtype, b.dtype)
-    if dtype not in (np.float32, np.float64):
+    if dtype not in blas3.GEMM_FLOATS:
         raise TypeError(f"matmul: {a.dtype} @ {b.dtype} gives {dtype} in NumPy; gpublas multiplies "
-                        f"float32 or float64 matrices: convert with .astype(np.float64) first")
+                        f"float16, bfloat16, float32 or float64 matrices: convert with .astype(np.float64) first")
     return blas3.matmul(a if a.dtype == dtype else a.astype(dtype), b if b.dtype == dtype else b.astype(dtype))
 
 

@@ -47,6 +47,7 @@ def test_family_compiles_with_nvcc(root, family, real, tmp_path):
                                           ("memory", "__nv_bfloat16"), ("elementwise", "__half"),
                                           ("elementwise", "__nv_bfloat16"), ("reduce", "__half"),
                                           ("reduce", "__nv_bfloat16"), ("transpose", "__nv_bfloat16"),
+                                          ("gemm_half", "__half"), ("gemm_half", "__nv_bfloat16"),
                                           ("gather", "long long"),
                                           ("gather", "bool"), ("scan", "bool")])
 def test_array_dtypes_compile_with_nvcc(family, real, tmp_path):

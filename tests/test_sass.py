@@ -11,8 +11,8 @@ from benchmarks import sass
 pytestmark = [pytest.mark.nvcc, pytest.mark.skipif(bool(sass.missing()), reason=sass.missing() or "-")]
 
 
-def _family(family):
-    binary, _ = sass.build(family, "float", "sm_90")
+def _family(family, real="float"):
+    binary, _ = sass.build(family, real, "sm_90")
     return sass.functions(binary, "sm_90"), sass.resources(binary, "sm_90")
 
 
@@ -41,8 +41,13 @@ def test_fp32_v2_main_loop_is_cp_async_fed_and_fma_dense(v2_float, t):
     assert res[name]["local"] == 0, f"{name} spills"
 
 
-def test_no_v2_kernel_spills(v2_float, tf32_float):
-    for _, res in (v2_float, tf32_float):
+@pytest.fixture(scope="module", params=["__nv_bfloat16", "__half"])
+def half(request):
+    return request.param, _family("gemm_half", request.param)
+
+
+def test_no_v2_kernel_spills(v2_float, tf32_float, half):
+    for _, res in (v2_float, tf32_float, half[1]):
         assert res and all(r["local"] == 0 and r["stack"] == 0 for r in res.values()), res
 
 
@@ -95,4 +100,47 @@ def test_ptxas_keeps_the_wgmma_pipeline():
     # pipeline, e.g. index math placed after the main loop: the kernels would run, at a fraction of the rate
     _, log = sass.build("gemm_tf32", "float", "sm_90")
     assert "gemm_tf32_wgmma_nn_vec" in log  # ptxas -v named the kernels: this is their log
+    assert "C7515" not in log and "serialized" not in log, log
+
+
+# the 16-bit kernels: mma.m16n8k16 with bf16 (HMMA.16816.F32.BF16) or f16 (HMMA.16816.F32) inputs
+HMMA_16 = {"__nv_bfloat16": "HMMA.16816.F32.BF16", "__half": "HMMA.16816.F32"}
+
+
+@pytest.mark.parametrize("t", ["nn", "nt", "tn", "tt"])
+def test_half_mma_main_loop_is_hmma_16816_on_ldmatrix_fragments(half, t):
+    # per K step of 32: one barrier, the next stage's cp.async, 16 ldmatrix x4 (8 for A, 8 for B; .trans for a
+    # k-major operand) and 64 HMMA.16816 (a 64 x 64 warp tile); no other shared or generic load; 32 FLOP per
+    # shared byte (TF32's mma.sync: 16)
+    real, (funcs, res) = half
+    name = f"gemm_half_mma_{t}_vec"
+    loop = sass.main_loop(funcs[name])
+    body, fig = sass.mix(loop), sass.loop_figures(loop)
+    assert body["HMMA"] == 64 and body["LDGSTS"] > 0 and body["BAR"] == 1, body
+    assert {op for _, op, _ in loop if op.startswith("HMMA")} == {HMMA_16[real]}
+    lds = {op for _, op, _ in loop if op.startswith("LDS")}
+    assert body["LDSM"] == 16 and body["LDS"] == 0 and body["LD"] == 0, body
+    assert lds == {"LDSM.16.M88.4", "LDSM.16.MT88.4"} if t in ("nn", "tt") else len(lds) == 1, lds
+    assert fig["fma_share"] >= 0.4 and fig["flop_per_smem_byte"] == 32, fig
+    assert res[name]["local"] == 0
+
+
+@pytest.mark.parametrize("t", ["nn", "nt", "tt"])
+def test_half_wgmma_main_loop_is_hgmma_16_bit(half, t):
+    # sm_90a: per K step of 32 one barrier, the next stage's cp.async, the warp's A' fragments (2 ldmatrix) and
+    # two m64n256k16 warpgroup MMAs with 16-bit inputs, waiting only for the previous step's (both parities'
+    # code in the loop body)
+    real, (funcs, res) = half
+    name = f"gemm_half_wgmma_{t}_vec"
+    loop = sass.main_loop(funcs[name])
+    body, fig = sass.mix(loop), sass.loop_figures(loop)
+    want = "HGMMA.64x256x16.F32" + (".BF16" if real == "__nv_bfloat16" else "")
+    assert {op for _, op, _ in loop if op.startswith("HGMMA")} == {want}
+    assert body["HGMMA"] == 4 and body["HMMA"] == 0 and body["LDGSTS"] > 0 and body["BAR"] == 1, body
+    assert body["LD"] == 0 and body["LDS"] == 0 and body["LDSM"] == 4, body
+    waits = [rest for _, op, rest in loop if op.startswith("WARPGROUP.DEPBAR")]
+    assert waits and all(w.replace(" ", "").endswith("gsb0,0x1") for w in waits), waits
+    assert fig["flop_per_smem_byte"] > 50, fig
+    assert res[name]["local"] == 0 and res[name]["regs"] <= 255
+    _, log = sass.build("gemm_half", real, "sm_90")
     assert "C7515" not in log and "serialized" not in log, log

@@ -288,7 +288,7 @@ _EXTERN_SHARED = re.compile(
     r"extern\s+__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s*)?(?P<type>[\w\s]+?)\s+"
     r"(?:__align__\s*\(\s*\d+\s*\)\s*)?(?P<name>\w+)\s*\[\s*\]\s*;")
 _BARRIERS = re.compile(r"\b(__syncthreads\w*|__syncwarp|__shfl\w*_sync|__ballot_sync|__any_sync|__all_sync"
-                       r"|__activemask|wmma::\w+_sync|mma_sync_\w+|ldmatrix_sync_\w+|wgmma_m64nNk8_\w+)\b")
+                       r"|__activemask|wmma::\w+_sync|mma_sync_\w+|ldmatrix_sync_\w+|wgmma_m64nNk\d+_\w+)\b")
 _ATTRIBUTES = r"__launch_bounds__|__align__|__attribute__|__declspec|alignas|if|for|while|switch|return"
 _HEADER_NAME = re.compile(rf"\b(?P<name>(?!(?:{_ATTRIBUTES})\b)[A-Za-z_]\w*)\s*\(")
 
@@ -323,7 +323,8 @@ def kernels_needing_fibers(text):
     """Names of the functions that reach a barrier or warp intrinsic, directly or through the
     functions they call (plain or template calls). Kernels not named take the simulator's fast
     path (a plain loop over threads); one that reaches a barrier anyway is reported at launch."""
-    text = re.sub(r"^[ \t]*#.*$", "", source.strip_comments(text), flags=re.M)  # no preprocessor lines
+    # no preprocessor lines, a directive's backslash-continued lines included (a multi-line #define)
+    text = re.sub(r"^[ \t]*#(?:[^\n]*\\\n)*[^\n]*$", "", source.strip_comments(text), flags=re.M)
     bodies = function_bodies(text)
     barrier = {n for n, b in bodies.items() if _BARRIERS.search(b)}
     changed = True

@@ -12,7 +12,9 @@
 // ldmatrix: each lane publishes its row address through the warp exchange, then reads its four words
 // from the rows other lanes named (shared memory does not change between: no lane of the warp writes it
 // until all have read, and other warps' writes to it wait for a __syncthreads).
-// wgmma (cuda_src/mma.cuh's wgmma_m64n256k8_tf32_rs: Hopper's warpgroup MMA, A from registers, B from
+// mma.sync m16n8k16 with bf16/f16 inputs and ldmatrix .trans (mma.cuh's mma_m16n8k16, ldmatrix_x4_trans) the
+// same way: 16-bit products are exact in float, added to C in K order.
+// wgmma (cuda_src/mma.cuh's wgmma_m64n256k8_tf32_rs, wgmma_m64n256k16_rs: Hopper's warpgroup MMA, A from registers, B from
 // shared memory through a descriptor): computed at issue, so the asynchronous product has landed before
 // the next statement and fence / commit / wait need nothing. Each warp of the warpgroup exchanges its A
 // registers as mma.sync's do (warp w's rows 16w .. 16w + 15 come only from warp w), and each lane reads
@@ -28,6 +30,7 @@
 #include <cstring>
 #include <vector>
 
+#include "cuda_fp16.h"  // half_bits_to_float
 #include "scheduler.h"
 
 namespace gpublas_sim {
@@ -82,6 +85,39 @@ static inline void mma_sync_m16n8k8_tf32(float (&d)[4], const unsigned (&a)[4], 
     }
 }
 
+// A 16-bit input as the tensor core reads it: bfloat16 (BF16) or float16 bits, exactly as a float.
+template <bool BF16>
+static inline float b16_input(uint32_t bits) {
+    if (!BF16) return half_bits_to_float(uint16_t(bits));
+    const uint32_t x = bits << 16;
+    float v; std::memcpy(&v, &x, 4); return v;
+}
+
+// Element `half` (0: low, 1: high 16 bits) of a register.
+static inline uint32_t b16_of(uint32_t reg, unsigned half) { return reg >> (16 * half) & 0xffffu; }
+
+// A[row][k] of the 16 x 16 A the warp's slots hold (mma.m16n8k16): lane 4 (row % 8) + k % 8 / 2, register
+// (row >= 8) + 2 (k >= 8), half k % 2.
+template <bool BF16>
+static inline float mma_a16(const MmaTf32Slot* slots, unsigned row, unsigned k) {
+    return b16_input<BF16>(b16_of(slots[4 * (row & 7) + (k & 7) / 2].a[(row >> 3) + 2 * (k >> 3)], k & 1));
+}
+
+template <bool BF16>
+static inline void mma_sync_m16n8k16(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+    const MmaTf32Slot* slots = mma_exchange(a, b[0], b[1], "mma.sync (mma_m16n8k16)");
+    if (!slots) return;
+    const unsigned lane = tls_worker->cur->linear & 31, g = lane >> 2, t = lane & 3;
+    for (int e = 0; e < 4; ++e) {
+        const unsigned row = g + (e >> 1) * 8, col = 2 * t + (e & 1);
+        float acc = d[e];
+        for (unsigned k = 0; k < 16; ++k)  // B[k][col] sits in lane 4 col + k % 8 / 2, register (k >= 8), half k % 2
+            acc += mma_a16<BF16>(slots, row, k) *
+                   b16_input<BF16>(b16_of(slots[4 * col + (k & 7) / 2].b[k >> 3], k & 1));
+        d[e] = acc;
+    }
+}
+
 // The offset of p in the block's dynamic shared memory: the simulator's shared window.
 static inline unsigned shared_window_address(const void* p) {
     const char* base = static_cast<const char*>(dynamic_shared());
@@ -96,37 +132,65 @@ static inline unsigned shared_window_address(const void* p) {
     return unsigned(q - base);
 }
 
-// D (64 x N) += A (64 x 8, the warps' registers) B (8 x N, K-major in shared memory via desc), as
-// wgmma.mma_async m64nNk8 .tf32 with A in registers; d[i] = D[16w + g + 8 ((i >> 1) & 1)][8 (i >> 2) + 2t + (i & 1)].
-template <int N>
-static inline void wgmma_m64nNk8_tf32_rs(float (&d)[N / 2], const unsigned (&a)[4], uint64_t desc) {
-    const MmaTf32Slot* slots = mma_exchange(a, 0, 0, "wgmma (wgmma_m64n256k8_tf32_rs)");
-    if (!slots) return;
+// Byte `byte` (0 .. 31: the k-step's 8 TF32 or 16 16-bit values) of B's column col (row col of the K-major
+// tile) through descriptor desc, as the hardware reads it (start, stride byte offset, 64-byte swizzle);
+// nullptr (the launch failed) for another layout or past dynamic shared memory.
+static inline const char* wgmma_b_byte(uint64_t desc, unsigned col, unsigned byte) {
     Worker* w = tls_worker;
     if (desc >> 62 != 2) {
         w->launch->fail("wgmma: only the 64-byte-swizzled K-major B layout (descriptor layout type 2) is simulated");
-        return;
+        return nullptr;
     }
     const unsigned start = unsigned(desc & 0x3FFF) << 4, sbo = unsigned(desc >> 32 & 0x3FFF) << 4;
     const char* base = static_cast<const char*>(dynamic_shared());
     const size_t size = w->dyn_smem.size() - size_t(base - w->dyn_smem.data());
-    const unsigned lane = w->cur->linear & 31, g = lane >> 2, t = lane & 3;
+    unsigned addr = start + col / 8 * sbo + col % 8 * 64 + byte;
+    addr ^= (addr >> 7 & 3) << 4;  // the 64-byte swizzle
+    if (addr + 4 > size) {
+        w->launch->fail("wgmma: the B descriptor reaches past the block's dynamic shared memory");
+        return nullptr;
+    }
+    return base + addr;
+}
+
+// D (64 x N) += A (64 x K, the warps' registers) B (K x N, K-major in shared memory via desc), as
+// wgmma.mma_async m64nNk8 .tf32 (K = 8) or m64nNk16 .bf16/.f16 (K = 16, imm-trans-b 0) with A in registers;
+// d[i] = D[16w + g + 8 ((i >> 1) & 1)][8 (i >> 2) + 2t + (i & 1)]. A(slots, row, k) and B(bytes) read
+// one input of A and of B (B's at its address) as the tensor core does.
+template <int N, unsigned K, unsigned ITEM, class ReadA, class ReadB>
+static inline void wgmma_rs(float (&d)[N / 2], const unsigned (&a)[4], uint64_t desc, const char* what, ReadA A,
+                            ReadB B) {
+    const MmaTf32Slot* slots = mma_exchange(a, 0, 0, what);
+    if (!slots) return;
+    const unsigned lane = tls_worker->cur->linear & 31, g = lane >> 2, t = lane & 3;
     for (int i = 0; i < N / 2; ++i) {
         const unsigned row = g + 8 * ((i >> 1) & 1), col = 8 * (i >> 2) + 2 * t + (i & 1);
         float acc = d[i];
-        for (unsigned k = 0; k < 8; ++k) {
-            unsigned addr = start + col / 8 * sbo + col % 8 * 64 + 4 * k;  // B[k][col] = row col of the K-major tile
-            addr ^= (addr >> 7 & 3) << 4;                                   // the 64-byte swizzle
-            if (addr + 4 > size) {
-                w->launch->fail("wgmma: the B descriptor reaches past the block's dynamic shared memory");
-                return;
-            }
-            uint32_t bits;
-            std::memcpy(&bits, base + addr, 4);
-            acc += mma_a(slots, row, k) * tf32_input(bits);
+        for (unsigned k = 0; k < K; ++k) {
+            const char* p = wgmma_b_byte(desc, col, ITEM * k);
+            if (!p) return;
+            acc += A(slots, row, k) * B(p);
         }
         d[i] = acc;
     }
+}
+
+template <int N>
+static inline void wgmma_m64nNk8_tf32_rs(float (&d)[N / 2], const unsigned (&a)[4], uint64_t desc) {
+    wgmma_rs<N, 8, 4>(d, a, desc, "wgmma (wgmma_m64n256k8_tf32_rs)", mma_a, [](const char* p) {
+        uint32_t bits;
+        std::memcpy(&bits, p, 4);
+        return tf32_input(bits);
+    });
+}
+
+template <int N, bool BF16>
+static inline void wgmma_m64nNk16_rs(float (&d)[N / 2], const unsigned (&a)[4], uint64_t desc) {
+    wgmma_rs<N, 16, 2>(d, a, desc, "wgmma (wgmma_m64n256k16_rs)", mma_a16<BF16>, [](const char* p) {
+        uint16_t bits;
+        std::memcpy(&bits, p, 2);
+        return b16_input<BF16>(bits);
+    });
 }
 
 static inline void ldmatrix_sync_x4(unsigned (&r)[4], const void* row) {
@@ -137,5 +201,21 @@ static inline void ldmatrix_sync_x4(unsigned (&r)[4], const void* row) {
     if (mine % 16 || !warp_all_present(s, stamp, "ldmatrix (ldmatrix_x4)")) return;
     for (unsigned j = 0; j < 4; ++j)
         std::memcpy(&r[j], reinterpret_cast<const char*>(s[8 * j + lane / 4].value) + 4 * (lane % 4), 4);
+}
+
+// ldmatrix .trans: lane 4g + t gets, of each matrix j, the 16-bit elements g of rows 2t (low half) and 2t + 1.
+static inline void ldmatrix_sync_x4_trans(unsigned (&r)[4], const void* row) {
+    unsigned stamp, lane;
+    const uintptr_t mine = reinterpret_cast<uintptr_t>(row);
+    WarpSlot* s = warp_exchange(mine, stamp, lane);
+    if (mine % 16) tls_worker->launch->fail("ldmatrix (ldmatrix_x4_trans): a row address not 16-byte aligned");
+    if (mine % 16 || !warp_all_present(s, stamp, "ldmatrix (ldmatrix_x4_trans)")) return;
+    const unsigned g = lane / 4, t = lane % 4;
+    for (unsigned j = 0; j < 4; ++j) {
+        uint16_t lo, hi;
+        std::memcpy(&lo, reinterpret_cast<const char*>(s[8 * j + 2 * t].value) + 2 * g, 2);
+        std::memcpy(&hi, reinterpret_cast<const char*>(s[8 * j + 2 * t + 1].value) + 2 * g, 2);
+        r[j] = uint32_t(lo) | uint32_t(hi) << 16;
+    }
 }
 }  // namespace gpublas_sim

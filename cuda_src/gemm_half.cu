@@ -1,0 +1,279 @@
+// gemm_half.cu: GEMM on the 16-bit tensor cores, C = alpha * op(A) @ op(B) + beta * C with A and B float16 or
+// bfloat16 (`real`: __half or __nv_bfloat16), products accumulated in float, and C of `out_real` (the input
+// type, the default, or float: cuBLAS's GemmEx with CUBLAS_COMPUTE_32F). alpha and beta are floats; each C
+// element is alpha * acc + beta * C computed in float and rounded once (to nearest even) into out_real;
+// beta == 0 never reads C. Row-major matrices with leading dimensions and batch strides, the signature,
+// variant names (<ta><tb>_<copy>), bounds handling and cp.async pipeline of gemm_v2.cu (gemm_pipeline.cuh:
+// 16-byte copies, or for unaligned views one 16-bit load and shared store per element); the tensor cores
+// through mma.cuh. Built for float or double the bodies are empty (the planner never launches them so).
+//
+// gemm_half_mma: mma.sync m16n8k16 (sm_80+; elsewhere an empty body the planner refuses). Block 128 x 256,
+//   256 threads = 2 x 4 warps of 64 x 64 (4 x 8 mma tiles of 16 x 8, 128 float accumulators a thread), K in
+//   steps of 32 through HALF_STAGES cp.async stages of HalfTiles in dynamic shared memory. Per K step a warp
+//   loads all its fragments with ldmatrix (8 x4 for A: one per 16 x 16 tile and k-step; 8 x4 for B: one per
+//   8 columns and both k-steps), .trans for an operand stored k-major, so every orientation feeds both
+//   operands straight from shared memory; then 64 mma.sync. Epilogue from registers: two adjacent columns of
+//   a lane as one store (a float2, or two 16-bit values) in interior tiles when C and ldc allow it, checked
+//   scalar stores elsewhere.
+// gemm_half_wgmma: Hopper's warpgroup MMA (sm_90a; nn, nt, tt): 2 warpgroups, one wgmma m64n256k16 each per
+//   16 of K with A' from registers (ldmatrix, either layout) and B' (256 K-contiguous rows, the 64-byte
+//   swizzle) from the stages through a descriptor, HALF_WGMMA_STAGES stages; nn computes D = C^T (A' = B^T,
+//   B' = A). The mapping of threads to D is gemm_tf32_wgmma's (gemm_tf32.cu), K steps twice as deep.
+#include <type_traits>  // std::is_same, std::integral_constant
+
+#include "common.cuh"
+#include "gemm_pipeline.cuh"
+#include "mma.cuh"
+
+#ifndef out_real
+#define out_real real
+#endif
+
+#define HALF_BM 128
+#define HALF_BN 256
+#define HALF_STAGES 4
+#define HALF_WGMMA_STAGES 5
+
+#define GEMM_HALF_PARAMS int M, int N, int K, float alpha, const real* __restrict__ A, int lda, const real* __restrict__ B, int ldb, float beta, out_real* __restrict__ C, int ldc, long long stride_a, long long stride_b, long long stride_c
+#define GEMM_HALF_ARGS M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stride_a, stride_b, stride_c
+
+// A stage tile of 16-bit values (BK = 32 of K: 64 bytes a row when K-contiguous), unpadded, swizzled by whole
+// 16-byte chunks (8 values) so that every ldmatrix below is free of bank conflicts: K-contiguous tiles
+// (s[o][k], 4 chunks a row) XOR row o's chunk index with o / 2 % 4 (the 8 rows of one matrix fall in 8
+// distinct 16-byte bank groups; it is also the 64-byte swizzle wgmma reads, as gemm_tf32.cu's Tf32Tile);
+// k-major tiles (s[k][o], rows of 256 or 512 bytes) XOR the chunk index with k % 8 (the 8 K rows of one
+// transposed matrix, same chunk, fall in 8 distinct bank groups).
+template <int OUTER, bool KMAJOR_>
+struct HalfTile {
+    static constexpr bool KMAJOR = KMAJOR_;
+    static constexpr int ROWS = KMAJOR ? BK : OUTER, COLS = KMAJOR ? OUTER : BK;
+    static constexpr int PITCH = COLS, ELEMS = ROWS * PITCH, PERIOD = 8;
+    static __device__ __forceinline__ int offset(int r, int c) {
+        return r * PITCH + (c ^ (KMAJOR ? (r & 7) << 3 : (r & 6) << 2));
+    }
+};
+
+// a = mma.m16n8k16's A registers of the 16 x 16 tile at outer index o (its 16 rows o .. o + 15), k-step ks
+// (k = 16 ks .. 16 ks + 15 of the stage): one ldmatrix_x4, lane 8j + i naming row i of matrix j = (rows
+// o + 8 (j % 2) .., k 16 ks + 8 (j / 2) ..): as stored when K-contiguous, transposed when k-major.
+template <class Tile>
+__device__ __forceinline__ void half_load_a(unsigned (&a)[4], const real* s, int o, int ks, int lane) {
+    const int i = lane % 8, j = lane / 8;
+    if constexpr (Tile::KMAJOR)
+        ldmatrix_x4_trans(a, s + Tile::offset(16 * ks + 8 * (j / 2) + i, o + 8 * (j % 2)));
+    else
+        ldmatrix_x4(a, s + Tile::offset(o + 8 * (j % 2) + i, 16 * ks + 8 * (j / 2)));
+}
+
+// b[ks] = mma.m16n8k16's B registers of the 8 columns o .. o + 7 for both k-steps: one ldmatrix_x4 whose
+// matrix j holds k = 8j .. 8j + 7.
+template <class Tile>
+__device__ __forceinline__ void half_load_b(unsigned (&b)[2][2], const real* s, int o, int lane) {
+    const int i = lane % 8, j = lane / 8;
+    unsigned r[4];
+    if constexpr (Tile::KMAJOR)
+        ldmatrix_x4_trans(r, s + Tile::offset(8 * j + i, o));
+    else
+        ldmatrix_x4(r, s + Tile::offset(o + i, 8 * j));
+    b[0][0] = r[0]; b[0][1] = r[1];
+    b[1][0] = r[2]; b[1][1] = r[3];
+}
+
+// Two adjacent elements of C, stored (and loaded, when beta != 0) as one 2-element vector.
+template <class O> struct alignas(2 * sizeof(O)) HalfPair { O v[2]; };
+
+// C[idx + w] = alpha d[w] + beta C[idx + w] for w = 0, 1, in float, rounded once into O; beta == 0 reads no C.
+template <class O>
+__device__ __forceinline__ void half_store_pair(O* __restrict__ C, long long idx, float alpha, const float* d,
+                                                float beta) {
+    HalfPair<O> out;
+    if (beta == 0.0f) {
+        out.v[0] = convert<O>(alpha * d[0]);
+        out.v[1] = convert<O>(alpha * d[1]);
+    } else {
+        const HalfPair<O> old = *reinterpret_cast<const HalfPair<O>*>(C + idx);
+        out.v[0] = convert<O>(alpha * d[0] + beta * load_as(old.v[0]));
+        out.v[1] = convert<O>(alpha * d[1] + beta * load_as(old.v[1]));
+    }
+    *reinterpret_cast<HalfPair<O>*>(C + idx) = out;
+}
+
+template <class O>
+__device__ __forceinline__ void half_store_one(O* __restrict__ C, long long idx, float alpha, float d, float beta) {
+    C[idx] = convert<O>(beta == 0.0f ? alpha * d : alpha * d + beta * load_as(C[idx]));
+}
+
+// The epilogue of both kernels: tile(i, j) points at mma.m16n8's D registers of P tile i and Q tile j, D
+// element e sitting at P index p0 + 16 i + 8 (e / 2) + g and Q index q0 + 8 j + 2t + e % 2 (lane 4g + t);
+// D is C, or C^T when SWAP. Not swapped, a lane's elements e, e + 1 are adjacent in a row of C: interior
+// tiles store them as one pair where C and ldc allow it. Edges, unaligned C and C^T: checked scalars.
+template <bool SWAP, int FP, int FQ, class Tile, class O>
+__device__ __forceinline__ void half_store_d(Tile tile, O* __restrict__ C, int ldc, float alpha, float beta, int p0,
+                                             int q0, int g, int t, bool edge, int m_left, int n_left) {
+    if (!SWAP && !edge && reinterpret_cast<size_t>(C) % (2 * sizeof(O)) == 0 && ldc % 2 == 0) {
+#pragma unroll
+        for (int i = 0; i < FP; ++i)
+#pragma unroll
+            for (int j = 0; j < FQ; ++j)
+#pragma unroll
+                for (int h = 0; h < 2; ++h)
+                    half_store_pair(C, (long long)(p0 + 16 * i + 8 * h + g) * ldc + q0 + 8 * j + 2 * t, alpha,
+                                    tile(i, j) + 2 * h, beta);
+        return;
+    }
+#pragma unroll
+    for (int i = 0; i < FP; ++i)
+#pragma unroll
+        for (int j = 0; j < FQ; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int pi = p0 + 16 * i + 8 * (e / 2) + g, qi = q0 + 8 * j + 2 * t + e % 2;
+                const int r = SWAP ? qi : pi, c = SWAP ? pi : qi;
+                if (r < m_left && c < n_left) half_store_one(C, (long long)r * ldc + c, alpha, tile(i, j)[e], beta);
+            }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// gemm_half_mma: mma.sync m16n8k16 (sm_80+)
+// ---------------------------------------------------------------------------------------------------
+// acc[i][j][e]: D = C of A tile i (rows wm + 16 i ..) and B tile j (columns wn + 8 j ..), mma.m16n8's layout.
+template <bool TA, bool TB, bool VEC, class T, class O>
+__device__ __forceinline__ void gemm_half_body(int M, int N, int K, float alpha, const T* __restrict__ A, int lda,
+                                               const T* __restrict__ B, int ldb, float beta, O* __restrict__ C,
+                                               int ldc, long long stride_a, long long stride_b, long long stride_c) {
+#if defined(GPUBLAS_HAS_MMA_TF32)
+    if constexpr (sizeof(T) == 2) {
+        constexpr bool BF16 = std::is_same<T, __nv_bfloat16>::value;
+        typedef V2Config<HALF_BM, HALF_BN, 2, 4, 2, 4, HALF_STAGES> Cfg;  // 2 x 4 warps of 64 x 64
+        typedef HalfTile<Cfg::BM, TA> TileA;   // s[k][m] (A stored K x M) or s[m][k]
+        typedef HalfTile<Cfg::BN, !TB> TileB;  // s[k][n] (B stored K x N) or s[n][k]
+        constexpr int FP = 4, FQ = 8;
+        extern __shared__ __align__(16) unsigned short v2_half_smem[];  // STAGES x (A tile, then B tile)
+        auto As = reinterpret_cast<T (*)[TileA::ELEMS]>(v2_half_smem);
+        auto Bs = reinterpret_cast<T (*)[TileB::ELEMS]>(v2_half_smem + Cfg::STAGES * TileA::ELEMS);
+        const V2Block<Cfg, TA, TB> blk(M, N, A, lda, B, ldb, C, ldc, stride_a, stride_b, stride_c);
+        const int m_left = blk.m_left, n_left = blk.n_left;
+        const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+
+        float acc[FP][FQ][4];
+#pragma unroll
+        for (int i = 0; i < FP; ++i)
+#pragma unroll
+            for (int j = 0; j < FQ; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+
+        auto compute = [&](const T* sa, const T* sb) {
+            unsigned a[FP][2][4], b[FQ][2][2];
+#pragma unroll
+            for (int i = 0; i < FP; ++i)
+#pragma unroll
+                for (int ks = 0; ks < 2; ++ks) half_load_a<TileA>(a[i][ks], sa, blk.wm + 16 * i, ks, lane);
+#pragma unroll
+            for (int j = 0; j < FQ; ++j) half_load_b<TileB>(b[j], sb, blk.wn + 8 * j, lane);
+#pragma unroll
+            for (int ks = 0; ks < 2; ++ks)
+#pragma unroll
+                for (int i = 0; i < FP; ++i)
+#pragma unroll
+                    for (int j = 0; j < FQ; ++j) mma_m16n8k16<BF16>(acc[i][j], a[i][ks], b[j][ks]);
+        };
+        if (K > 0)  // K = 0 (the planner's way to scale C when alpha or K is 0): no stage, no read of A or B
+            v2_mainloop<Cfg, TileA, TileB, BK, VEC>(M, N, K, A, lda, B, ldb, m_left, n_left, As, Bs, compute);
+
+        half_store_d<false, FP, FQ>([&](int i, int j) { return acc[i][j]; }, C, ldc, alpha, beta, blk.wm, blk.wn, g,
+                                    t, blk.edge(), m_left, n_left);
+    }
+#endif
+}
+
+// One block per SM (up to 255 registers a thread: 128 accumulators and 64 fragment registers).
+extern "C" __global__ void __launch_bounds__(256) gemm_half_mma_nn_vec(GEMM_HALF_PARAMS) { gemm_half_body<false, false, true>(GEMM_HALF_ARGS); }
+extern "C" __global__ void __launch_bounds__(256) gemm_half_mma_nt_vec(GEMM_HALF_PARAMS) { gemm_half_body<false, true, true>(GEMM_HALF_ARGS); }
+extern "C" __global__ void __launch_bounds__(256) gemm_half_mma_tn_vec(GEMM_HALF_PARAMS) { gemm_half_body<true, false, true>(GEMM_HALF_ARGS); }
+extern "C" __global__ void __launch_bounds__(256) gemm_half_mma_tt_vec(GEMM_HALF_PARAMS) { gemm_half_body<true, true, true>(GEMM_HALF_ARGS); }
+extern "C" __global__ void __launch_bounds__(256) gemm_half_mma_nn_elem(GEMM_HALF_PARAMS) { gemm_half_body<false, false, false>(GEMM_HALF_ARGS); }
+extern "C" __global__ void __launch_bounds__(256) gemm_half_mma_nt_elem(GEMM_HALF_PARAMS) { gemm_half_body<false, true, false>(GEMM_HALF_ARGS); }
+extern "C" __global__ void __launch_bounds__(256) gemm_half_mma_tn_elem(GEMM_HALF_PARAMS) { gemm_half_body<true, false, false>(GEMM_HALF_ARGS); }
+extern "C" __global__ void __launch_bounds__(256) gemm_half_mma_tt_elem(GEMM_HALF_PARAMS) { gemm_half_body<true, true, false>(GEMM_HALF_ARGS); }
+
+// ---------------------------------------------------------------------------------------------------
+// gemm_half_wgmma: Hopper's warpgroup MMA (sm_90a)
+// ---------------------------------------------------------------------------------------------------
+// D = A' B' with B' (N' x K) K-contiguous in shared memory, read by the tensor cores through a descriptor,
+// and A' (M' x K) loaded to registers by half_load_a (either layout): nt and tt compute D = C (A' = op(A),
+// B' = B, stored N x K); nn computes D = C^T (A' = B^T from B's k-major tile, B' = A, stored M x K). tn
+// (neither operand K-contiguous) would need wgmma's transposed B layout, which is not built: the planner
+// sends it to gemm_half_mma. Block: D tile 128 x 256, 2 warpgroups; warp w of warpgroup wg owns D rows
+// 64 wg + 16 w .. + 15, all 256 columns (128 accumulators a thread). Per K step of 32 each warp loads its
+// A' fragments (2 ldmatrix), fences, issues two wgmma, commits, and waits only for the previous step's
+// (wait_group 1); A' alternates between two register sets by step parity; the copies run 3 stages ahead
+// (v2_mainloop's ASYNC_READS). Epilogue from registers: half_store_d.
+template <bool TA, bool TB, bool VEC, class T, class O>
+__device__ __forceinline__ void gemm_half_wgmma_body(int M, int N, int K, float alpha, const T* __restrict__ A,
+                                                     int lda, const T* __restrict__ B, int ldb, float beta,
+                                                     O* __restrict__ C, int ldc, long long stride_a,
+                                                     long long stride_b, long long stride_c) {
+#if defined(GPUBLAS_HAS_WGMMA)
+    if constexpr (sizeof(T) == 2 && !(TA && !TB)) {
+        constexpr bool BF16 = std::is_same<T, __nv_bfloat16>::value;
+        constexpr bool SWAP = !TB;  // nn: D = C^T
+        typedef typename V2Pick<SWAP, V2Config<128, 256, 2, 4, 2, 4, HALF_WGMMA_STAGES>,
+                                V2Config<256, 128, 4, 2, 2, 4, HALF_WGMMA_STAGES>>::type Cfg;  // C tile
+        typedef HalfTile<Cfg::BM, TA> TileA;
+        typedef HalfTile<Cfg::BN, !TB> TileB;
+        typedef typename V2Pick<SWAP, TileA, TileB>::type TileP;  // A': registers
+        typedef typename V2Pick<SWAP, TileB, TileA>::type TileQ;  // B': descriptor
+        static_assert(!TileQ::KMAJOR && TileQ::ROWS == 256, "B' is 256 K-contiguous rows: one m64n256 operand");
+        extern __shared__ __align__(16) unsigned short v2_half_wgmma_smem[];
+        const unsigned window = shared_address(v2_half_wgmma_smem);
+        unsigned short* smem = v2_half_wgmma_smem + (((window + 1023) & ~1023u) - window) / 2;  // 1024-byte aligned
+        auto As = reinterpret_cast<T (*)[TileA::ELEMS]>(smem);
+        auto Bs = reinterpret_cast<T (*)[TileB::ELEMS]>(smem + Cfg::STAGES * TileA::ELEMS);
+        const V2Block<Cfg, TA, TB> blk(M, N, A, lda, B, ldb, C, ldc, stride_a, stride_b, stride_c);
+        const int m_left = blk.m_left, n_left = blk.n_left;
+        const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+        const int p0 = threadIdx.x / 128 * 64 + threadIdx.x / 32 % 4 * 16;  // this warp's first row of D
+
+        float acc[128];
+#pragma unroll
+        for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
+
+        unsigned p[2][2][4];  // [step parity][k-step][register]: held until the wait that retires its products
+        int odd = 0;
+        auto step = [&](const T* sa, const T* sb, auto parity) {
+            constexpr int X = decltype(parity)::value;
+#pragma unroll
+            for (int ks = 0; ks < 2; ++ks) half_load_a<TileP>(p[X][ks], SWAP ? sb : sa, p0, ks, lane);
+            const unsigned q = shared_address(SWAP ? sa : sb);
+            wgmma_fence(acc);
+#pragma unroll
+            for (int ks = 0; ks < 2; ++ks) wgmma_m64n256k16_rs<BF16>(acc, p[X][ks], wgmma_desc_sw64(q + 32 * ks));
+            wgmma_commit();
+            wgmma_wait<1>(acc);  // the previous step's products are done: its stage and fragments are free
+            wgmma_fence_operands(p[1 - X]);
+        };
+        auto compute = [&](const T* sa, const T* sb) {
+            if (odd) step(sa, sb, std::integral_constant<int, 1>());
+            else step(sa, sb, std::integral_constant<int, 0>());
+            odd ^= 1;
+        };
+        if (K > 0)  // K = 0: C = beta C, as gemm_half_mma
+            v2_mainloop<Cfg, TileA, TileB, BK, VEC, decltype(compute), true>(  // true: wgmma reads the stages
+                M, N, K, A, lda, B, ldb, m_left, n_left, As, Bs, compute);
+        wgmma_wait<0>(acc);
+
+        // acc[4j + e] is mma.m16n8's D element e of column group j (mma.cuh): one P tile, 32 Q tiles
+        half_store_d<SWAP, 1, 32>([&](int, int j) { return acc + 4 * j; }, C, ldc, alpha, beta, p0, 0, g, t,
+                                  blk.edge(), m_left, n_left);
+    }
+#endif
+}
+
+// One block per SM (128 accumulators a thread). No tn: see above.
+extern "C" __global__ void __launch_bounds__(256) gemm_half_wgmma_nn_vec(GEMM_HALF_PARAMS) { gemm_half_wgmma_body<false, false, true>(GEMM_HALF_ARGS); }
+extern "C" __global__ void __launch_bounds__(256) gemm_half_wgmma_nt_vec(GEMM_HALF_PARAMS) { gemm_half_wgmma_body<false, true, true>(GEMM_HALF_ARGS); }
+extern "C" __global__ void __launch_bounds__(256) gemm_half_wgmma_tt_vec(GEMM_HALF_PARAMS) { gemm_half_wgmma_body<true, true, true>(GEMM_HALF_ARGS); }
+extern "C" __global__ void __launch_bounds__(256) gemm_half_wgmma_nn_elem(GEMM_HALF_PARAMS) { gemm_half_wgmma_body<false, false, false>(GEMM_HALF_ARGS); }
+extern "C" __global__ void __launch_bounds__(256) gemm_half_wgmma_nt_elem(GEMM_HALF_PARAMS) { gemm_half_wgmma_body<false, true, false>(GEMM_HALF_ARGS); }
+extern "C" __global__ void __launch_bounds__(256) gemm_half_wgmma_tt_elem(GEMM_HALF_PARAMS) { gemm_half_wgmma_body<true, true, false>(GEMM_HALF_ARGS); }
