@@ -7,6 +7,7 @@ ConfigError prints as that one line (no traceback through gpublas' internals), e
     on = config.flag("GPUBLAS_SIM_MEMCHECK", False)
 """
 import os
+import re
 import shutil
 import sys
 
@@ -53,6 +54,22 @@ def flag(name, default):
     if value.lower() not in FLAGS:
         raise ConfigError(f"{name}={value!r}: expected 1 or 0 (or true/false, yes/no, on/off)")
     return FLAGS[value.lower()]
+
+
+def pattern(name, regex, what):
+    """A value matching `regex` in full (`what` says which, for the message), None when unset."""
+    value = _raw(name)
+    if value is not None and re.fullmatch(regex, value) is None:
+        raise ConfigError(f"{name}={value!r}: expected {what}")
+    return value
+
+
+def writable_file(name):
+    """A file path whose folder exists (the file is written later, at exit), None when unset."""
+    value = _raw(name)
+    if value is not None and not os.path.isdir(os.path.dirname(os.path.abspath(value))):
+        raise ConfigError(f"{name}={value!r}: the folder {os.path.dirname(os.path.abspath(value))!r} does not exist")
+    return value
 
 
 def executable(name):

@@ -22,7 +22,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 
-from . import backends
+from . import backends, config
 from .stream import capturing
 
 sessions = []  # the open profiles; launch.Kernel checks this list before every launch
@@ -301,6 +301,8 @@ def _from_environment():
     target = os.environ.get("GPUBLAS_PROFILE", "").strip()
     if target in ("", "0"):
         return
+    if target.lower() not in ("1", "true", "yes", "stderr"):
+        config.writable_file("GPUBLAS_PROFILE")  # a JSON file: its folder must exist now, not at exit
     p = Profile().__enter__()
 
     def report():

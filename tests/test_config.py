@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import gpublas
 from conftest import CUDA
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,6 +30,7 @@ def run(code, **env):
     ("GPUBLAS_SIM_STACK_KB", "8", "KiB (at least 16)"),
     ("GPUBLAS_BACKEND", "gpu", "cuda or sim"),
     ("CXX", "/nonexistent/g++", "no such executable"),
+    ("GPUBLAS_PROFILE", "/nonexistent/profile.json", "does not exist"),
 ])
 def test_bad_value_fails_in_one_line(name, value, allowed):
     p = run(USE, **{name: value})
@@ -52,3 +54,14 @@ def test_good_values_and_caught_errors():
     p = run("import gpublas\ntry:\n    gpublas.zeros(1)\nexcept ValueError as e:\n    print(type(e).__name__, e)",
             GPUBLAS_SIM_MEMORY="-5")  # catchable, as a ValueError
     assert p.returncode == 0 and p.stdout.strip().startswith("ConfigError GPUBLAS_SIM_MEMORY='-5'"), p.stderr
+
+
+def test_cuda_arch_pattern(monkeypatch):
+    """GPUBLAS_CUDA_ARCH (read by the cuda backend) must name an nvcc architecture."""
+    config = gpublas.config
+    for good in ("sm_90a", "sm_80", "compute_80"):
+        monkeypatch.setenv("GPUBLAS_CUDA_ARCH", good)
+        assert config.pattern("GPUBLAS_CUDA_ARCH", r"(sm|compute)_\d+[af]?", "an architecture") == good
+    monkeypatch.setenv("GPUBLAS_CUDA_ARCH", "hopper")
+    with pytest.raises(gpublas.ConfigError, match=r"^GPUBLAS_CUDA_ARCH='hopper': expected an architecture$"):
+        config.pattern("GPUBLAS_CUDA_ARCH", r"(sm|compute)_\d+[af]?", "an architecture")

@@ -179,7 +179,8 @@ class CudaBackend(Backend):
         if drv.Device.count() == 0:
             raise CudaUnavailable("no CUDA device")
         self.device = drv.Device(device_ordinal(drv.Device.count()) if device is None else device)
-        self.arch_override = os.environ.get("GPUBLAS_CUDA_ARCH")
+        self.arch_override = config.pattern("GPUBLAS_CUDA_ARCH", r"(sm|compute)_\d+[af]?",
+                                            "an nvcc architecture such as sm_90a, sm_80 or compute_80")
         major, minor = self.device.compute_capability()
         self.cc = major * 10 + minor
         self._check_toolkit()
