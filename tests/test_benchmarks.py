@@ -79,7 +79,8 @@ def test_suite_specifics(tmp_path):
     main(["transfer", "--quick", "--no-progress", "--sizes", "4K", "1M", "--json", str(tmp_path / "t.json")])
     t = json.loads((tmp_path / "t.json").read_text())
     assert {(r["direction"], r["memory"]) for r in t["results"]} == {
-        ("H2D", "pageable"), ("H2D", "pinned"), ("D2H", "pageable"), ("D2H", "pinned"), ("D2D", "device")}
+        ("H2D", "pageable"), ("H2D", "pinned"), ("D2H", "pageable"), ("D2H", "pinned"), ("D2D", "device"),
+        ("H2D", "pinned bf16"), ("CAST", "f32->bf16"), ("CAST", "bf16->f32")}
     assert sorted({r["size_bytes"] for r in t["results"]}) == [4096, 2**20]
     assert all(r["gbps"] > 0 and r["ms"] > 0 and r["spread_pct"] >= 0 for r in t["results"])
     main(["overlap", "--quick", "--no-progress", "--sizes", "64K", "--json", str(tmp_path / "o.json")])
