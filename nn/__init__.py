@@ -12,6 +12,7 @@ nn/cuda/{activation,conv,pool,dropout,loss,optim,lstm,batchnorm,embedding,amp}.c
 same compile path). nn.amp.GradScaler: dynamic loss scaling for mixed-precision training.
 """
 from . import amp
+from .amp import autocast
 from .checkpoint import load, save
 from .gradcheck import GradcheckError, gradcheck
 from .init import manual_seed
@@ -31,4 +32,4 @@ from .optim import SGD, Adam, AdamW, CosineLR, StepLR, clip_grad_norm
 __all__ = ["Adam", "AdamW", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv2d", "CosineLR", "CrossEntropyLoss",
            "Dense", "Dropout", "Embedding", "Flatten", "GradcheckError", "LSTM", "Linear", "MSELoss", "MaxPool2d",
            "Module", "Parameter", "ReLU", "SGD", "Sequential", "Sigmoid", "SoftmaxCrossEntropy", "StepLR", "Tanh",
-           "clip_grad_norm", "gradcheck", "load", "manual_seed", "save"]
+           "autocast", "clip_grad_norm", "gradcheck", "load", "manual_seed", "save"]

@@ -1,4 +1,13 @@
-"""Mixed-precision training helpers, with PyTorch's names: GradScaler (dynamic loss scaling).
+"""Mixed-precision training helpers, with PyTorch's names: autocast (which layers compute in 16 bits)
+and GradScaler (dynamic loss scaling).
+
+    with nn.autocast(gpublas.bfloat16):          # Dense computes in bf16 from its FP32 master weights
+        loss = crit(model(x), y)                  # losses widen to FP32; BatchNorm keeps FP32 statistics
+    model.backward(crit.backward())               # FP32 weight and bias gradients, accumulated into .grad
+
+Under autocast a float32 Dense casts its input and weights to the 16-bit dtype, runs its GEMMs there
+(FP32 accumulation) and adds its weight gradient into the FP32 .grad by a GEMM with a float32 C;
+activations, pooling and dropout run on the 16-bit data they get. The state is per thread.
 
 FP16 gradients underflow without loss scaling: the backward pass starts from the loss gradient
 multiplied by a large scale S, the FP32 master gradients are divided by S before the optimizer step,
@@ -16,6 +25,7 @@ The unscale and the inf/NaN check are one kernel per gradient buffer (nn/cuda/am
 int per optimizer back to decide, as PyTorch's does.
 """
 import math
+import threading
 
 import numpy as np
 
@@ -23,6 +33,34 @@ import gpublas
 from gpublas.launch import BLOCK, grid_1d
 
 from .kernels import get_kernel
+
+
+_STATE = threading.local()
+
+
+class autocast:
+    """Within the block, float32 layers listed in LOWER (Dense) compute in `dtype` (float16 or
+    bfloat16) from their FP32 weights (torch.autocast's name; the device is the active backend)."""
+
+    def __init__(self, dtype=gpublas.bfloat16, enabled=True):
+        self.dtype = np.dtype(dtype)
+        if self.dtype not in gpublas.dtypes.HALVES:
+            raise TypeError(f"autocast: dtype must be float16 or bfloat16, got {self.dtype}")
+        self.enabled = bool(enabled)
+
+    def __enter__(self):
+        self._saved = getattr(_STATE, "dtype", None)
+        _STATE.dtype = self.dtype if self.enabled else None
+        return self
+
+    def __exit__(self, *exc):
+        _STATE.dtype = self._saved
+        return False
+
+
+def autocast_dtype():
+    """The 16-bit dtype of the innermost enabled autocast block of this thread, or None."""
+    return getattr(_STATE, "dtype", None)
 
 
 def unscale_(grad, inv_scale, found_inf):

@@ -108,3 +108,62 @@ def test_disabled_scaler_passes_through():
     s = GradScaler(enabled=False)
     g = gpublas.zeros(3)
     assert s.scale(g) is g and s.get_scale() == 1.0 and s.state_dict() == {}
+
+
+@pytest.mark.parametrize("dtype", [np.float16, gpublas.bfloat16], ids=["fp16", "bf16"])
+def test_dense_under_autocast_computes_in_16_bits_with_fp32_gradients(dtype, rng):
+    nn.manual_seed(3)
+    layer = nn.Dense(24, 7, activation="tanh")
+    x_h = rng.standard_normal((5, 24)).astype(np.float32)
+    dy_h = rng.standard_normal((5, 7)).astype(np.float32)
+    with nn.autocast(dtype):
+        y = layer(gpublas.to_device(x_h))
+    assert y.dtype == np.dtype(dtype) and layer.weight.data.dtype == np.float32
+    dx = layer.backward(gpublas.to_device(dy_h))  # an FP32 dy (from a loss) is cast to the layer's 16 bits
+    assert dx.dtype == np.dtype(dtype) and layer.weight.grad.dtype == np.float32
+    # reference: float64 maths on the 16-bit-rounded x, W, b and dy
+    r = lambda v: np.asarray(v).astype(dtype).astype(np.float64)  # noqa: E731
+    w, b = r(layer.weight.data.get()), r(layer.bias.data.get())
+    y_ref = np.tanh(r(r(x_h) @ w.T) + b)  # the GEMM's result rounded to 16 bits, then bias + tanh
+    eps = float(ml_dtypes_finfo(dtype).eps)
+    np.testing.assert_allclose(y.get().astype(np.float64), y_ref, rtol=4 * eps, atol=4 * eps)
+    dz = r(r(dy_h) * (1 - y.get().astype(np.float64) ** 2))
+    np.testing.assert_allclose(layer.weight.grad.get(), dz.T @ r(x_h), rtol=1e-5, atol=1e-5)  # FP32 accumulation
+    np.testing.assert_allclose(layer.bias.grad.get(), dz.sum(0), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(dx.get().astype(np.float64), dz @ w, rtol=4 * eps, atol=4 * eps)
+    y32 = layer(gpublas.to_device(x_h))  # outside the block: float32 again
+    assert y32.dtype == np.float32
+
+
+def ml_dtypes_finfo(dtype):
+    import ml_dtypes
+    return ml_dtypes.finfo(dtype)
+
+
+def _mixed_run(low):
+    rng = np.random.default_rng(0)
+    nn.manual_seed(0)
+    model = nn.Sequential(nn.Dense(8, 16), nn.ReLU(), nn.Dense(16, 3))
+    crit, opt = nn.SoftmaxCrossEntropy(), nn.SGD(model.parameters(), lr=0.2)
+    scaler = GradScaler(init_scale=1024.0, enabled=low == np.float16)
+    x_h = rng.standard_normal((60, 8)).astype(np.float32)
+    y_h = (x_h[:, 0] > 0).astype(np.int32) + (x_h[:, 1] > 0.5).astype(np.int32)
+    x, y = gpublas.to_device(x_h), gpublas.to_device(y_h)
+    losses = []
+    for _ in range(30):
+        with nn.autocast(low or np.float16, enabled=low is not None):
+            losses.append(crit(model(x), y))
+        opt.zero_grad()
+        model.backward(scaler.scale(crit.backward()))
+        scaler.step(opt)
+        scaler.update()
+    assert all(p.data.dtype == np.float32 for p in model.parameters())
+    return losses
+
+
+def test_mixed_precision_training_follows_fp32():
+    fp32 = _mixed_run(None)
+    for low in (np.float16, gpublas.bfloat16):  # fp16 with loss scaling, bf16 without
+        losses = _mixed_run(low)
+        assert losses[-1] < 0.7 * losses[0]
+        np.testing.assert_allclose(losses, fp32, atol=0.03)  # the FP32 run's loss curve, to 16-bit precision

@@ -5,13 +5,16 @@ import numpy as np
 
 import gpublas
 
+from .. import amp
 from .. import kernels as K
 from ..module import Module, uniform_param
 
 
 class Dense(Module):
     """Fully connected layer. `activation` ('relu', 'tanh', 'sigmoid') fuses an activation into the
-    bias kernel; the default None is the plain affine map."""
+    bias kernel; the default None is the plain affine map. Under nn.autocast a float32 Dense computes
+    in 16 bits from its FP32 weights (nn/amp.py)."""
+    _storage_inputs = True  # 16-bit input from a layer before it under autocast
 
     def __init__(self, in_features, out_features, bias=True, *, activation=None, dtype=np.float32):
         super().__init__()
@@ -34,31 +37,39 @@ class Dense(Module):
         x = self._input(x)
         if x.ndim != 2 or x.shape[1] != self.in_features:
             raise ValueError(f"{self.describe()}: expected input (N, {self.in_features}), got {x.shape}")
-        y = K.gemm(x, self.weight.data, trans_b=True)
-        if self.bias is not None:
-            K.bias_act_forward(y, self.bias.data, y, self.out_features, 1, self.act)
+        w, b = self.weight.data, None if self.bias is None else self.bias.data
+        low = amp.autocast_dtype() if w.dtype == np.float32 else None
+        if low is not None:  # 16-bit copies of x and the FP32 weights (cached for backward)
+            x, w, b = (v if v is None or v.dtype == low else v.astype(low) for v in (x, w, b))
+        elif x.dtype != w.dtype:
+            x = x.astype(w.dtype)  # a 16-bit input outside autocast: computed in the layer's dtype
+        y = K.gemm(x, w, trans_b=True)
+        if b is not None:
+            K.bias_act_forward(y, b, y, self.out_features, 1, self.act)
         elif self.act:
             K.act_forward(y, y, self.act)
         # cached: x for dW = dy^T x; y (only with a fused activation) for its derivative, which is
-        # written in terms of the output. W itself is the current parameter, not a copy.
-        self.x = x
+        # written in terms of the output; w for dx = dy W: the parameter itself, or its 16-bit copy
+        # under autocast (as x is then the 16-bit input).
+        self.x, self.w = x, w
         self.y = y if self.act else None
         return y
 
     def backward(self, dy):
         # dy: (N, out_features) -> dx: (N, in_features); adds dW (out, in), db (out,)
-        x = self._cached("x")
+        x, w = self._cached("x", "w")
         dy = self._grad_input(dy, (x.shape[0], self.out_features))
+        dy = dy if dy.dtype == x.dtype else dy.astype(x.dtype)  # FP32 dy from a loss, under autocast
         if self.act:
             # y = act(z): dL/dz = dL/dy * act'(z), from the cached y
             dy = K.act_backward(self.y, dy, gpublas.empty_like(dy), self.act)
-        # y = x W^T + b  =>  dL/dW = dy^T x
+        # y = x W^T + b  =>  dL/dW = dy^T x (into the FP32 .grad: a float32 C accumulates 16-bit products)
         K.gemm(dy, x, self.weight.grad, beta=1.0, trans_a=True)
         if self.bias is not None:
             # dL/db = sum over the batch of dy
             K.bias_grad_sum(dy, self.bias.grad, self.out_features, 1)
         # dL/dx = dy W
-        return K.gemm(dy, self.weight.data)
+        return K.gemm(dy, w)
 
 
 Linear = Dense
