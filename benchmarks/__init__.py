@@ -1,10 +1,10 @@
-"""gpublas benchmarks: `python -m benchmarks [suite ...] [--quick] [--sizes ...] [--json F] [--plot F]`.
+"""gpublas benchmarks: `python -m benchmarks [suite ... | all] [--quick] [--sizes ...] [--json F]`.
 
 Every suite checks each result against NumPy before timing it, times with gpublas events (median
 and spread of repeated runs after warm-up), prints a table, writes JSON and draws a plot. On the
 sim backend the figures are simulated CPU figures and are labelled so.
 
-Suites, in the order `python -m benchmarks` runs them:
+Suites (`python -m benchmarks` with none lists them, `all` runs every one in this order):
   transfer  H2D/D2H/D2D bandwidth over sizes, pageable vs pinned host memory
   compute   GEMM, GEMV, elementwise and reduction throughput beside NumPy (and cuBLAS on a GPU)
   roofline  the compute kernels on a roofline from the measured peak bandwidth and GEMM rate

@@ -23,7 +23,7 @@ def parser():
         prog="python -m benchmarks",
         description="gpublas benchmarks: each result is checked against NumPy, then timed with events.")
     p.add_argument("suites", nargs="*", metavar="suite",
-                   help=f"which suites to run (default: all): {', '.join(SUITES)}")
+                   help=f"which suites to run, or 'all' (none: list them): {', '.join(SUITES)}")
     p.add_argument("--quick", action="store_true",
                    help="small sweeps, few repeats (well under a minute on the simulator)")
     p.add_argument("--sizes", nargs="+", default=(), metavar="SIZE",
@@ -89,6 +89,15 @@ def run_suite(name, ctx, args, many):
     return doc
 
 
+def list_suites():
+    """What `python -m benchmarks` with no suite prints: each suite with its one-line description."""
+    lines = ["suites (python -m benchmarks SUITE [SUITE ...] [--quick], or 'all' for every one):"]
+    for name in SUITES:
+        lines.append(f"  {name:9s} {importlib.import_module(f'benchmarks.{name}').DESCRIPTION}")
+    lines.append("  profile   python -m benchmarks profile -- CMD: run CMD under gpublas.profile(), print its table")
+    return "\n".join(lines)
+
+
 def mpi_rank():
     """This process's rank when an MPI launcher started it (from its environment), else 0."""
     for var in ("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"):
@@ -103,9 +112,14 @@ def main(argv=None):
         from .profile import main as profile_main
         return profile_main(argv[1:])
     args = parser().parse_args(argv)
+    if not args.suites:  # running every suite takes long (and `scaling` wants mpiexec): say what there is
+        print(list_suites())
+        return 0
     if mpi_rank() > 0:  # under mpiexec (the scaling suite) rank 0 prints and writes the files
         sys.stdout = open(os.devnull, "w")
         args.json = args.plot = args.out = None
+    if args.suites == ["all"]:
+        args.suites = list(SUITES)
     unknown = [s for s in args.suites if s not in SUITES]
     if unknown:
         parser().error(f"unknown suite(s) {', '.join(unknown)}; choose from {', '.join(SUITES)}")
@@ -116,7 +130,7 @@ def main(argv=None):
     ctx = Context(quick=args.quick, sizes=tuple(args.sizes), repeats=args.repeats,
                   progress=not args.no_progress, arch=args.arch, graph=args.graph)
     print(banner(ctx))
-    suites = args.suites or list(SUITES)
+    suites = args.suites
     many = len(suites) > 1
     docs = {name: run_suite(name, ctx, args, many) for name in suites}
     ok = all(d["checks_passed"] for d in docs.values())

@@ -1,6 +1,7 @@
 """The benchmark suites: each runs in quick mode in-process (benchmarks.main(argv)) and writes JSON
 with the fields a reader relies on; plus the harness's helpers, the missing-matplotlib path and the
 GPU check script's syntax."""
+import importlib
 import json
 import shutil
 import subprocess
@@ -154,6 +155,31 @@ def test_measure_and_helpers():
 def test_unknown_suite_is_an_error():
     with pytest.raises(SystemExit):
         main(["nonsense"])
+
+
+def test_no_suite_lists_the_suites_and_runs_none(capsys, monkeypatch):
+    import benchmarks.cli as cli
+    ran = []
+    monkeypatch.setattr(cli, "run_suite", lambda name, *a: ran.append(name))
+    assert main([]) == 0
+    out = capsys.readouterr().out
+    assert ran == []
+    for name in SUITES:
+        module = importlib.import_module(f"benchmarks.{name}")
+        assert f"{name}" in out and module.DESCRIPTION in out
+    assert "profile" in out and "'all'" in out
+
+
+def test_all_runs_every_suite(monkeypatch, capsys):
+    import benchmarks.cli as cli
+    ran = []
+
+    def fake(name, ctx, args, many):
+        ran.append(name)
+        return {"checks_passed": True, "summary": {}, "results": [], "skipped": [], "elapsed_s": 0.0}
+    monkeypatch.setattr(cli, "run_suite", fake)
+    assert main(["all"]) == 0
+    assert ran == list(SUITES)
 
 
 def test_gpu_check_script_syntax():
