@@ -10,7 +10,9 @@
 //                                    as it; v (any storage or compute type) as a T, rounded once to
 //                                    nearest even where T is narrower (CUDA's __float2half_rn ...);
 //                                    acc_real is compute_t<real> in a family built for `real`
-//   ew_exp, ew_log, ew_sqrt, ew_abs, ew_tanh, ew_pow   float/double overloads (expf for float), int builds
+//   ew_exp, ew_log, ew_sqrt, ew_abs, ew_tanh, ew_pow   float/double overloads (expf for float), int builds;
+//                                    exp, log, sqrt and abs of complex numbers too
+//   gcomplex<R>, cfloat, cdouble     complex numbers in cuComplex's layout, NumPy's arithmetic (conj, abs1)
 //   SumOp / MaxOp / MinOp<T>         combiners; MaxOp and MinOp propagate NaN (a NaN anywhere wins)
 //   warp_reduce(v, op)               shuffle-down tree inside a warp: lane 0 ends with op over the warp
 //   block_reduce(v, op, identity)    op over every thread of the block (1-, 2- or 3-D), valid in thread
@@ -73,6 +75,101 @@ template <class T, class S> struct Convert { static __device__ __forceinline__ T
 template <class T> struct Convert<T, T> { static __device__ __forceinline__ T from(T v) { return v; } };
 template <class T, class S> __device__ __forceinline__ T convert(S v) { return Convert<T, S>::from(v); }
 
+// ---------------------------------------------------------------------------------------------------
+// Complex numbers: gcomplex<R> has cuComplex's layout (cuFloatComplex is a float2, cuDoubleComplex a
+// double2: real part x, imaginary part y, aligned to their size), so a complex64 / complex128
+// DeviceArray, NumPy's and cuBLAS's buffers are the same bytes. Both backends compile this one
+// definition (nvcc on a GPU, g++ on the simulator); cfloat and cdouble are the C types of
+// gpublas/dtypes.py's complex rows (-Dreal=cfloat). A complex type computes as itself. Operators follow
+// NumPy: * as (ac - bd, ad + bc), / as NumPy's scaled (Smith's) division, == and != on both parts,
+// < <= > >= lexicographic (NumPy's ordering of complex numbers, which its maximum and minimum use).
+// A complex scalar kernel parameter passes by value (source.py's codes 'C' and 'Z').
+// ---------------------------------------------------------------------------------------------------
+template <class R>
+struct alignas(2 * sizeof(R)) gcomplex {
+    R x, y;
+    gcomplex() = default;
+    __host__ __device__ __forceinline__ constexpr gcomplex(R re, R im) : x(re), y(im) {}
+    template <class S>  // a real number: imaginary part 0 (C's and NumPy's cast); 16-bit floats widen first
+    __host__ __device__ __forceinline__ gcomplex(S re) : x((R)(compute_t<S>)re), y((R)0) {}
+    template <class S>
+    __host__ __device__ __forceinline__ gcomplex(gcomplex<S> z) : x((R)z.x), y((R)z.y) {}
+    template <class T>  // the real part as T, only when asked by name: (double)z
+    __host__ __device__ __forceinline__ explicit operator T() const { return (T)x; }
+    __host__ __device__ __forceinline__ gcomplex& operator+=(gcomplex b) { x += b.x; y += b.y; return *this; }
+};
+typedef gcomplex<float> cfloat;
+typedef gcomplex<double> cdouble;
+template <class T> struct is_complex { static constexpr bool value = false; };
+template <class R> struct is_complex<gcomplex<R> > { static constexpr bool value = true; };
+
+template <class R> __host__ __device__ __forceinline__ gcomplex<R> operator-(gcomplex<R> a) { return {-a.x, -a.y}; }
+template <class R> __host__ __device__ __forceinline__ gcomplex<R> operator+(gcomplex<R> a, gcomplex<R> b) {
+    return {a.x + b.x, a.y + b.y};
+}
+template <class R> __host__ __device__ __forceinline__ gcomplex<R> operator-(gcomplex<R> a, gcomplex<R> b) {
+    return {a.x - b.x, a.y - b.y};
+}
+template <class R> __host__ __device__ __forceinline__ gcomplex<R> operator*(gcomplex<R> a, gcomplex<R> b) {
+    return {a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x};
+}
+template <class R> __host__ __device__ __forceinline__ gcomplex<R> operator/(gcomplex<R> a, gcomplex<R> b) {
+    const R br = b.x < (R)0 ? -b.x : b.x, bi = b.y < (R)0 ? -b.y : b.y;  // NumPy's loops.c.src division
+    if (br >= bi) {
+        if (br == (R)0 && bi == (R)0) return {a.x / br, a.y / bi};
+        const R rat = b.y / b.x, scl = (R)1 / (b.x + b.y * rat);
+        return {(a.x + a.y * rat) * scl, (a.y - a.x * rat) * scl};
+    }
+    const R rat = b.x / b.y, scl = (R)1 / (b.y + b.x * rat);
+    return {(a.x * rat + a.y) * scl, (a.y * rat - a.x) * scl};
+}
+template <class R> __host__ __device__ __forceinline__ bool operator==(gcomplex<R> a, gcomplex<R> b) {
+    return a.x == b.x && a.y == b.y;
+}
+template <class R> __host__ __device__ __forceinline__ bool operator!=(gcomplex<R> a, gcomplex<R> b) { return !(a == b); }
+template <class R> __host__ __device__ __forceinline__ bool operator<(gcomplex<R> a, gcomplex<R> b) {
+    return a.x < b.x || (a.x == b.x && a.y < b.y);
+}
+template <class R> __host__ __device__ __forceinline__ bool operator>(gcomplex<R> a, gcomplex<R> b) { return b < a; }
+template <class R> __host__ __device__ __forceinline__ bool operator<=(gcomplex<R> a, gcomplex<R> b) {
+    return a.x < b.x || (a.x == b.x && a.y <= b.y);
+}
+template <class R> __host__ __device__ __forceinline__ bool operator>=(gcomplex<R> a, gcomplex<R> b) { return b <= a; }
+template <class R> __host__ __device__ __forceinline__ gcomplex<R> conj(gcomplex<R> a) { return {a.x, -a.y}; }
+// cuBLAS's |re| + |im| (the magnitude icamax, scasum use)
+template <class R> __host__ __device__ __forceinline__ R abs1(gcomplex<R> a) {
+    return (a.x < (R)0 ? -a.x : a.x) + (a.y < (R)0 ? -a.y : a.y);
+}
+
+// Warp shuffles move a complex number as its two parts (the hardware shuffles 32-bit words).
+template <class R>
+__device__ __forceinline__ gcomplex<R> __shfl_down_sync(unsigned mask, gcomplex<R> v, unsigned delta, int width = 32) {
+    return {__shfl_down_sync(mask, v.x, delta, width), __shfl_down_sync(mask, v.y, delta, width)};
+}
+template <class R>
+__device__ __forceinline__ gcomplex<R> __shfl_up_sync(unsigned mask, gcomplex<R> v, unsigned delta, int width = 32) {
+    return {__shfl_up_sync(mask, v.x, delta, width), __shfl_up_sync(mask, v.y, delta, width)};
+}
+template <class R>
+__device__ __forceinline__ gcomplex<R> __shfl_sync(unsigned mask, gcomplex<R> v, int lane, int width = 32) {
+    return {__shfl_sync(mask, v.x, lane, width), __shfl_sync(mask, v.y, lane, width)};
+}
+
+// A complex value converts to a real type through its real part (NumPy's astype, C's cast), to bool
+// as "nonzero"; complex to complex keeps both parts.
+template <class T, class R> struct Convert<T, gcomplex<R> > {
+    static __device__ __forceinline__ T from(gcomplex<R> v) { return Convert<T, R>::from(v.x); }
+};
+template <class R> struct Convert<bool, gcomplex<R> > {
+    static __device__ __forceinline__ bool from(gcomplex<R> v) { return v.x != (R)0 || v.y != (R)0; }
+};
+template <class A, class B> struct Convert<gcomplex<A>, gcomplex<B> > {
+    static __device__ __forceinline__ gcomplex<A> from(gcomplex<B> v) { return gcomplex<A>(v); }
+};
+template <class A> struct Convert<gcomplex<A>, gcomplex<A> > {
+    static __device__ __forceinline__ gcomplex<A> from(gcomplex<A> v) { return v; }
+};
+
 #ifdef real
 // What a family built for `real` computes in. A kernel's scalar parameter of this type is spelled
 // compute_t<real> (gpublas/source.py reads that spelling; the typedef's name it cannot).
@@ -102,6 +199,24 @@ __device__ __forceinline__ float ew_tanh(float x) { return tanhf(x); }
 __device__ __forceinline__ double ew_tanh(double x) { return tanh(x); }
 __device__ __forceinline__ float ew_pow(float x, float y) { return powf(x, y); }
 __device__ __forceinline__ double ew_pow(double x, double y) { return pow(x, y); }
+// Complex exp, log, sqrt (NumPy's principal branches: log's imaginary part atan2(y, x) in (-pi, pi],
+// sqrt's real part >= 0) and |z| as a complex with imaginary part 0 (Python takes |z| of complex
+// arrays as hypot of the parts' views, a real array). Each part computes in R's precision.
+template <class R> __device__ __forceinline__ gcomplex<R> ew_exp(gcomplex<R> z) {
+    const R e = ew_exp(z.x);
+    return z.y == (R)0 ? gcomplex<R>(e, z.y) : gcomplex<R>(e * cos(z.y), e * sin(z.y));
+}
+template <class R> __device__ __forceinline__ gcomplex<R> ew_log(gcomplex<R> z) {
+    return {ew_log(hypot(z.x, z.y)), atan2(z.y, z.x)};
+}
+template <class R> __device__ __forceinline__ gcomplex<R> ew_sqrt(gcomplex<R> z) {
+    if (z.x == (R)0 && z.y == (R)0) return {(R)0, z.y};
+    if (ew_abs(z.y) == (R)INFINITY) return {(R)INFINITY, z.y};
+    const R t = ew_sqrt((ew_abs(z.x) + hypot(z.x, z.y)) * (R)0.5);
+    if (z.x >= (R)0) return {t, z.y / (2 * t)};
+    return {ew_abs(z.y) / (2 * t), copysign(t, z.y)};
+}
+template <class R> __device__ __forceinline__ gcomplex<R> ew_abs(gcomplex<R> z) { return {hypot(z.x, z.y), (R)0}; }
 
 // ---------------------------------------------------------------------------------------------------
 // Reductions

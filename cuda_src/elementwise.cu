@@ -1,4 +1,5 @@
-// elementwise.cu: maps over arrays of `real` (-Dreal=float, double, int, long long, __half or __nv_bfloat16).
+// elementwise.cu: maps over arrays of `real` (-Dreal=float, double, int, long long, __half, __nv_bfloat16,
+// cfloat or cdouble: field_unary_op's and field_binary_op's opcodes, == and !=).
 // Every op computes in acc_real (common.cuh: float for the 16-bit types, which are loaded as float
 // and rounded once when stored; `real` itself otherwise); scalar parameters p0, p1 are `real`
 // (a Python scalar takes the array's dtype, as NumPy's), axpby's a and b acc_real. Every kernel is a
@@ -60,6 +61,9 @@
 #define EW_SQUARE 48      // x * x
 #define EW_RECIPROCAL 49  // 1 / x
 #define EW_SIGN 50        // -1, 0 or 1; NaN stays NaN
+
+// Complex-only unary opcodes, numbered from 60.
+#define EW_CONJ 60        // x.conj()
 
 // Comparison opcodes.
 #define CMP_EQ 0
@@ -153,27 +157,53 @@ __device__ __forceinline__ acc_real ew_sign(acc_real x) {
     return x > (acc_real)0 ? (acc_real)1 : (x < (acc_real)0 ? (acc_real)-1 : (x == (acc_real)0 ? (acc_real)0 : x));
 }
 
-template <int OP>
-__device__ __forceinline__ acc_real unary_op(acc_real x, acc_real p0, acc_real p1) {
+// The opcodes defined on every type a build may be, complex numbers included (NumPy's arithmetic and
+// exp, log, sqrt, abs, conj): field_unary_op / field_binary_op. A complex build (-Dreal=cfloat or
+// cdouble) runs only these (gpublas/elementwise.py refuses the others for complex arrays; they return
+// x or a here) and never instantiates the real-only cases of unary_op / binary_op.
+template <int OP, class T>
+__device__ __forceinline__ T field_unary_op(T x, T p0) {
     switch (OP) {
         case EW_NEG: return -x;
         case EW_EXP: return ew_exp(x);
         case EW_LOG: return ew_log(x);
         case EW_SQRT: return ew_sqrt(x);
         case EW_ABS: return ew_abs(x);
-        case EW_TANH: return ew_tanh(x);
-        case EW_SIGMOID: return ew_sigmoid(x);
-        case EW_RELU: return x > (acc_real)0 ? x : (x != x ? x : (acc_real)0);
         case EW_ADD_S: return x + p0;
         case EW_SUB_S: return x - p0;
         case EW_RSUB_S: return p0 - x;
         case EW_MUL_S: return x * p0;
         case EW_DIV_S: return x / p0;
         case EW_RDIV_S: return p0 / x;
+        case EW_SQUARE: return x * x;
+        case EW_RECIPROCAL: return (T)1 / x;
+        case EW_CONJ: if constexpr (is_complex<T>::value) return conj(x); else return x;
+        default: return x;
+    }
+}
+template <int OP, class T>
+__device__ __forceinline__ T field_binary_op(T a, T b) {
+    switch (OP) {
+        case BIN_ADD: return a + b;
+        case BIN_SUB: return a - b;
+        case BIN_MUL: return a * b;
+        case BIN_DIV: return a / b;
+        default: return a;
+    }
+}
+
+template <int OP>
+__device__ __forceinline__ acc_real unary_op(acc_real x, acc_real p0, acc_real p1) {
+    if constexpr (is_complex<acc_real>::value) return field_unary_op<OP>(x, p0);
+    else switch (OP) {
+        case EW_TANH: return ew_tanh(x);
+        case EW_SIGMOID: return ew_sigmoid(x);
+        case EW_RELU: return x > (acc_real)0 ? x : (x != x ? x : (acc_real)0);
         case EW_POW_S: return ew_pow(x, p0);
         case EW_RPOW_S: return ew_pow(p0, x);
         case EW_MAX_S: return ew_max(x, p0);
         case EW_MIN_S: return ew_min(x, p0);
+        case EW_CLIP: return ew_min(ew_max(x, p0), p1);
         case EW_SIN: return (acc_real)sin((mreal)x);
         case EW_COS: return (acc_real)cos((mreal)x);
         case EW_TAN: return (acc_real)tan((mreal)x);
@@ -190,32 +220,29 @@ __device__ __forceinline__ acc_real unary_op(acc_real x, acc_real p0, acc_real p
         case EW_LOG1P: return (acc_real)log1p((mreal)x);
         case EW_EXPM1: return (acc_real)expm1((mreal)x);
         case EW_EXP2: return (acc_real)exp2((mreal)x);
-        case EW_SQUARE: return x * x;
-        case EW_RECIPROCAL: return (acc_real)1 / x;
         case EW_SIGN: return ew_sign(x);
-        default: return ew_min(ew_max(x, p0), p1);  // EW_CLIP
+        default: return field_unary_op<OP>(x, p0);
     }
 }
 
 template <int OP>
 __device__ __forceinline__ acc_real binary_op(acc_real a, acc_real b) {
-    switch (OP) {
-        case BIN_ADD: return a + b;
-        case BIN_SUB: return a - b;
-        case BIN_MUL: return a * b;
-        case BIN_DIV: return a / b;
+    if constexpr (is_complex<acc_real>::value) return field_binary_op<OP>(a, b);
+    else switch (OP) {
         case BIN_POW: return ew_pow(a, b);
         case BIN_MAX: return ew_max(a, b);
+        case BIN_MIN: return ew_min(a, b);
         case BIN_FLOOR_DIVIDE: return ew_floor_divide(a, b);
         case BIN_REMAINDER: return ew_remainder(a, b);
         case BIN_FMOD: return ew_fmod(a, b);
         case BIN_ARCTAN2: return (acc_real)atan2((mreal)a, (mreal)b);
         case BIN_HYPOT: return (acc_real)hypot((mreal)a, (mreal)b);
-        default: return ew_min(a, b);  // BIN_MIN
+        default: return field_binary_op<OP>(a, b);
     }
 }
 
 #define EW_LOOP(i, n) GRID_STRIDE_LOOP(long long, i, n)
+
 
 // A contiguous layout: every operand's offset is the flat index (NdLayout's walk, without strides).
 template <int K>
@@ -279,6 +306,7 @@ __device__ void unary_any(const real* x, real* y, int op, real p0, real p1, long
         case EW_SQUARE: unary_loop<EW_SQUARE>(x, y, p0, p1, n, lay); break;
         case EW_RECIPROCAL: unary_loop<EW_RECIPROCAL>(x, y, p0, p1, n, lay); break;
         case EW_SIGN: unary_loop<EW_SIGN>(x, y, p0, p1, n, lay); break;
+        case EW_CONJ: unary_loop<EW_CONJ>(x, y, p0, p1, n, lay); break;
     }
 }
 

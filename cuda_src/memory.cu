@@ -1,5 +1,6 @@
 // memory.cu: filling and converting device buffers. `real` is the destination element type
-// (-Dreal=float, double, int, long long, unsigned char, bool, __half or __nv_bfloat16).
+// (-Dreal=float, double, int, long long, unsigned char, bool, __half, __nv_bfloat16, cfloat or cdouble;
+// a complex value cast to a real type keeps its real part, to bool tests both parts, as NumPy's astype).
 //
 // fill_real:    grid-stride loop, one element per thread per step: x[i] = value.
 // arange_real:  grid-stride loop, one element per thread per step: x[i] = start + i * step in `real`
@@ -23,6 +24,8 @@
 #define SRC_BOOL 5
 #define SRC_HALF 6
 #define SRC_BFLOAT16 7
+#define SRC_CFLOAT 8
+#define SRC_CDOUBLE 9
 
 extern "C" __global__ void fill_real(real* __restrict__ x, real value, long long n) {
     GRID_STRIDE_LOOP(long long, i, n)
@@ -58,6 +61,8 @@ __device__ void cast_any(const void* x, int src, real* y, long long n, const L& 
         case SRC_BOOL: cast_loop((const bool*)x, y, n, lay); break;
         case SRC_HALF: cast_loop((const __half*)x, y, n, lay); break;
         case SRC_BFLOAT16: cast_loop((const __nv_bfloat16*)x, y, n, lay); break;
+        case SRC_CFLOAT: cast_loop((const cfloat*)x, y, n, lay); break;
+        case SRC_CDOUBLE: cast_loop((const cdouble*)x, y, n, lay); break;
     }
 }
 

@@ -1,4 +1,5 @@
-// reduce.cu: reductions of `real` arrays (-Dreal=float, double, int, long long, __half or __nv_bfloat16), computed and
+// reduce.cu: reductions of `real` arrays (-Dreal=float, double, int, long long, __half, __nv_bfloat16, cfloat or
+// cdouble: sum and mean), computed and
 // accumulated in acc_real (common.cuh: float for the 16-bit types, so a sum of 3,000 bf16 ones is 3,000), which is
 // also the type of every value output (val, partials) but softmax's y. Deterministic: every sum is taken
 // in an order fixed by the launch shape alone (per-thread strided partials, then a shuffle tree inside
@@ -40,6 +41,10 @@ __device__ __forceinline__ float red_highest(float) { return INFINITY; }
 __device__ __forceinline__ double red_highest(double) { return INFINITY; }
 __device__ __forceinline__ int red_highest(int) { return 2147483647; }
 __device__ __forceinline__ long long red_highest(long long) { return 9223372036854775807LL; }
+// complex builds (-Dreal=cfloat or cdouble) run RED_SUM (sum, mean); these make max/min compile in
+// NumPy's lexicographic order of complex numbers
+template <class R> __device__ __forceinline__ gcomplex<R> red_lowest(gcomplex<R>) { return {-INFINITY, -INFINITY}; }
+template <class R> __device__ __forceinline__ gcomplex<R> red_highest(gcomplex<R>) { return {INFINITY, INFINITY}; }
 
 // Does candidate (bv, bi) beat the current (av, ai)? A NaN beats any number (NumPy's max, min,
 // argmax and argmin all return the first NaN); equal values go to the smaller index.

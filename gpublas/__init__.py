@@ -33,8 +33,8 @@ def sim_thread_order(order):
 # --- kernel factories (issue: runtime) ---
 from .factories import ElementwiseKernel, ReductionKernel
 # --- elementwise operations and reductions (issue: BLAS/array ops) ---
-from .elementwise import (abs, axpby, clip, exp, floor_divide, log, maximum, minimum, negative, pow, relu, remainder,
-                          sigmoid, sqrt, tanh, transpose, where)
+from .elementwise import (abs, axpby, clip, conj, conjugate, exp, floor_divide, log, maximum, minimum, negative, pow,
+                          relu, remainder, sigmoid, sqrt, tanh, transpose, where)
 from .cumath import (arccos, arcsin, arctan, arctan2, ceil, cos, cosh, exp2, expm1, floor, fmod, hypot, log1p,
                      log2, log10, reciprocal, sign, sin, sinh, square, tan, trunc)
 from .ops import (add, all, any, divide, equal, greater, greater_equal, less, less_equal, multiply, not_equal,
@@ -42,7 +42,7 @@ from .ops import (add, all, any, divide, equal, greater, greater_equal, less, le
 # --- indexing: views, integer and boolean array indices (issue: array) ---
 from .gather import count_nonzero, nonzero
 from .indexing import take
-from .manipulation import concatenate, expand_dims, squeeze, stack
+from .manipulation import concatenate, expand_dims, imag, real, squeeze, stack
 from .ranges import arange, linspace
 # --- interop: DLPack and the CUDA array interface (issue: array) ---
 from .interop import as_device_array, from_dlpack

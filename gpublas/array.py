@@ -157,13 +157,8 @@ class DeviceArray:
         """The device address of element [0, ..., 0] (raises FreedArrayError once freed)."""
         return self._mem.ptr + self._offset
 
-    @property
-    def ndim(self):
-        return len(self.shape)
-
-    @property
-    def itemsize(self):
-        return self.dtype.itemsize
+    ndim = property(lambda self: len(self.shape))
+    itemsize = property(lambda self: self.dtype.itemsize)
 
     @property
     def flags(self):
@@ -310,6 +305,11 @@ class DeviceArray:
     def squeeze(self, axis=None):
         """A view without the axes of size 1 (or the given ones), as NumPy's (gpublas.manipulation)."""
         return impl.squeeze(self, axis)
+
+    # complex parts (gpublas.manipulation: views of a complex array; a real array's real is itself, its
+    # imag zeros) and the conjugate, a new array (gpublas.elementwise)
+    real, imag = property(lambda self: impl.real(self)), property(lambda self: impl.imag(self))
+    conj = conjugate = lambda self: impl.conjugate(self)  # noqa: E731
 
     def view(self, dtype=None):
         """A view of the same memory as `dtype` of the same itemsize (float32 <-> int32 ...)."""

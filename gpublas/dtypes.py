@@ -5,22 +5,26 @@ passed to a kernel, its DLPack type) is a column here, so a new dtype is a new r
     float16   NumPy's IEEE half;  C: __half (cuda_fp16.h)
     bfloat16  ml_dtypes.bfloat16 (the NumPy bfloat16 JAX uses);  C: __nv_bfloat16 (cuda_bf16.h)
 
+    complex64, complex128  NumPy's;  C: cfloat, cdouble (common.cuh's gcomplex<R>, cuComplex's layout)
+
 16-bit floats are storage types: kernels load them as float, compute in float and round once on
 store (common.cuh's load_as / store_as), as CUDA's own __hadd on bfloat16 and PyTorch do.
 """
+import struct
+
 import ml_dtypes
 import numpy as np
 
 float16 = np.float16
 bfloat16 = ml_dtypes.bfloat16
 
-_DL_INT, _DL_UINT, _DL_FLOAT, _DL_BFLOAT, _DL_BOOL = 0, 1, 2, 4, 6  # DLPack's DLDataTypeCode
+_DL_INT, _DL_UINT, _DL_FLOAT, _DL_BFLOAT, _DL_COMPLEX, _DL_BOOL = 0, 1, 2, 4, 5, 6  # DLPack's DLDataTypeCode
 
 
 class DType:
     """One row: `c` the C type kernels see as `real`; `src` memory.cu's SRC_* code of the type as a
     cast's source; `arg` the struct code of a scalar of it passed to a kernel (a 16-bit float goes
-    as its bit pattern, 'H'); `compute` the dtype its kernels compute in; `dlpack` (type code, bits);
+    as its bit pattern, 'H'; a complex one by value, 'C' / 'Z': pack_layout); `compute` the dtype its kernels compute in; `dlpack` (type code, bits);
     `typestr` its CUDA array interface type (None for bfloat16, which that interface cannot name)."""
 
     def __init__(self, dtype, c, src, arg, dlpack, compute=None):
@@ -39,10 +43,15 @@ TABLE = {row.dtype: row for row in (
     DType(np.bool_, "bool", 5, "?", (_DL_BOOL, 8)),
     DType(float16, "__half", 6, "H", (_DL_FLOAT, 16), compute=np.float32),
     DType(bfloat16, "__nv_bfloat16", 7, "H", (_DL_BFLOAT, 16), compute=np.float32),
+    DType(np.complex64, "cfloat", 8, "C", (_DL_COMPLEX, 64)),
+    DType(np.complex128, "cdouble", 9, "Z", (_DL_COMPLEX, 128)),
 )}
 DTYPES = tuple(TABLE)
 HALVES = tuple(d for d, row in TABLE.items() if row.storage_only)  # float16, bfloat16
 FLOATS = (np.dtype(np.float32), np.dtype(np.float64)) + HALVES
+COMPLEX = (np.dtype(np.complex64), np.dtype(np.complex128))
+# A complex kernel parameter's code (the table's `arg`): (struct code of each part, size = alignment)
+_COMPLEX_ARGS = {"C": ("f", 8), "Z": ("d", 16)}
 
 
 def row(dtype):
@@ -52,6 +61,19 @@ def row(dtype):
     except (KeyError, TypeError):
         raise TypeError(f"unsupported dtype {dtype}; gpublas arrays hold "
                         f"{', '.join(str(d) for d in DTYPES)}") from None
+
+
+def complex_of(dtype):
+    """The complex dtype of real float `dtype`'s precision (NumPy's: float32 -> complex64, anything
+    else -> complex128); a complex dtype is its own."""
+    dtype = np.dtype(dtype)
+    return dtype if dtype.kind == "c" else np.dtype(np.complex64 if dtype == np.float32 else np.complex128)
+
+
+def real_of(dtype):
+    """The dtype of a complex dtype's parts (complex64 -> float32); a real dtype is its own."""
+    dtype = np.dtype(dtype)
+    return np.dtype(f"f{dtype.itemsize // 2}") if dtype.kind == "c" else dtype
 
 
 def is_float(dtype):
@@ -83,3 +105,34 @@ def scalar_arg(dtype, value):
     if dtype in HALVES:
         return int(round_to(value, dtype).view(np.uint16))
     return bool(value) if dtype.kind == "b" else dtype.type(value).item()
+
+
+def pack_layout(codes, prefix="@"):
+    """Where a kernel's parameters sit in an argument buffer starting with struct format `prefix`
+    (the sim's launch header, or nothing): (struct format of the whole buffer, each parameter's size,
+    each parameter's offset, the indices of complex parameters). `codes` are source.py's, one per
+    parameter: struct codes, and 'C' / 'Z' for a complex64 / complex128 passed by value, which struct
+    cannot say: its two parts, after pad bytes to its alignment (cuComplex's: its size)."""
+    fmt, sizes, offsets, complex_at = prefix, [], [], []
+    for i, c in enumerate(codes):
+        if c in _COMPLEX_ARGS:
+            part, size = _COMPLEX_ARGS[c]
+            pad = -struct.calcsize(fmt) % size
+            fmt += (f"{pad}x" if pad else "") + part * 2
+            complex_at.append(i)
+        else:
+            size = struct.calcsize("@" + c)
+            fmt += c
+        sizes.append(size)
+        offsets.append(struct.calcsize(fmt) - size)
+    return fmt, sizes, offsets, tuple(complex_at)
+
+
+def split_complex(args, complex_at):
+    """`args` with each complex argument at the indices `complex_at` as its two parts (pack_layout's
+    format takes them so)."""
+    out = list(args)
+    for i in reversed(complex_at):
+        v = complex(out[i])
+        out[i:i + 1] = (v.real, v.imag)
+    return out

@@ -26,7 +26,8 @@ from .checks import as_array, check_float, common_dtype, is_scalar, make_out
 from .launch import BLOCK, MAX_GRID as GPU_MAX_GRID, ceil_div, fast_divisor, get_kernel, grid_1d as grid_for
 
 FLOATS = dtypes.FLOATS  # float32, float64, float16, bfloat16
-NUMERIC = promotion.KERNEL_DTYPES  # the `real` types elementwise.cu is built for
+COMPLEX = dtypes.COMPLEX  # complex64, complex128: the opcodes COMPLEX_BINARY, COMPLEX_COMPARE name
+NUMERIC = tuple(d for d in promotion.KERNEL_DTYPES if d not in COMPLEX)  # the real types elementwise.cu is built for
 BOOL = np.dtype(np.bool_)
 SMALL_INDEX = 0x7FFFFFFF  # common.cuh's small_index: below it an index fits 32-bit math
 
@@ -40,6 +41,11 @@ ADD_S, SUB_S, RSUB_S, MUL_S, DIV_S, RDIV_S, POW_S, RPOW_S, MAX_S, MIN_S, CLIP = 
 ADD, SUB, MUL, DIV, POW, MAX, MIN, FLOOR_DIVIDE, REMAINDER = (
     _BIN[f"BIN_{n}"] for n in ("ADD", "SUB", "MUL", "DIV", "POW", "MAX", "MIN", "FLOOR_DIVIDE", "REMAINDER"))
 EQ, NE, LT, LE, GT, GE = (_CMP[f"CMP_{n}"] for n in ("EQ", "NE", "LT", "LE", "GT", "GE"))
+CONJ = _EW["EW_CONJ"]
+# What a complex build of elementwise.cu runs (field_binary_op, and field_unary_op for their scalar
+# forms; NumPy orders complex numbers, gpublas compares them for equality only); the unary functions
+# say which dtypes they take
+COMPLEX_BINARY, COMPLEX_COMPARE = {ADD, SUB, MUL, DIV}, {EQ, NE}
 # BIN_<NAME> opcode -> the NumPy ufunc <name> whose type resolution gives its dtypes (gpublas.promotion)
 _NUMPY_NAME = {"DIV": "true_divide", "POW": "power", "MAX": "maximum", "MIN": "minimum", "SUB": "subtract",
                "MUL": "multiply"}
@@ -113,7 +119,9 @@ def plan(shape, *arrays, flat=True):
 
 def _scalar(value, dtype):
     """A Python scalar for a kernel's `real` parameter of `dtype` (int kernels take ints, 16-bit
-    floats the bits of the value rounded to their dtype)."""
+    floats the bits of the value rounded to their dtype, complex kernels a complex)."""
+    if dtype.kind == "c":
+        return complex(value)
     if dtype in dtypes.HALVES:
         return dtypes.scalar_arg(dtype, value)
     if dtype.kind != "f":
@@ -189,6 +197,13 @@ def _operand(x, what):
     return x if is_scalar(x) else as_array(x, what)
 
 
+def check_complex(op, dtype, what, runs=COMPLEX_BINARY):
+    """TypeError for an opcode a complex build does not run (orderings, real-only math)."""
+    if dtype.kind == "c" and op not in runs:
+        raise TypeError(f"{what}: not defined for {dtype} arrays (complex arrays take + - * / == != exp log "
+                        "sqrt abs conj)")
+
+
 def _converted(x, kernel):
     """An operand in the kernel's dtype: an array converted (the narrower operand, as NumPy's loop
     converts it), a scalar as it is (the launcher converts it)."""
@@ -211,6 +226,8 @@ def binary(op, a, b, out=None, what="binary operation"):
     if scalar_a and scalar_b:
         raise TypeError(f"{what}: at least one operand must be an array (both are scalars)")
     loop, result, kernel = promotion.resolve(UFUNCS[op], a, b, what)
+    if kernel.kind == "c":
+        check_complex(op, kernel, what)
     if loop.kind in "iu":
         for s in (a, b):
             if not promotion.fits(s, loop):
@@ -240,6 +257,7 @@ def compare(op, a, b, out=None, what="comparison"):
         return compare(SWAPPED[op], b, a, out, what)
     a, b = as_array(a, what), _operand(b, what)
     loop, _, kernel = promotion.resolve(COMPARISONS[op], a, b, what)
+    check_complex(op, kernel, what, COMPLEX_COMPARE)
     kernel = kernel if promotion.fits(b, loop) else np.dtype(np.int64)
     a, b = _converted(a, kernel), _converted(b, kernel)
     out = make_out(out, broadcast_shape(a.shape, a.shape if is_scalar(b) else b.shape), BOOL, what)
@@ -258,21 +276,38 @@ def _unary(op, what, dtypes=FLOATS):
     return f
 
 
-exp = _unary(EXP, "exp")
-exp.__doc__ = "Elementwise e**x."
-log = _unary(LOG, "log")
-log.__doc__ = "Elementwise natural logarithm (nan below 0, -inf at 0)."
-sqrt = _unary(SQRT, "sqrt")
-sqrt.__doc__ = "Elementwise square root."
-absolute = _unary(ABS, "abs", NUMERIC)
-absolute.__doc__ = "Elementwise |x|."
+exp = _unary(EXP, "exp", FLOATS + COMPLEX)
+exp.__doc__ = "Elementwise e**x (complex: e**re (cos im + i sin im))."
+log = _unary(LOG, "log", FLOATS + COMPLEX)
+log.__doc__ = "Elementwise natural logarithm (nan below 0, -inf at 0; complex: the principal branch)."
+sqrt = _unary(SQRT, "sqrt", FLOATS + COMPLEX)
+sqrt.__doc__ = "Elementwise square root (complex: the principal root, real part >= 0)."
+_real_abs = _unary(ABS, "abs", NUMERIC)
+
+
+def absolute(x, out=None):
+    """Elementwise |x|; for a complex array a real one, hypot of the parts (NumPy's)."""
+    x = as_array(x, "abs")
+    if x.dtype.kind != "c":
+        return _real_abs(x, out)
+    return binary(_BIN["BIN_HYPOT"], x.real, x.imag, out, "abs")
+
+
+def conjugate(x, out=None):
+    """Elementwise complex conjugate (a copy for a real array, as NumPy's)."""
+    x = as_array(x, "conjugate")
+    if x.dtype.kind != "c":
+        return x.copy() if out is None else binary(ADD, x, 0, out, "conjugate")
+    out = make_out(out, x.shape, x.dtype, "conjugate")
+    return launch_unary(CONJ, unalias(x, out), out)
 tanh = _unary(TANH, "tanh")
 tanh.__doc__ = "Elementwise hyperbolic tangent."
 sigmoid = _unary(SIGMOID, "sigmoid")
 sigmoid.__doc__ = "Elementwise 1 / (1 + exp(-x)), computed without overflow."
 relu = _unary(RELU, "relu")
 relu.__doc__ = "Elementwise max(x, 0) (nan stays nan)."
-negative = _unary(NEG, "negative", NUMERIC)
+negative = _unary(NEG, "negative", NUMERIC + COMPLEX)
+conj = conjugate
 negative.__doc__ = "Elementwise -x."
 
 
@@ -334,7 +369,7 @@ def where(cond, x, y, out=None):
     arrays = [as_array(v, "where") for v in (x, y) if not is_scalar(v)]
     if not arrays:
         raise TypeError("where: x or y must be an array (both are scalars)")
-    dtype = common_dtype(arrays[0], arrays[-1], "where", NUMERIC)
+    dtype = common_dtype(arrays[0], arrays[-1], "where", NUMERIC + COMPLEX)
     x = as_array(x, "where") if not is_scalar(x) else DeviceArray((), dtype).fill(x)
     y = as_array(y, "where") if not is_scalar(y) else DeviceArray((), dtype).fill(y)
     if cond.dtype != BOOL:
@@ -382,4 +417,4 @@ def transpose(a, out=None):
 abs = absolute  # noqa: A001
 pow = power  # noqa: A001
 
-provide(negative=negative, absolute=absolute, clip=clip)  # DeviceArray's -a and abs(a)
+provide(negative=negative, absolute=absolute, clip=clip, conjugate=conjugate)  # -a, abs(a), a.clip(), a.conj()

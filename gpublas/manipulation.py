@@ -11,6 +11,7 @@ dtype it then has. An input that overlaps `out` is copied first (copy_to's rule)
 """
 import numpy as np
 
+from . import dtypes
 from .array import DTYPES, DeviceArray, provide
 from .checks import as_array, make_out, normalize_axes
 from .indexing import copy_to
@@ -56,6 +57,24 @@ def view(a, dtype=None):
     a.ptr  # a view of freed memory is an error now, not later
     return DeviceArray(a.shape, dtype, _mem=a._mem, _offset=a._offset, _strides=a.strides,
                        _base=a if a.base is None else a.base)
+
+
+def _part(a, imag):
+    """The real (imag False) or imaginary parts of a complex array as a view of the component dtype:
+    the same shape and byte strides, offset by half an element for the imaginary part."""
+    a.ptr  # a view of freed memory is an error now, not later
+    return DeviceArray(a.shape, dtypes.real_of(a.dtype), _mem=a._mem, _offset=a._offset + imag * a.itemsize // 2,
+                       _strides=a.strides, _base=a if a.base is None else a.base)
+
+
+def real(a):
+    """a.real: a view of a complex array's real parts; a itself for a real array (NumPy's)."""
+    return _part(a, False) if a.dtype.kind == "c" else a
+
+
+def imag(a):
+    """a.imag: a view of a complex array's imaginary parts; zeros for a real array (NumPy's)."""
+    return _part(a, True) if a.dtype.kind == "c" else DeviceArray(a.shape, a.dtype).fill(0)
 
 
 def _inputs(arrays, what):
@@ -117,4 +136,4 @@ def stack(arrays, axis=0, out=None):
     return out
 
 
-provide(squeeze=squeeze, view=view)  # DeviceArray's a.squeeze() and a.view(dtype)
+provide(squeeze=squeeze, view=view, real=real, imag=imag)  # DeviceArray's a.squeeze() and a.view(dtype)

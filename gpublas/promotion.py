@@ -19,19 +19,21 @@ import numpy as np
 from . import dtypes
 from .array import DTYPES, DeviceArray
 
-KERNEL_DTYPES = dtypes.FLOATS + (np.dtype(np.int32), np.dtype(np.int64))  # float16/bfloat16 compute in float32
+KERNEL_DTYPES = dtypes.FLOATS + (np.dtype(np.int32), np.dtype(np.int64)) + dtypes.COMPLEX  # float16/bfloat16 compute in float32
 COMPUTE = {np.dtype(np.uint8): np.dtype(np.int32), np.dtype(np.bool_): np.dtype(np.int32)}
 
 
 def operand_dtype(x):
     """What NumPy's type resolution sees of an operand: an array's or NumPy scalar's dtype (strong),
-    or the Python type int or float (a weak scalar that takes the array's kind where it fits)."""
+    or the Python type int, float or complex (a weak scalar that takes the array's kind where it fits)."""
     if isinstance(x, (DeviceArray, np.ndarray, np.generic)):
         return x.dtype
     if isinstance(x, numbers.Integral):
         return int
     if isinstance(x, numbers.Real):
         return float
+    if isinstance(x, numbers.Complex):
+        return complex
     raise TypeError(f"unsupported operand type {type(x).__name__}")
 
 

@@ -120,14 +120,16 @@ def _fold(a, axis, keepdims, what, index=False):
     return a, math.prod(a.shape[:lo]), n, math.prod(a.shape[hi:]), shape
 
 
-REDUCIBLE = tuple(np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64)) + dtypes.HALVES
+REDUCIBLE = tuple(np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64)) + dtypes.HALVES + dtypes.COMPLEX
 
 
 def _operand(a, op, what, mean):
     """`a` as the reduction takes it: contiguous, a mean of ints in float64 and a sum of ints (or
     bools) in int64, as NumPy's."""
     a = as_array(a, what)
-    if mean and not dtypes.is_float(a.dtype):
+    if a.dtype.kind == "c" and op != SUM:
+        raise TypeError(f"{what}: not defined for {a.dtype} arrays (complex arrays take sum and mean)")
+    if mean and not (dtypes.is_float(a.dtype) or a.dtype.kind == "c"):
         a = a.astype(np.float64)
     elif op == SUM and a.dtype.kind in "iub":
         a = a.astype(np.int64)

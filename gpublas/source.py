@@ -27,6 +27,7 @@ _SCALARS = {
 }
 # common.cuh's compute_t<real> (a family's compute type) after `real` is replaced: float for __half
 _SCALARS.update({f"compute_t<{row.c}>": dtypes.TABLE[row.compute].arg for row in dtypes.TABLE.values()})
+_SCALARS.update({row.c: row.arg for row in dtypes.TABLE.values() if row.dtype.kind == "c"})  # by value
 _OBJECT_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+(\S[^\n]*?)[ \t]*$", re.M)
 _PARAM_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\((\w+)\)[ \t]+(\S[^\n]*?[^\\\s])[ \t]*$", re.M)
 _QUALIFIERS = {"const", "volatile", "__restrict__", "__restrict", "restrict", "struct"}

@@ -30,7 +30,7 @@ import threading
 
 import numpy as np
 
-from .. import compiler, config, source
+from .. import compiler, config, dtypes, source
 from ..errors import CompileError, ConfigError, LaunchError
 from . import cuda_graph
 from .base import Backend
@@ -372,11 +372,14 @@ class CudaBackend(Backend):
 
     def prepare(self, module, name, argcodes):
         func = self._function(module, name)
-        func.prepare(argcodes)
+        fmt, _, _, complex_at = dtypes.pack_layout(argcodes, "")  # complex scalars: padded, as two parts
+        func.prepare(fmt)
         call, enter, error, backend = func.prepared_async_call, self.contexts.enter, self.drv.Error, self
         sync = self.drv.Context.synchronize if self.blocking else None
 
         def launch(grid, block, shared, stream, args):
+            if complex_at:
+                args = dtypes.split_complex(args, complex_at)
             enter()
             backend.last_launch = (name, grid, block, shared)
             try:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import compiler, config, source
+from .. import compiler, config, dtypes, source
 from ..errors import CompileError, IllegalAddressError, LaunchError
 from . import sim_fission, sim_graph
 from .sim_cparse import kernels_needing_fibers, translate
@@ -350,11 +350,10 @@ class SimBackend(Backend):
             layout = getattr(module.lib, f"gpublas_arglayout_{name}")
         except AttributeError:
             raise LaunchError(f"no kernel '{name}' in {module.name}") from None
-        record = struct.Struct(RECORD + argcodes)
+        fmt, parsed, packed, complex_at = dtypes.pack_layout(argcodes, RECORD)
+        record = struct.Struct(fmt)
         sizes, offsets = (ctypes.c_int * 64)(), (ctypes.c_int * 64)()
         n = layout(sizes, offsets)
-        parsed = [struct.calcsize("@" + c) for c in argcodes]
-        packed = [struct.calcsize(RECORD + argcodes[:i + 1]) - s for i, s in enumerate(parsed)]
         if list(sizes[:n]) != parsed or list(offsets[:n]) != packed:
             raise LaunchError(f"kernel '{name}': parameter sizes {list(sizes[:n])} at offsets {list(offsets[:n])} "
                               f"from the compiler do not match {parsed} at {packed} parsed from its signature "
@@ -368,6 +367,8 @@ class SimBackend(Backend):
         def launch(grid, block, shared, stream, args):
             # One record per call (grid, block, flags, seed, shared bytes, then the arguments): the
             # C side reads only this, so concurrent launches of one kernel cannot see each other's.
+            if complex_at:
+                args = dtypes.split_complex(args, complex_at)
             try:
                 rec = pack(*grid, *block, fibers | backend.order << 1 | (block_fn if backend.fission else 0),
                            next(backend._seeds) & 0xFFFFFFFF,
