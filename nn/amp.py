@@ -63,6 +63,18 @@ def autocast_dtype():
     return getattr(_STATE, "dtype", None)
 
 
+def compute_dtype(param_dtype):
+    """The dtype a layer with `param_dtype` parameters computes in: the autocast dtype for a float32
+    layer within an enabled block, else its own."""
+    low = autocast_dtype()
+    return low if low is not None and np.dtype(param_dtype) == np.float32 else np.dtype(param_dtype)
+
+
+def cast(dtype, *arrays):
+    """`arrays` in `dtype`: each one already in it as is, the others converted (a new array); None kept."""
+    return tuple(a if a is None or a.dtype == dtype else a.astype(dtype) for a in arrays)
+
+
 def unscale_(grad, inv_scale, found_inf):
     """grad *= inv_scale on the device; found_inf (int32, 1 element) set to 1 where a result is inf/NaN."""
     if grad.size:

@@ -1,5 +1,6 @@
 // conv.cu: the data movement around Conv2d's GEMMs (im2col lowering, NCHW), batched over the minibatch.
-// `real` is the element type (-Dreal=float or double). Shapes: x (N, C, H, W); kernel (kh, kw) with
+// `real` is the element type (float, double, __half, __nv_bfloat16: sums and the bias in acc_real, one
+// rounding on store). Shapes: x (N, C, H, W); kernel (kh, kw) with
 // stride (sh, sw), padding (ph, pw), dilation (dh, dw); output (OH, OW); P = OH*OW; K = C*kh*kw.
 // cols is (K, N*P): row k = (c, i, j) of the kernel window, column (n, p) of the output, so that
 // weight (C_out, K) @ cols = Y (C_out, N*P) in one GEMM.
@@ -47,7 +48,7 @@ __device__ __forceinline__ void im2col_loop(const real* __restrict__ x, real* __
         const I c = div_mod(div_mod(k, g.kw, j), g.kh, i);
         const int h = (int)oh * g.sh.d - g.ph + (int)i * g.dh, w = (int)ow * g.sw.d - g.pw + (int)j * g.dw;
         cols[e] = (h >= 0 && h < g.H.d && w >= 0 && w < g.W.d)
-                      ? x[((n * (I)g.C.d + c) * (I)g.H.d + (I)h) * (I)g.W.d + (I)w] : (real)0;
+                      ? x[((n * (I)g.C.d + c) * (I)g.H.d + (I)h) * (I)g.W.d + (I)w] : convert<real>(0.0f);
     }
 }
 
@@ -73,7 +74,7 @@ __device__ __forceinline__ void col2im_loop(const real* __restrict__ dcols, real
     GRID_STRIDE_LOOP(I, e, total) {
         I w, h, c;
         const I n = div_mod(div_mod(div_mod(e, g.W, w), g.H, h), g.C, c);
-        real s = 0;
+        acc_real s = 0;
         for (int i = 0; i < g.kh.d; ++i) {
             const int th = (int)h + g.ph - i * g.dh;  // = oh * sh when tap i of output row oh lands on h
             if (th < 0) continue;
@@ -87,10 +88,10 @@ __device__ __forceinline__ void col2im_loop(const real* __restrict__ dcols, real
                 ow = div_mod((unsigned)tw, g.sw, rw);
                 if (rw || (int)ow >= g.OW.d) continue;
                 const I k = (c * (I)g.kh.d + (I)i) * (I)g.kw.d + (I)j;
-                s += dcols[k * NP + n * P + (I)oh * (I)g.OW.d + (I)ow];
+                s += load_as(dcols[k * NP + n * P + (I)oh * (I)g.OW.d + (I)ow]);
             }
         }
-        dx[e] = s;
+        dx[e] = convert<real>(s);
     }
 }
 
@@ -114,9 +115,9 @@ __device__ __forceinline__ void cnp_to_nchw_loop(const real* __restrict__ Y, con
     GRID_STRIDE_LOOP(I, e, total) {
         I p, c;
         const I n = div_mod(div_mod(e, P, p), C, c);
-        real v = Y[(c * N + n) * (I)P.d + p];
-        if (b) v += b[c];
-        y[e] = act_apply(v, act);
+        acc_real v = load_as(Y[(c * N + n) * (I)P.d + p]);
+        if (b) v += load_as(b[c]);
+        y[e] = convert<real>(act_apply(v, act));
     }
 }
 

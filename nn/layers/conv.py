@@ -6,6 +6,7 @@ import numpy as np
 
 import gpublas
 
+from .. import amp
 from .. import kernels as K
 from ..module import Module, uniform_param
 
@@ -26,7 +27,9 @@ def out_size(size, k, stride, pad, dilation=1):
 
 class Conv2d(Module):
     """2-D convolution (cross-correlation, as PyTorch): weight (C_out, C_in, kh, kw), bias (C_out,).
-    `activation` ('relu', 'tanh', 'sigmoid') fuses an activation into the output kernel."""
+    `activation` ('relu', 'tanh', 'sigmoid') fuses an activation into the output kernel. Under
+    nn.autocast a float32 Conv2d lowers and multiplies in 16 bits from its FP32 weights (nn/amp.py)."""
+    _storage_inputs = True  # 16-bit input from a layer before it under autocast
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, bias=True,
                  *, activation=None, dtype=np.float32):
@@ -47,7 +50,7 @@ class Conv2d(Module):
         bound = 1.0 / math.sqrt(in_channels * kh * kw)
         self.weight = uniform_param((out_channels, in_channels, kh, kw), bound, dtype)
         self.bias = uniform_param((out_channels,), bound, dtype) if bias else None
-        self.cols = self.y = self.x_shape = None
+        self.cols = self.w = self.y = self.x_shape = None
 
     def extra_repr(self):
         s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}, "
@@ -74,23 +77,28 @@ class Conv2d(Module):
         geom = self._geometry(H, W)
         OH, OW = geom[-2:]
         Kdim = C * geom[0] * geom[1]
+        # under autocast: 16-bit copies of x, W and b (a 16-bit x outside it: the layer's dtype)
+        x, w, b = amp.cast(amp.compute_dtype(self.weight.dtype), x, self.weight.data,
+                           None if self.bias is None else self.bias.data)
         cols = K.im2col(x, gpublas.empty((Kdim, N * OH * OW), x.dtype), geom)      # (K, N*P)
-        Y = K.gemm(self.weight.data.reshape(self.out_channels, Kdim), cols)        # (C_out, N*P)
+        Y = K.gemm(w.reshape(self.out_channels, Kdim), cols)                       # (C_out, N*P)
         y = gpublas.empty((N, self.out_channels, OH, OW), x.dtype)
-        K.cnp_to_nchw_bias(Y, self.bias.data if self.bias is not None else None, y, self.act)
+        K.cnp_to_nchw_bias(Y, b, y, self.act)
         Y.free()
-        # cached: cols (the lowered input) for dW = dY cols^T, the input shape for col2im, and y
-        # only with a fused activation (its derivative is written in terms of the output)
-        self.cols, self.x_shape, self.geom = cols, x.shape, geom
+        # cached: cols (the lowered input) for dW = dY cols^T, the input shape for col2im, y only
+        # with a fused activation (its derivative is written in terms of the output), and w for
+        # dcols = W^T dY: the parameter itself, or its 16-bit copy under autocast
+        self.cols, self.w, self.x_shape, self.geom = cols, w, x.shape, geom
         self.y = y if self.act else None
         return y
 
     def backward(self, dy):
         # dy: (N, C_out, OH, OW) -> dx: (N, C_in, H, W); adds dW (C_out, C_in, kh, kw), db (C_out,)
-        cols = self._cached("cols")
+        cols, w = self._cached("cols", "w")
         N, C, H, W = self.x_shape
         OH, OW = self.geom[-2:]
         dy = self._grad_input(dy, (N, self.out_channels, OH, OW))
+        dy = dy if dy.dtype == cols.dtype else dy.astype(cols.dtype)  # FP32 dy from a loss, under autocast
         if self.act:
             # y = act(z): dL/dz = dL/dy * act'(z), from the cached y
             dy = K.act_backward(self.y, dy, gpublas.empty_like(dy), self.act)
@@ -101,10 +109,10 @@ class Conv2d(Module):
         dY = K.swap01(dy.reshape(N, self.out_channels, OH * OW),
                       gpublas.empty((self.out_channels, N, OH * OW), dy.dtype)).reshape(self.out_channels, N * OH * OW)
         Kdim = cols.shape[0]
-        # Y = W cols  =>  dL/dW = dY cols^T
+        # Y = W cols  =>  dL/dW = dY cols^T (into the FP32 .grad: a float32 C accumulates 16-bit products)
         K.gemm(dY, cols, self.weight.grad.reshape(self.out_channels, Kdim), beta=1.0, trans_b=True)
         # dL/dcols = W^T dY, then each input pixel gathers the taps that read it
-        dcols = K.gemm(self.weight.data.reshape(self.out_channels, Kdim), dY, trans_a=True)
+        dcols = K.gemm(w.reshape(self.out_channels, Kdim), dY, trans_a=True)
         dx = K.col2im(dcols, gpublas.empty(self.x_shape, dy.dtype), self.geom)
         dY.free()
         dcols.free()

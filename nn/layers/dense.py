@@ -38,11 +38,9 @@ class Dense(Module):
         if x.ndim != 2 or x.shape[1] != self.in_features:
             raise ValueError(f"{self.describe()}: expected input (N, {self.in_features}), got {x.shape}")
         w, b = self.weight.data, None if self.bias is None else self.bias.data
-        low = amp.autocast_dtype() if w.dtype == np.float32 else None
-        if low is not None:  # 16-bit copies of x and the FP32 weights (cached for backward)
-            x, w, b = (v if v is None or v.dtype == low else v.astype(low) for v in (x, w, b))
-        elif x.dtype != w.dtype:
-            x = x.astype(w.dtype)  # a 16-bit input outside autocast: computed in the layer's dtype
+        # under autocast: 16-bit copies of x and the FP32 weights (cached for backward); outside it a
+        # 16-bit input is computed in the layer's dtype
+        x, w, b = amp.cast(amp.compute_dtype(w.dtype), x, w, b)
         y = K.gemm(x, w, trans_b=True)
         if b is not None:
             K.bias_act_forward(y, b, y, self.out_features, 1, self.act)
