@@ -28,7 +28,7 @@ import math
 
 import numpy as np
 
-from . import gemm_plan
+from . import gemm_complex, gemm_plan
 from .array import empty
 from .dtypes import HALVES
 from .blas1 import dot, scale_output
@@ -94,7 +94,12 @@ def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, str
          out_dtype=None):
     """c = alpha * op(a) @ op(b) + beta * c with op(x) = x or x.T; returns c (new when not given).
     float16/bfloat16 operands accumulate in float32; c is of their dtype or, with out_dtype=np.float32 (or a
-    float32 c), float32. kernel: one of KERNELS or 'auto' (default: $GPUBLAS_GEMM_KERNEL, else auto)."""
+    float32 c), float32. kernel: one of KERNELS or 'auto' (default: $GPUBLAS_GEMM_KERNEL, else auto).
+    Complex operands take op(x) = x.conj().T too (trans 'C'; gpublas.gemm_complex: real GEMMs on the parts)."""
+    if gemm_complex.is_complex(a, b, c):
+        return gemm_complex.gemm(gemm, a, b, c, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b,
+                                 stream=stream, kernel=kernel)
+    trans_a, trans_b = (gemm_complex.trans_op(t, "gemm") != "N" for t in (trans_a, trans_b))
     dtype, out = _dtypes("gemm", a, b, c, out_dtype)
     for name, x in (("a", a), ("b", b)) + ((("c", c),) if c is not None else ()):
         if x.ndim != 2:
@@ -108,7 +113,11 @@ def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, str
 def gemm_batched(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, stream=None, kernel=None,
                  out_dtype=None):
     """gemm on stacks: c[i] = alpha * op(a[i]) @ op(b[i]) + beta * c[i] for a (batch, ., .), b (batch, ., .);
-    strided batches, one launch (grid z = batch); dtypes as gemm's."""
+    strided batches, one launch (grid z = batch); dtypes and trans as gemm's."""
+    if gemm_complex.is_complex(a, b, c):
+        return gemm_complex.gemm(gemm_batched, a, b, c, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b,
+                                 stream=stream, kernel=kernel)
+    trans_a, trans_b = (gemm_complex.trans_op(t, "gemm_batched") != "N" for t in (trans_a, trans_b))
     operands = dict(a=a, b=b) if c is None else dict(a=a, b=b, c=c)
     dtype, out = _dtypes("gemm_batched", a, b, c, out_dtype)
     for name, x in operands.items():

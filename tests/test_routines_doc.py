@@ -124,4 +124,6 @@ def test_every_listed_routine_runs(name, letter):
     dtype = TYPES[letter]
     rng = np.random.default_rng(7)   # the same draws for a recipe's operands and its reference
     a, x, y = (rng.standard_normal(s).astype(dtype) for s in ((5, 5), 5, 5))
+    if np.dtype(dtype).kind == "c":  # complex operands with imaginary parts
+        a, x, y = (v + (1j * rng.standard_normal(v.shape)).astype(dtype) for v in (a, x, y))
     RECIPES[name](np.random.default_rng(3), a, x, y, dtype)

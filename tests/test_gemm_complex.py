@@ -1,0 +1,116 @@
+"""Complex gemm / gemm_batched (cgemm, zgemm) against scipy.linalg.blas in every (trans_a, trans_b)
+of N, T, C, 4M and 3M (gpublas.gemm_complex), shapes 0, 1, primes and non-tile multiples, views,
+complex and real alpha / beta, both sim thread orders; beta == 0 never reads c, alpha == 0 reads
+neither a nor b."""
+import numpy as np
+import pytest
+from scipy.linalg import blas
+
+import gpublas
+from gpublas import gemm_complex
+
+COMPLEX = [np.dtype(np.complex64), np.dtype(np.complex128)]
+TRANS = ["N", "T", "C"]
+CODE = {"N": 0, "T": 1, "C": 2}  # scipy.linalg.blas's trans_a / trans_b
+
+
+def crandn(rng, shape, dtype):
+    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+
+
+def tol(dtype, k):
+    eps = np.finfo(np.dtype(dtype).char.lower()).eps
+    return dict(rtol=8 * max(k, 1) * eps, atol=8 * max(k, 1) * eps)
+
+
+def operand(rng, rows, cols, trans, dtype):
+    return crandn(rng, (cols, rows) if trans != "N" else (rows, cols), dtype)
+
+
+@pytest.fixture(params=["4m", "3m"])
+def algorithm(request, monkeypatch):
+    if request.param == "3m":
+        monkeypatch.setattr(gemm_complex, "THREE_M_MIN", 1)
+    return request.param
+
+
+@pytest.mark.parametrize("dtype", COMPLEX)
+@pytest.mark.parametrize("ta", TRANS)
+@pytest.mark.parametrize("tb", TRANS)
+def test_gemm_every_transpose(dtype, ta, tb, algorithm, rng, sim_order):
+    ref_gemm = blas.cgemm if dtype == np.complex64 else blas.zgemm
+    for m, n, k in [(1, 1, 1), (7, 5, 3), (33, 17, 65)]:
+        a, b, c = operand(rng, m, k, ta, dtype), operand(rng, k, n, tb, dtype), crandn(rng, (m, n), dtype)
+        alpha, beta = 0.5 - 2j, 1.5 + 0.25j
+        ref = ref_gemm(alpha, a, b, beta, c, trans_a=CODE[ta], trans_b=CODE[tb])
+        got = gpublas.gemm(gpublas.to_device(a), gpublas.to_device(b), gpublas.to_device(c), alpha=alpha, beta=beta,
+                           trans_a=ta, trans_b=tb)
+        np.testing.assert_allclose(got.get(), ref, **tol(dtype, k))
+        ref = ref_gemm(2.0, a, b, trans_a=CODE[ta], trans_b=CODE[tb])  # real alpha, beta 0: a new c
+        got = gpublas.gemm(gpublas.to_device(a), gpublas.to_device(b), alpha=2.0, trans_a=ta, trans_b=tb)
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got.get(), ref, **tol(dtype, k))
+
+
+@pytest.mark.parametrize("dtype", COMPLEX)
+def test_views_bool_transposes_and_edges(dtype, algorithm, rng):
+    big_a, big_b = crandn(rng, (12, 20), dtype), crandn(rng, (30, 9), dtype)
+    a, b = gpublas.to_device(big_a)[1:8, ::2], gpublas.to_device(big_b)[::3, 2:7]  # (7, 10) @ (10, 5)
+    c = gpublas.to_device(np.full((9, 12), np.nan, dtype))  # beta == 0 never reads c
+    out = c[1:8, ::2][:, :5]
+    gpublas.gemm(a, b, out)
+    np.testing.assert_allclose(out.get(), big_a[1:8, ::2] @ big_b[::3, 2:7], **tol(dtype, 10))
+    at = gpublas.to_device(big_a[1:8, ::2].T.copy())
+    np.testing.assert_allclose(gpublas.gemm(at, b, trans_a=True).get(), big_a[1:8, ::2] @ big_b[::3, 2:7],
+                               **tol(dtype, 10))
+    nan_a = gpublas.to_device(np.full((4, 3), np.nan, dtype))  # alpha == 0 reads neither a nor b
+    c0 = crandn(rng, (4, 2), dtype)
+    got = gpublas.gemm(nan_a, gpublas.to_device(np.full((3, 2), np.nan, dtype)), gpublas.to_device(c0), alpha=0,
+                       beta=2j)
+    np.testing.assert_allclose(got.get(), 2j * c0, **tol(dtype, 1))
+    for m, n, k in [(0, 3, 2), (3, 0, 2), (3, 2, 0)]:
+        got = gpublas.gemm(gpublas.to_device(crandn(rng, (m, k), dtype)), gpublas.to_device(crandn(rng, (k, n), dtype)))
+        np.testing.assert_array_equal(got.get(), np.zeros((m, n), dtype))
+    with pytest.raises(ValueError, match="inner dimensions"):
+        gpublas.gemm(nan_a, nan_a)
+    with pytest.raises(ValueError, match="trans"):
+        gpublas.gemm(nan_a, nan_a, trans_a="X")
+    with pytest.raises(ValueError, match="dtype"):
+        gpublas.gemm(nan_a, gpublas.zeros((3, 2), np.float32))
+
+
+@pytest.mark.parametrize("dtype", COMPLEX)
+@pytest.mark.parametrize("ta, tb", [("N", "N"), ("C", "T"), ("T", "C")])
+def test_gemm_batched(dtype, ta, tb, algorithm, rng, sim_order):
+    batch, m, n, k = 3, 6, 5, 11
+    a = crandn(rng, (batch, k, m) if ta != "N" else (batch, m, k), dtype)
+    b = crandn(rng, (batch, n, k) if tb != "N" else (batch, k, n), dtype)
+    c = crandn(rng, (batch, m, n), dtype)
+
+    def op(x, t):
+        x = np.swapaxes(x, 1, 2) if t != "N" else x
+        return x.conj() if t == "C" else x
+
+    ref = (1 - 1j) * op(a, ta) @ op(b, tb) + 0.5 * c
+    got = gpublas.gemm_batched(gpublas.to_device(a), gpublas.to_device(b), gpublas.to_device(c), alpha=1 - 1j,
+                               beta=0.5, trans_a=ta, trans_b=tb)
+    np.testing.assert_allclose(got.get(), ref, **tol(dtype, k))
+
+
+def test_real_gemm_takes_trans_letters(rng):
+    a, b = rng.standard_normal((4, 3)), rng.standard_normal((4, 5))
+    got = gpublas.gemm(gpublas.to_device(a), gpublas.to_device(b), trans_a="C", trans_b="N")
+    np.testing.assert_allclose(got.get(), a.T @ b, rtol=1e-12)
+
+
+@pytest.mark.parametrize("three_m_min, products", [(10**9, 4), (1, 3)])
+def test_4m_and_3m_run_four_and_three_real_products(three_m_min, products, rng, monkeypatch):
+    """The 4M bound: a complex product runs at most 4 real GEMMs of its size (3 with 3M)."""
+    from gpublas import blas3
+    monkeypatch.setattr(gemm_complex, "THREE_M_MIN", three_m_min)
+    sizes, run = [], blas3._run
+    monkeypatch.setattr(blas3, "_run", lambda *args: sizes.append(args[3:6]) or run(*args))
+    a, b = crandn(rng, (6, 4), np.complex64), crandn(rng, (4, 3), np.complex64)
+    got = gpublas.gemm(gpublas.to_device(a), gpublas.to_device(b))
+    np.testing.assert_allclose(got.get(), a @ b, **tol(np.complex64, 4))
+    assert sizes == [(6, 3, 4)] * products
