@@ -1,4 +1,5 @@
-// blas1.cu: level-1 BLAS on strided vectors of `real` (-Dreal=float or -Dreal=double): element i of x
+// blas1.cu: level-1 BLAS on strided vectors of `real` (-Dreal=float, double, cfloat or cdouble: axpy, scal,
+// copy, swap, dot; gpublas/blas1.py runs asum and nrm2 of complex vectors on their parts): element i of x
 // is x[i * incx] (cuBLAS's incx, from the element at the pointer: a negative inc walks a reversed view;
 // x[i] below stands for it). scal_beta takes contiguous outputs only.
 //
@@ -17,7 +18,7 @@
 // per block. Pass 2 (<op>_final): one block of 256 threads reduces the partials the same way and writes
 // the result. The block reductions are common.cuh's. Every thread's sequence of elements is fixed by its index, so the result does not depend
 // on the order threads or blocks run in.
-//   dot_partial / sum_final:    sum x[i] * y[i]
+//   dot_partial / sum_final:    sum x[i] * y[i], or conj(x[i]) * y[i] (dotc)
 //   asum_partial / sum_final:   sum |x[i]|
 //   amax_partial / amax_final:  max |x[i]| (NaN wins: a NaN anywhere gives NaN)
 //   nrm2_partial / nrm2_final:  sqrt(sum x[i]^2) computed as scale * sqrt(sum (x[i]/scale)^2) with
@@ -97,10 +98,11 @@ __device__ __forceinline__ void arg_combine(real& v, long long& i, real v2, long
 // Pass 1: one partial per block
 // ---------------------------------------------------------------------------------------------------
 extern "C" __global__ void dot_partial(long long n, const real* __restrict__ x, long long incx,
-                                       const real* __restrict__ y, long long incy, real* __restrict__ partial) {
+                                       const real* __restrict__ y, long long incy, int conjugate,
+                                       real* __restrict__ partial) {
     real s = 0;
     GRID_STRIDE_LOOP(long long, i, n)
-        s += x[i * incx] * y[i * incy];
+        s += (conjugate ? conj(x[i * incx]) : x[i * incx]) * y[i * incy];
     s = block_reduce(s, SumOp<real>(), (real)0);
     if (threadIdx.x == 0) partial[blockIdx.x] = s;
 }
@@ -183,7 +185,7 @@ extern "C" __global__ void nrm2_final(int nparts, const real* __restrict__ parti
     s = block_reduce(s, SumOp<real>(), (real)0);
     if (threadIdx.x == 0) {
         const real m = *scale;
-        out[0] = (m > (real)0 && m - m == (real)0) ? m * sqrt(s) : m;
+        out[0] = (m > (real)0 && m - m == (real)0) ? m * ew_sqrt(s) : m;
     }
 }
 

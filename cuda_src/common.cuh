@@ -97,6 +97,12 @@ struct alignas(2 * sizeof(R)) gcomplex {
     template <class T>  // the real part as T, only when asked by name: (double)z
     __host__ __device__ __forceinline__ explicit operator T() const { return (T)x; }
     __host__ __device__ __forceinline__ gcomplex& operator+=(gcomplex b) { x += b.x; y += b.y; return *this; }
+    __host__ __device__ __forceinline__ gcomplex& operator*=(gcomplex b) {
+        const R re = x * b.x - y * b.y;
+        y = x * b.y + y * b.x;
+        x = re;
+        return *this;
+    }
 };
 typedef gcomplex<float> cfloat;
 typedef gcomplex<double> cdouble;
@@ -136,6 +142,7 @@ template <class R> __host__ __device__ __forceinline__ bool operator<=(gcomplex<
 }
 template <class R> __host__ __device__ __forceinline__ bool operator>=(gcomplex<R> a, gcomplex<R> b) { return b <= a; }
 template <class R> __host__ __device__ __forceinline__ gcomplex<R> conj(gcomplex<R> a) { return {a.x, -a.y}; }
+template <class T> __host__ __device__ __forceinline__ T conj(T a) { return a; }  // a real number is its own
 // cuBLAS's |re| + |im| (the magnitude icamax, scasum use)
 template <class R> __host__ __device__ __forceinline__ R abs1(gcomplex<R> a) {
     return (a.x < (R)0 ? -a.x : a.x) + (a.y < (R)0 ? -a.y : a.y);

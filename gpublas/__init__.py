@@ -48,7 +48,7 @@ from .ranges import arange, linspace
 from .interop import as_device_array, from_dlpack
 from .reduction import argmax, argmin, logsumexp, max, mean, min, softmax, sum
 # --- BLAS levels 1-3 (issue: BLAS) ---
-from .blas1 import asum, axpy, copy, dot, iamax, iamin, nrm2, rot, rotg, rotm, rotmg, scal, swap
+from .blas1 import asum, axpy, copy, dot, dotc, iamax, iamin, nrm2, rot, rotg, rotm, rotmg, scal, swap
 from .blas2 import gemv, ger
 from .blas3 import gemm, gemm_batched, matmul
 # --- triangular and symmetric routines, cuBLAS's extensions, batched LU (issue 23) ---

@@ -6,16 +6,21 @@
     c, s = gpublas.rotg(a, b)    # the Givens rotation zeroing b; gpublas.rot(x, y, c, s) applies it
 
 Vectors are taken flat: x and y must have the same shape (any number of dimensions) and dtype
-(float32 or float64). Every check runs before any launch and raises ValueError naming the shapes.
+(float32 or float64; axpy, scal, copy, swap, dot, dotc, asum and nrm2 also complex64 and complex128, as
+cuBLAS's C and Z routines: dot is dotu, asum sums |re| + |im|). Every check runs before any launch and
+raises ValueError naming the shapes.
 A 1-D view (any step, reversed too) is passed with its stride as BLAS's incx, no copy; other
 non-contiguous layouts go through a contiguous temporary (an output written back).
 Reductions run in two passes (block partials, then one block), so results do not depend on the order
 in which threads or blocks run.
 """
+import math
+
 import numpy as np
 
+from . import dtypes
 from .array import DeviceArray, empty
-from .checks import check_operands, contiguous, vector, write_back
+from .checks import FLOATS, check_operands, contiguous, vector, write_back
 from .launch import BLOCK, ceil_div, get_kernel, grid_1d, simulated
 from .stream import refuse_in_capture
 
@@ -23,8 +28,11 @@ MAX_PARTIALS = 1024   # reductions: partials per pass-1 launch
 SIM_PARTIALS = 16     # ... on the sim backend
 
 
+BLAS1_TYPES = FLOATS + dtypes.COMPLEX  # axpy, scal, copy, swap, dot, dotc, asum, nrm2
+
+
 def _check_pair(routine, x, y):
-    dtype = check_operands(routine, x=x, y=y)
+    dtype = check_operands(routine, BLAS1_TYPES, x=x, y=y)
     if x.shape != y.shape:
         raise ValueError(f"{routine}: x has shape {x.shape} but y has shape {y.shape}; they must match")
     return dtype
@@ -44,7 +52,7 @@ def axpy(alpha, x, y, stream=None):
 
 def scal(alpha, x, stream=None):
     """x *= alpha, in place; returns x (a plain product: alpha = 0 keeps NaN as NaN)."""
-    dtype = check_operands("scal", x=x)
+    dtype = check_operands("scal", BLAS1_TYPES, x=x)
     if x.size:
         xv, incx = vector(x, stream)
         get_kernel("blas1", "scal_real", dtype)(grid_1d(x.size), BLOCK, x.size, alpha, xv, incx, stream=stream,
@@ -101,7 +109,7 @@ def _sum_of(partial_kernel, dtype, n, *arrays, stream=None, out=None):
     partial, result = empty(nparts, dtype), (empty(1, dtype) if out is None else out)
     get_kernel("blas1", partial_kernel, dtype)(nparts, BLOCK, n, *arrays, partial, stream=stream, views=True)
     get_kernel("blas1", "sum_final", dtype)(1, BLOCK, nparts, partial, result, stream=stream)
-    return result if out is not None else float(_read(result, stream, partial_kernel.split("_")[0]))
+    return result if out is not None else _read(result, stream, partial_kernel.split("_")[0]).item()
 
 
 def _read(out, stream, name):
@@ -114,20 +122,28 @@ def _read(out, stream, name):
     return out.get()[0]
 
 
-def dot(x, y, stream=None, out=None):
-    """sum(x * y) as a Python float (0.0 for empty vectors); with `out` (a one-element DeviceArray of
-    x's dtype) the result stays on the device, written into out, and out is returned."""
-    dtype = _check_pair("dot", x, y)
+def dot(x, y, stream=None, out=None, _conjugate=False):
+    """sum(x * y) as a Python float (complex: cuBLAS's dotu, a complex; 0.0 for empty vectors); with `out` (a
+    one-element DeviceArray of x's dtype) the result stays on the device, written into out, and out is returned."""
+    dtype = _check_pair("dotc" if _conjugate else "dot", x, y)
     if out is not None and (not isinstance(out, DeviceArray) or out.size != 1 or out.dtype != dtype):
         raise ValueError(f"dot: out must be a one-element {dtype} DeviceArray, got {out!r}")
     if x.size == 0:
-        return 0.0 if out is None else out.fill(0, stream)
-    return _sum_of("dot_partial", dtype, x.size, *vector(x, stream), *vector(y, stream), stream=stream, out=out)
+        return dtype.type(0).item() if out is None else out.fill(0, stream)
+    return _sum_of("dot_partial", dtype, x.size, *vector(x, stream), *vector(y, stream), int(_conjugate),
+                   stream=stream, out=out)
+
+
+def dotc(x, y, stream=None, out=None):
+    """sum(conj(x) * y) (cuBLAS's dotc, scipy's cdotc / zdotc); for real vectors dot's."""
+    return dot(x, y, stream, out, _conjugate=True)
 
 
 def asum(x, stream=None):
-    """sum(|x|) as a Python float."""
-    dtype = check_operands("asum", x=x)
+    """sum(|x|) as a Python float; complex: sum(|re| + |im|), cuBLAS's scasum / dzasum (on the parts' views)."""
+    dtype = check_operands("asum", BLAS1_TYPES, x=x)
+    if dtype.kind == "c":
+        return asum(x.real, stream) + asum(x.imag, stream)
     if x.size == 0:
         return 0.0
     return _sum_of("asum_partial", dtype, x.size, *vector(x, stream), stream=stream)
@@ -145,7 +161,9 @@ def _amax_into(x, incx, out, stream=None):
 def nrm2(x, stream=None):
     """sqrt(sum(x**2)) as a Python float, scaled by max |x| first so that huge or tiny elements
     neither overflow nor underflow (as the reference BLAS's snrm2/dnrm2)."""
-    dtype = check_operands("nrm2", x=x)
+    dtype = check_operands("nrm2", BLAS1_TYPES, x=x)
+    if dtype.kind == "c":  # sqrt(sum |x|^2) = hypot of the parts' norms, each overflow-safe
+        return math.hypot(nrm2(x.real, stream), nrm2(x.imag, stream))
     if x.size == 0:
         return 0.0
     x, incx = vector(x, stream)

@@ -114,3 +114,30 @@ def test_4m_and_3m_run_four_and_three_real_products(three_m_min, products, rng, 
     got = gpublas.gemm(gpublas.to_device(a), gpublas.to_device(b))
     np.testing.assert_allclose(got.get(), a @ b, **tol(np.complex64, 4))
     assert sizes == [(6, 3, 4)] * products
+
+
+@pytest.mark.parametrize("dtype", COMPLEX)
+@pytest.mark.parametrize("n", [0, 1, 7, 300])
+def test_level1(dtype, n, rng, sim_order):
+    """dot (dotu), dotc, asum and nrm2 (cuBLAS's |re| + |im| and 2-norm), axpy, scal, copy, swap against
+    scipy.linalg.blas on contiguous and strided complex vectors."""
+    p = "c" if dtype == np.complex64 else "z"
+    ref = {name: getattr(blas, p + name) for name in ("dotu", "dotc", "axpy", "scal")}
+    asum_ref, nrm2_ref = getattr(blas, "scasum" if p == "c" else "dzasum"), getattr(blas, "scnrm2" if p == "c" else "dznrm2")
+    hx, hy = crandn(rng, 2 * n, dtype), crandn(rng, n, dtype)
+    x, y = gpublas.to_device(hx)[::2], gpublas.to_device(hy)
+    x_h = hx[::2].copy()
+    k = tol(dtype, n)
+    np.testing.assert_allclose(gpublas.dot(x, y), ref["dotu"](x_h, hy) if n else 0, **k)
+    np.testing.assert_allclose(gpublas.dotc(x, y), ref["dotc"](x_h, hy) if n else 0, **k)
+    np.testing.assert_allclose(gpublas.asum(x), asum_ref(x_h) if n else 0, **k)
+    np.testing.assert_allclose(gpublas.nrm2(x), nrm2_ref(x_h) if n else 0, **k)
+    if n:
+        np.testing.assert_allclose(gpublas.axpy(2 - 1j, x, y.copy()).get(), ref["axpy"](x_h, hy.copy(), a=2 - 1j), **k)
+        np.testing.assert_allclose(gpublas.scal(0.5j, y.copy()).get(), ref["scal"](0.5j, hy.copy()), **k)
+    z = gpublas.zeros(n, dtype)
+    np.testing.assert_array_equal(gpublas.copy(x, z).get(), x_h)
+    y2 = gpublas.to_device(hy)
+    gpublas.swap(x, y2)
+    np.testing.assert_array_equal(y2.get(), x_h)
+    np.testing.assert_array_equal(x.get(), hy)

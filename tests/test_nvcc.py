@@ -52,7 +52,8 @@ def test_family_compiles_with_nvcc(root, family, real, tmp_path):
                                           ("gather", "long long"),
                                           ("gather", "bool"), ("scan", "bool"), ("memory", "cfloat"),
                                           ("memory", "cdouble"), ("elementwise", "cfloat"),
-                                          ("elementwise", "cdouble"), ("reduce", "cfloat"), ("reduce", "cdouble")])
+                                          ("elementwise", "cdouble"), ("reduce", "cfloat"), ("reduce", "cdouble"),
+                                          ("blas1", "cfloat"), ("blas1", "cdouble")])
 def test_array_dtypes_compile_with_nvcc(family, real, tmp_path):
     test_family_compiles_with_nvcc(None, family, real, tmp_path)
 

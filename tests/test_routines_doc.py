@@ -69,10 +69,12 @@ def _getrs(rng, a, dtype):
 RECIPES = {
     "iamax": lambda rng, a, x, y, t: gpublas.iamax(dev(x)) == np.argmax(abs(x)) or pytest.fail("iamax"),
     "iamin": lambda rng, a, x, y, t: gpublas.iamin(dev(x)) == np.argmin(abs(x)) or pytest.fail("iamin"),
-    "asum": lambda rng, a, x, y, t: assert_close(np.array(gpublas.asum(dev(x))), abs(x).sum(), t, k=5),
+    "asum": lambda rng, a, x, y, t: assert_close(np.array(gpublas.asum(dev(x))),
+                                                 abs(x.real).sum() + abs(x.imag).sum(), t, k=5),
     "axpy": lambda rng, a, x, y, t: assert_close(gpublas.axpy(2.0, dev(x), dev(y)), 2 * x + y, k=2),
     "copy": lambda rng, a, x, y, t: assert_close(gpublas.copy(dev(x), dev(y)), x),
     "dot": lambda rng, a, x, y, t: assert_close(np.array(gpublas.dot(dev(x), dev(y))), x @ y, t, k=5),
+    "dotc": lambda rng, a, x, y, t: assert_close(np.array(gpublas.dotc(dev(x), dev(y))), x.conj() @ y, t, k=5),
     "nrm2": lambda rng, a, x, y, t: assert_close(np.array(gpublas.nrm2(dev(x))), np.linalg.norm(x), t, k=5),
     "rot": lambda rng, a, x, y, t: _rot(rng, x, y, t),
     "rotg": lambda rng, a, x, y, t: assert_close(np.array(gpublas.rotg(3.0, 4.0, dtype=t)), np.array([0.6, 0.8], t)),
