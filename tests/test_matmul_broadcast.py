@@ -68,5 +68,12 @@ def test_matmul_errors():
         a @ gpublas.zeros((3,))
     with pytest.raises(ValueError, match="at least 1 dimension"):
         gpublas.matmul(a, gpublas.zeros(()))
-    with pytest.raises(ValueError, match="mixed dtypes"):
-        a @ gpublas.zeros((4, 2), np.float64)
+    with pytest.raises(ValueError, match="mixed dtypes"):  # gemm keeps one dtype; @ promotes (below)
+        gpublas.gemm(a[0], gpublas.zeros((4, 2), np.float64))
+
+
+def test_matmul_promotes_mixed_dtypes(rng):
+    a_h, b_h = rng.standard_normal((2, 3, 4)).astype(np.float32), rng.standard_normal((4, 2))
+    c = gpublas.to_device(a_h) @ gpublas.to_device(b_h)
+    assert c.dtype == np.float64 and c.shape == (2, 3, 2)
+    np.testing.assert_allclose(c.get(), a_h @ b_h, rtol=1e-12)
