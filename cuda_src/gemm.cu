@@ -1,8 +1,12 @@
 // gemm.cu: C = alpha * op(A) @ op(B) + beta * C on row-major matrices, as a ladder of kernels from the
-// simplest to the fastest (the dispatcher in gpublas/blas3.py picks one by shape). `real` is the element
-// type (-Dreal=float or -Dreal=double).
+// simplest to the fastest (gpublas/gemm_plan.py picks one by shape). `real` is the storage type of A and B
+// (-Dreal=float, double, __half or __nv_bfloat16); every kernel reads elements as acc_real (common.cuh's
+// load_as: float for the 16-bit types, real itself otherwise), accumulates and applies alpha and beta in it and
+// rounds each C element once into `out_real` (real unless defined; float for a float C of 16-bit inputs).
+// The planner runs 16-bit inputs here on the simulator only (gemm_direct / gemm_naive, barrier-free; the GPU
+// takes gemm_half.cu's tensor cores); the other kernels compile for them and are never launched so.
 //
-// Every kernel has the same signature:
+// Every kernel has the same signature (GEMM_PARAMS):
 //   (M, N, K, alpha, A, lda, trans_a, B, ldb, trans_b, beta, C, ldc, stride_a, stride_b, stride_c)
 // op(A) is M x K: element (i, k) is A[i*lda + k] (trans_a = 0) or A[k*lda + i] (trans_a = 1); op(B) is
 // K x N the same way with ldb and trans_b. blockIdx.z is the batch index: A, B and C advance by
@@ -41,26 +45,29 @@
 #include "common.cuh"
 #include "gemm_common.cuh"
 
-// op(P)[r, c] for a row-major P with leading dimension ld, transposed when `trans`.
-__device__ __forceinline__ real op_at(const real* __restrict__ p, int ld, int trans, int r, int c) {
-    return trans ? p[(long long)c * ld + r] : p[(long long)r * ld + c];
+#ifndef out_real
+#define out_real real
+#endif
+
+#define GEMM_PARAMS int M, int N, int K, compute_t<real> alpha, const real* __restrict__ A, int lda, int trans_a, const real* __restrict__ B, int ldb, int trans_b, compute_t<real> beta, out_real* __restrict__ C, int ldc, long long stride_a, long long stride_b, long long stride_c
+
+// op(P)[r, c] for a row-major P with leading dimension ld, transposed when `trans`, read as acc_real.
+__device__ __forceinline__ acc_real op_at(const real* __restrict__ p, int ld, int trans, int r, int c) {
+    return load_as(trans ? p[(long long)c * ld + r] : p[(long long)r * ld + c]);
 }
 
 
 // ---------------------------------------------------------------------------------------------------
 // gemm_naive
 // ---------------------------------------------------------------------------------------------------
-extern "C" __global__ void gemm_naive(int M, int N, int K, real alpha, const real* __restrict__ A, int lda,
-                                      int trans_a, const real* __restrict__ B, int ldb, int trans_b, real beta,
-                                      real* __restrict__ C, int ldc, long long stride_a, long long stride_b,
-                                      long long stride_c) {
+extern "C" __global__ void gemm_naive(GEMM_PARAMS) {
     const int col = blockIdx.x * blockDim.x + threadIdx.x;
     const int row = blockIdx.y * blockDim.y + threadIdx.y;
     if (row >= M || col >= N) return;
     A += blockIdx.z * stride_a;
     B += blockIdx.z * stride_b;
     C += blockIdx.z * stride_c;
-    real acc = 0;
+    acc_real acc = 0;
     for (int k = 0; k < K; ++k) acc += op_at(A, lda, trans_a, row, k) * op_at(B, ldb, trans_b, k, col);
     store_c(C, (long long)row * ldc + col, alpha, acc, beta);
 }
@@ -70,33 +77,30 @@ extern "C" __global__ void gemm_naive(int M, int N, int K, real alpha, const rea
 // ---------------------------------------------------------------------------------------------------
 #define GEMM_TILE 16
 
-extern "C" __global__ void gemm_tiled(int M, int N, int K, real alpha, const real* __restrict__ A, int lda,
-                                      int trans_a, const real* __restrict__ B, int ldb, int trans_b, real beta,
-                                      real* __restrict__ C, int ldc, long long stride_a, long long stride_b,
-                                      long long stride_c) {
-    __shared__ real As[GEMM_TILE][GEMM_TILE + 1];  // As[r][k] = op(A)[row0 + r, k0 + k]; +1 avoids bank conflicts
-    __shared__ real Bs[GEMM_TILE][GEMM_TILE + 1];  // Bs[k][c] = op(B)[k0 + k, col0 + c]
+extern "C" __global__ void gemm_tiled(GEMM_PARAMS) {
+    __shared__ acc_real As[GEMM_TILE][GEMM_TILE + 1];  // As[r][k] = op(A)[row0 + r, k0 + k]; +1 avoids bank conflicts
+    __shared__ acc_real Bs[GEMM_TILE][GEMM_TILE + 1];  // Bs[k][c] = op(B)[k0 + k, col0 + c]
     const int tx = threadIdx.x, ty = threadIdx.y;
     const int row0 = blockIdx.y * GEMM_TILE, col0 = blockIdx.x * GEMM_TILE;
     A += blockIdx.z * stride_a;
     B += blockIdx.z * stride_b;
     C += blockIdx.z * stride_c;
-    real acc = 0;
+    acc_real acc = 0;
     for (int k0 = 0; k0 < K; k0 += GEMM_TILE) {
         // tx runs along the operand's contiguous index in memory, so each row of loads coalesces.
         if (!trans_a) {  // A is M x K: k contiguous
             const int r = row0 + ty, k = k0 + tx;
-            As[ty][tx] = (r < M && k < K) ? A[(long long)r * lda + k] : (real)0;
+            As[ty][tx] = (r < M && k < K) ? load_as(A[(long long)r * lda + k]) : (acc_real)0;
         } else {         // A is K x M: r contiguous
             const int r = row0 + tx, k = k0 + ty;
-            As[tx][ty] = (r < M && k < K) ? A[(long long)k * lda + r] : (real)0;
+            As[tx][ty] = (r < M && k < K) ? load_as(A[(long long)k * lda + r]) : (acc_real)0;
         }
         if (!trans_b) {  // B is K x N: c contiguous
             const int k = k0 + ty, c = col0 + tx;
-            Bs[ty][tx] = (k < K && c < N) ? B[(long long)k * ldb + c] : (real)0;
+            Bs[ty][tx] = (k < K && c < N) ? load_as(B[(long long)k * ldb + c]) : (acc_real)0;
         } else {         // B is N x K: k contiguous
             const int k = k0 + tx, c = col0 + ty;
-            Bs[tx][ty] = (k < K && c < N) ? B[(long long)c * ldb + k] : (real)0;
+            Bs[tx][ty] = (k < K && c < N) ? load_as(B[(long long)c * ldb + k]) : (acc_real)0;
         }
         __syncthreads();
 #pragma unroll
@@ -121,29 +125,32 @@ __device__ __forceinline__ void load_vec4(const double* __restrict__ p, double* 
     const double2 q0 = reinterpret_cast<const double2*>(p)[0], q1 = reinterpret_cast<const double2*>(p)[1];
     v[0] = q0.x; v[1] = q0.y; v[2] = q1.x; v[3] = q1.y;
 }
+template <class T>  // a 16-bit T: four scalar reads as its compute type
+__device__ __forceinline__ void load_vec4(const T* __restrict__ p, compute_t<T>* v) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) v[e] = load_as(p[e]);
+}
 
 // v[0..3] = p[off + 0..3] where `ok` and e < avail, else 0; one vector load when `vec` and all 4 are there.
 __device__ __forceinline__ void load4_guarded(const real* __restrict__ p, long long off, bool ok, int avail, bool vec,
-                                              real* v) {
+                                              acc_real* v) {
     if (ok && vec && avail >= 4) {
         load_vec4(p + off, v);
     } else {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) v[e] = (ok && e < avail) ? p[off + e] : (real)0;
+        for (int e = 0; e < 4; ++e) v[e] = (ok && e < avail) ? load_as(p[off + e]) : (acc_real)0;
     }
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-gemm_regblock(int M, int N, int K, real alpha, const real* __restrict__ A, int lda, int trans_a,
-              const real* __restrict__ B, int ldb, int trans_b, real beta, real* __restrict__ C, int ldc,
-              long long stride_a, long long stride_b, long long stride_c) {
+gemm_regblock(GEMM_PARAMS) {
     // float: 128x128 tile, 8x8 per thread, BK 8; double: 64x64, 4x4 per thread, BK 16 (half the registers).
     // 256 threads, and BM*BK == BN*BK == 4*256: one 4-vector per thread fills each shared tile.
-    constexpr bool single = sizeof(real) == 4;
+    constexpr bool single = sizeof(acc_real) == 4;
     constexpr int BM = single ? 128 : 64, BN = BM, BK = single ? 8 : 16, TM = single ? 8 : 4, TN = TM;
     static_assert(BM * BK == 1024 && BN * BK == 1024 && (BM / TM) * (BN / TN) == 256, "tile shape");
-    __shared__ __align__(16) real As[BK][BM];  // As[k][r] = op(A)[row0 + r, k0 + k] (k-major)
-    __shared__ __align__(16) real Bs[BK][BN];  // Bs[k][c] = op(B)[k0 + k, col0 + c]
+    __shared__ __align__(16) acc_real As[BK][BM];  // As[k][r] = op(A)[row0 + r, k0 + k] (k-major)
+    __shared__ __align__(16) acc_real Bs[BK][BN];  // Bs[k][c] = op(B)[k0 + k, col0 + c]
     A += blockIdx.z * stride_a;
     B += blockIdx.z * stride_b;
     C += blockIdx.z * stride_c;
@@ -161,12 +168,12 @@ gemm_regblock(int M, int N, int K, real alpha, const real* __restrict__ A, int l
     if (!trans_b) { b_k = t / (BN / 4); b_c = (t % (BN / 4)) * 4; }  // 4 consecutive columns of one k
     else          { b_c = t / (BK / 4); b_k = (t % (BK / 4)) * 4; }  // 4 consecutive k of one column
 
-    real acc[TM][TN];
+    acc_real acc[TM][TN];
 #pragma unroll
     for (int i = 0; i < TM; ++i)
 #pragma unroll
         for (int j = 0; j < TN; ++j) acc[i][j] = 0;
-    real a_frag[TM], b_frag[TN], v[4];
+    acc_real a_frag[TM], b_frag[TN], v[4];
 
     for (int k0 = 0; k0 < K; k0 += BK) {
         if (!trans_a) {
@@ -239,7 +246,7 @@ gemm_regblock(int M, int N, int K, real alpha, const real* __restrict__ A, int l
 template <bool TA, bool TB, bool FIT_N>
 __device__ __forceinline__ void direct_tile(int M, int N, int K, const real* __restrict__ A, int lda,
                                             const real* __restrict__ B, int ldb, int row0, int col0,
-                                            real (&acc)[DIRECT_TM][DIRECT_TN]) {
+                                            acc_real (&acc)[DIRECT_TM][DIRECT_TN]) {
     const long long a_row = TA ? 1 : lda, a_k = TA ? lda : 1;  // op(A)[r, k] = A[r * a_row + k * a_k]
     const long long b_col = TB ? ldb : 1, b_k = TB ? 1 : ldb;  // op(B)[k, c] = B[k * b_k + c * b_col]
     long long a_at[DIRECT_TM], b_at[DIRECT_TN];
@@ -250,11 +257,11 @@ __device__ __forceinline__ void direct_tile(int M, int N, int K, const real* __r
     for (int k = 0; k < K; ++k) {
         const real* ak = A + k * a_k;
         const real* bk = B + k * b_k;
-        real a[DIRECT_TM], b[DIRECT_TN];
+        acc_real a[DIRECT_TM], b[DIRECT_TN];
 #pragma unroll
-        for (int i = 0; i < DIRECT_TM; ++i) a[i] = ak[a_at[i]];
+        for (int i = 0; i < DIRECT_TM; ++i) a[i] = load_as(ak[a_at[i]]);
 #pragma unroll
-        for (int j = 0; j < DIRECT_TN; ++j) b[j] = FIT_N ? bk[(col0 + j) * b_col] : bk[b_at[j]];
+        for (int j = 0; j < DIRECT_TN; ++j) b[j] = load_as(FIT_N ? bk[(col0 + j) * b_col] : bk[b_at[j]]);
 #pragma unroll
         for (int i = 0; i < DIRECT_TM; ++i)
 #pragma unroll
@@ -262,10 +269,7 @@ __device__ __forceinline__ void direct_tile(int M, int N, int K, const real* __r
     }
 }
 
-extern "C" __global__ void gemm_direct(int M, int N, int K, real alpha, const real* __restrict__ A, int lda,
-                                       int trans_a, const real* __restrict__ B, int ldb, int trans_b, real beta,
-                                       real* __restrict__ C, int ldc, long long stride_a, long long stride_b,
-                                       long long stride_c) {
+extern "C" __global__ void gemm_direct(GEMM_PARAMS) {
     const int own_row = (blockIdx.y * blockDim.y + threadIdx.y) * DIRECT_TM;  // the tile this thread stores
     const int own_col = (blockIdx.x * blockDim.x + threadIdx.x) * DIRECT_TN;
     if (own_row >= M || own_col >= N) return;
@@ -277,7 +281,7 @@ extern "C" __global__ void gemm_direct(int M, int N, int K, real alpha, const re
     const int row0 = M >= DIRECT_TM ? min(own_row, M - DIRECT_TM) : own_row;
     const int col0 = N >= DIRECT_TN ? min(own_col, N - DIRECT_TN) : own_col;
     const bool fit_n = N >= DIRECT_TN;
-    real acc[DIRECT_TM][DIRECT_TN];
+    acc_real acc[DIRECT_TM][DIRECT_TN];
 #pragma unroll
     for (int i = 0; i < DIRECT_TM; ++i)
 #pragma unroll
@@ -318,9 +322,7 @@ extern "C" __global__ void gemm_direct(int M, int N, int K, real alpha, const re
 #endif
 
 extern "C" __global__ void __launch_bounds__(128)
-gemm_wmma(int M, int N, int K, real alpha, const real* __restrict__ A, int lda, int trans_a,
-          const real* __restrict__ B, int ldb, int trans_b, real beta, real* __restrict__ C, int ldc,
-          long long stride_a, long long stride_b, long long stride_c) {
+gemm_wmma(GEMM_PARAMS) {
 #if defined(GEMM_WMMA_ENABLED)
     if constexpr (sizeof(real) == 4) {
         using namespace nvcuda;

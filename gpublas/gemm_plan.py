@@ -5,8 +5,8 @@ dimensions, batch strides), `plan` returns one `Plan`, and blas3 launches what i
     kernel=      kernels (.cu family)                     when `auto` picks it (M x N x K, batch B)
     -----------  ---------------------------------------  -------------------------------------------------
     naive        gemm.cu gemm_naive                       cuda, FP32/FP64: M*N*K <= 32^3 (launch cost
-                                                          dominates); sim: by the CPU cost model below
-    direct       gemm.cu gemm_direct                      sim, FP32/FP64: by the CPU cost model below
+                                                          dominates); sim, every dtype: by the CPU cost model
+    direct       gemm.cu gemm_direct                      sim, every dtype: by the CPU cost model below
     tiled, wmma  gemm.cu gemm_tiled, gemm_wmma (TF32)     never (the ladder's steps; wmma: float32, sm_80+)
     regblock     gemm.cu gemm_regblock                    cuda, FP32/FP64: a leading dimension * 128 >= 2^31
     v2_large     gemm_v2.cu gemm_v2_large_<ta><tb>_<copy> cuda, FP32/FP64: 128x128 blocks (FP64: 128x64) * B
@@ -18,15 +18,18 @@ dimensions, batch strides), `plan` returns one `Plan`, and blas3 launches what i
     v2           the v2 configuration the shape gets      never (a forcing name: v2 without split-K)
     tf32         gemm_tf32.cu gemm_tf32_large_... (TF32)  never: opt-in, float32, sm_80+
     wgmma        gemm_tf32.cu gemm_tf32_wgmma_... (TF32)  never for float32: opt-in, sm_90a builds, not tn
-    mma          gemm_half.cu gemm_half_mma_... (16-bit)  float16/bfloat16 inputs, float or their own C: always
-                                                          (sm_80+; there is no 16-bit kernel below it)
+    mma          gemm_half.cu gemm_half_mma_... (16-bit)  cuda, float16/bfloat16 inputs, float or their own C:
+                                                          always (sm_80+; the direct kernel is the one below it)
     wgmma        gemm_half.cu gemm_half_wgmma_...         never for 16-bit inputs: opt-in until measured on a
                                                           GPU; sm_90a builds, not tn
 
 <copy> is `vec` (16-byte cp.async) when both operands' pointers are 16-byte aligned and their leading
 dimensions, batch strides and contiguous extents are multiples of 16 bytes, else `elem`. On the sim
-backend FP32/FP64 products take the barrier-free kernels (direct / naive, by the cost model): fibers make
-every barrier cost a context switch per thread, so the v2 kernels never win there (they run when forced).
+backend every product takes the barrier-free kernels (direct / naive, by the cost model): fibers make every
+barrier cost a context switch per thread, so the v2 kernels never win there (they run when forced), and the
+warp-collective emulation of the 16-bit tensor cores costs ~100x FP32's time. gemm.cu's kernels read 16-bit
+inputs as float and accumulate in float, as the tensor-core kernels do: the same result within the bound of
+float additions (summed in another order).
 `kernel=` (or $GPUBLAS_GEMM_KERNEL) forces a row; a forced kernel the operands, the device or the build
 cannot take raises ValueError saying why, before any launch.
 """
@@ -47,6 +50,7 @@ KERNELS = LADDER + V2_NAMES + ("tf32", "wgmma", "mma")
 FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 F32 = (np.dtype(np.float32),)
 TF32_KERNELS = ("wmma", "tf32", "wgmma")
+HALF_KERNELS = ("mma", "direct", "naive") + TF32_KERNELS  # past this check 16-bit inputs reach 'wgmma' only
 
 # (BM, BN, threads) of each v2 configuration by element size; gemm_v2.cu's V2Large / V2Medium / V2Small
 CONFIGS = {"large": {4: (128, 128, 256), 8: (128, 64, 256)}, "medium": {4: (64, 64, 128), 8: (64, 64, 128)},
@@ -142,12 +146,12 @@ def choose_v2(m, n, k, batch=1, sms=132, dtype=np.float32):
 
 
 def choose_kernel(m, n, k, sim=False, batch=1, sms=132, lds=(0,), dtype=np.float32, trans_a=False, trans_b=False):
-    """The kernel `auto` takes for an FP32/FP64 (m x k) @ (k x n) product (a stack of `batch`) on a device with
-    `sms` SMs (sim=True: the simulator): the table above."""
-    if np.dtype(dtype) in HALVES:
-        return "mma"
+    """The kernel `auto` takes for an (m x k) @ (k x n) product (a stack of `batch`) on a device with `sms` SMs
+    (sim=True: the simulator): the table above."""
     if sim:
         return sim_kernel(m, n, k, trans_a, trans_b, dtype)
+    if np.dtype(dtype) in HALVES:
+        return "mma"
     if m * n * k <= 32 ** 3:
         return "naive"
     if not indexable(*lds):
@@ -166,7 +170,8 @@ def choose_kernel(m, n, k, sim=False, batch=1, sms=132, lds=(0,), dtype=np.float
 # one of those shapes: regblock by 1.0-4x (its 128x128 tiles pad a 32-row product 4x, a barrier is a
 # fiber switch per thread), tiled and v2 by more; direct beat naive except where C has one column
 # (e.g. 2048x1x1024: naive 4.1 ms, direct 6.6). Re-measure when the simulator's barrier cost changes.
-SIM_NAIVE_NS = {4: (1.2, 0.65), 8: (1.1, 1.2)}  # itemsize -> (per multiply-add, extra per strided operand)
+SIM_NAIVE_NS = {2: (1.2, 0.65), 4: (1.2, 0.65), 8: (1.1, 1.2)}  # itemsize -> (per multiply-add, extra per strided
+                                                                # operand); 16-bit read as float: FP32's
 SIM_NAIVE_OUTPUT_NS = 20.0                        # per C element (one simulated thread)
 SIM_DIRECT_NS = 0.4                               # per multiply-add of gemm_direct's tiles, either dtype
 SIM_DIRECT_TILE_NS = 110.0                        # per 4x8 tile (one simulated thread)
@@ -203,8 +208,9 @@ def _refuse(name, p):
     """Why kernel `name` cannot run problem p on this backend ('' when it can)."""
     where, cc = target()
     half = p.dtype in HALVES
-    if half and name not in ("mma",) + TF32_KERNELS:
-        return f"kernel '{name}' takes float32 or float64; {p.dtype} products run on 'mma' or 'wgmma' (or 'auto')"
+    if half and name not in HALF_KERNELS:
+        return (f"kernel '{name}' takes float32 or float64; {p.dtype} products run on 'mma', 'wgmma', 'direct' or "
+                f"'naive' (or 'auto')")
     if name == "mma" and not half:
         return f"kernel 'mma' multiplies float16 or bfloat16 on the tensor cores, not {p.dtype} (float32: 'tf32')"
     if name == "mma" and where != "sim" and cc < 80:
@@ -258,7 +264,7 @@ def plan(kernel, p):
         return Plan(name, "gemm_tf32", f"gemm_tf32_large_{t}_{copy}", dtype, (bm, bn), (256,),
                     stages * (bm + bn) * k_step(dtype) * 4)
     if name == "mma" or (name == "wgmma" and dtype in HALVES):
-        return _half(name, p, dtype, t, copy)
+        return _half(name, p, dtype, t, copy, _out_real(p))
     if name == "wgmma":  # a 128 x 256 tile of D, which is C^T for nn; its stages, aligned to 1024 bytes
         bm, bn = (128, 256) if p.trans_b else (256, 128)
         return Plan(name, "gemm_tf32", f"gemm_tf32_wgmma_{t}_{copy}", dtype, (bm, bn), (256,),
@@ -279,23 +285,30 @@ def plan(kernel, p):
                 splits=ceil_div(p.k, kslice) if kslice else 1, kslice=kslice)
 
 
+def _out_real(p):
+    """The defines that build a kernel with a float C for 16-bit inputs (out_real; else C is `real`)."""
+    return (("out_real", "float"),) if p.out_dtype == np.float32 and p.dtype in HALVES else ()
+
+
 def _ladder(name, p, dtype):
-    """gemm.cu's kernels: one signature, transposes as arguments."""
+    """gemm.cu's kernels: one signature, transposes as arguments; 16-bit inputs on direct and naive."""
     if name == "regblock":
         edge = 128 if dtype == np.float32 else 64  # gemm_regblock's BM/BN for `real`
         return Plan(name, "gemm", "gemm_regblock", dtype, (edge, edge), (256,), flags=True)
     if name == "direct":  # 4x8 per thread; a block of up to 16x16 threads
         tm, tn = DIRECT_TILE
         bx, by = min(16, ceil_div(p.n, tn)), min(16, ceil_div(p.m, tm))
-        return Plan(name, "gemm", "gemm_direct", dtype, (by * tm, bx * tn), (bx, by), flags=True)
+        return Plan(name, "gemm", "gemm_direct", dtype, (by * tm, bx * tn), (bx, by), flags=True,
+                    defines=_out_real(p))
     if name == "wmma":
         return Plan(name, "gemm", "gemm_wmma", dtype, (64, 64), (128,), flags=True)
-    return Plan(name, "gemm", f"gemm_{name}", dtype, (16, 16), (16, 16), flags=True)  # naive, tiled
+    return Plan(name, "gemm", f"gemm_{name}", dtype, (16, 16), (16, 16), flags=True,  # naive, tiled
+                defines=_out_real(p))
 
 
-def _half(name, p, dtype, t, copy):
-    """gemm_half.cu's kernels: 16-bit A and B (`real`), C of `out_real` (float32 when asked), K steps of 32."""
-    defines = (("out_real", "float"),) if p.out_dtype == np.float32 else ()
+def _half(name, p, dtype, t, copy, defines):
+    """gemm_half.cu's kernels: 16-bit A and B (`real`), C of `out_real` (`defines`: float32 when asked), K steps
+    of 32."""
     stage = k_step(dtype) * dtype.itemsize  # bytes of one row of a stage (64)
     if name == "mma":
         bm, bn = _HALF["HALF_BM"], _HALF["HALF_BN"]

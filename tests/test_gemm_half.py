@@ -1,4 +1,5 @@
-"""The 16-bit tensor-core GEMMs (cuda_src/gemm_half.cu): float16 and bfloat16 inputs, float accumulation.
+"""The 16-bit GEMMs: float16 and bfloat16 inputs, float accumulation, on the tensor cores (cuda_src/gemm_half.cu)
+and on gemm.cu's barrier-free gemm_direct / gemm_naive (the simulator's automatic choice).
 
 The first tests pin the hardware contract as the PTX ISA states it, written here independently of the
 kernels: mma.m16n8k16's A/B/D fragment layouts, ldmatrix .trans, and wgmma m64n256k16's A registers with B
@@ -149,7 +150,7 @@ def _operand(x, offset):
 
 
 def _kernels(trans_a, trans_b):
-    return ["mma"] + ([] if trans_a and not trans_b else ["wgmma"])  # 16-bit wgmma here: not tn
+    return ["mma", "direct"] + ([] if trans_a and not trans_b else ["wgmma"])  # 16-bit wgmma here: not tn
 
 
 # a whole 128 x 256 block (pair stores), edges in M, N and K, odd shapes (one-element copies), unaligned views
@@ -177,7 +178,7 @@ def test_fp32_accumulation_counts_past_16_bits(dtype):
     # float16), with a float32 C and with a 16-bit one (4096 is a 16-bit value)
     a = gpublas.to_device(np.ones((16, 4096), dtype))
     b = gpublas.to_device(np.ones((4096, 8), dtype))
-    for kernel in ("mma", "wgmma"):
+    for kernel in ("mma", "wgmma", "direct", "naive"):
         got = gpublas.gemm(a, b, out_dtype=np.float32, kernel=kernel).get()
         assert got.dtype == np.float32 and np.all(got == 4096.0), np.unique(got)
         assert np.all(gpublas.gemm(a, b, kernel=kernel).get().astype(np.float32) == 4096.0)
@@ -187,7 +188,7 @@ def test_fp32_accumulation_counts_past_16_bits(dtype):
 def test_beta_zero_never_reads_c_and_k_zero_scales_c(rng, dtype):
     a = rng.standard_normal((3, 128, 24)).astype(dtype)
     b = rng.standard_normal((3, 24, 256)).astype(dtype)
-    for kernel in ("mma", "wgmma"):
+    for kernel in ("mma", "wgmma", "direct", "naive"):
         for cols in (256, 255):  # interior blocks (pair stores) and edge ones
             bb = np.ascontiguousarray(b[:, :, :cols])
             for out in (np.float32, dtype):
@@ -199,9 +200,10 @@ def test_beta_zero_never_reads_c_and_k_zero_scales_c(rng, dtype):
         x = gpublas.to_device(np.full((mm, kk), np.nan, dtype))  # alpha = 0 or K = 0 reads neither a nor b
         y = gpublas.to_device(np.full((kk, nn), np.nan, dtype))
         for out in (np.float32, dtype):
-            z = gpublas.to_device(np.full((mm, nn), 3.0, out))
-            got = gpublas.gemm(x, y, z, alpha=alpha, beta=0.5).get()
-            np.testing.assert_array_equal(got.astype(np.float32), np.full((mm, nn), 1.5, np.float32))
+            for kernel in ("mma", "direct", "naive"):
+                z = gpublas.to_device(np.full((mm, nn), 3.0, out))
+                got = gpublas.gemm(x, y, z, alpha=alpha, beta=0.5, kernel=kernel).get()
+                np.testing.assert_array_equal(got.astype(np.float32), np.full((mm, nn), 1.5, np.float32))
 
 
 @pytest.mark.parametrize("dtype", HALVES, ids=IDS)
@@ -223,7 +225,7 @@ def test_views_with_leading_dimensions_and_batches(rng, dtype, trans_a, trans_b)
 
 
 @pytest.mark.parametrize("dtype", HALVES, ids=IDS)
-def test_matmul_and_auto_take_mma(rng, dtype):
+def test_matmul_and_auto_take_direct_on_sim_and_mma_on_a_gpu(rng, dtype):
     a = rng.standard_normal((4, 33, 20)).astype(dtype)
     b = rng.standard_normal((20, 9)).astype(dtype)
     v = rng.standard_normal(20).astype(dtype)
@@ -234,7 +236,12 @@ def test_matmul_and_auto_take_mma(rng, dtype):
         _check(got[i], a[i], b, 20, dtype)
     _check(gpublas.matmul(da[0], dv).get()[:, None], a[0], v[:, None], 20, dtype)  # a vector: one column
     p = gemm_plan.Problem(64, 64, 64, 1, False, False, (64, 64, 64), (0, 0, 0), dtype, True, dtype)
-    assert gemm_plan.plan(None, p).name == "mma"
+    assert gemm_plan.plan(None, p).name == ("direct" if gpublas.backends.current().name == "sim" else "mma")
+    assert gemm_plan.choose_kernel(64, 64, 64, sim=False, sms=132, dtype=dtype) == "mma"
+    assert gemm_plan.choose_kernel(64, 64, 64, sim=True, dtype=dtype) == "direct"  # barrier-free on sim
+    assert gemm_plan.choose_kernel(2048, 1, 1024, sim=True, dtype=dtype) == "naive"  # one column: naive's
+    f32 = p._replace(out_dtype=np.dtype(np.float32))
+    assert gemm_plan.plan("direct", f32).defines == (("out_real", "float"),) and not gemm_plan.plan("direct", p).defines
 
 
 def test_dtype_rules_and_refusals():
@@ -248,8 +255,9 @@ def test_dtype_rules_and_refusals():
         gpublas.gemm(f, f, out_dtype=np.float64)
     with pytest.raises(ValueError, match="'tf32' computes in TF32"):
         gpublas.gemm(h, h, kernel="tf32")
-    with pytest.raises(ValueError, match="'v2_large' takes float32 or float64; bfloat16"):
-        gpublas.gemm(h, h, kernel="v2_large")
+    for kernel in ("v2_large", "regblock", "tiled"):
+        with pytest.raises(ValueError, match=f"'{kernel}' takes float32 or float64; bfloat16.*'direct' or 'naive'"):
+            gpublas.gemm(h, h, kernel=kernel)
     with pytest.raises(ValueError, match="'mma' multiplies float16 or bfloat16"):
         gpublas.gemm(f, f, kernel="mma")
     with pytest.raises(ValueError, match="K contiguous.*use 'mma'"):

@@ -40,7 +40,7 @@ def test_family_compiles_with_nvcc(root, family, real, tmp_path):
 
 # The other element types the array layer builds: int32 and int64 arithmetic and comparisons (elementwise),
 # int reductions (int64 sums), astype and copies into every dtype (memory), 16-bit floats (maps,
-# reductions, casts, transposes), index arrays (gather), a mask's prefix sum (scan) and complex
+# reductions, casts, transposes, the simulator's GEMMs), index arrays (gather), a mask's prefix sum (scan) and complex
 # numbers (maps, sums, casts).
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
 @pytest.mark.parametrize("family, real", [("elementwise", "int"), ("elementwise", "long long"), ("reduce", "long long"),
@@ -49,6 +49,7 @@ def test_family_compiles_with_nvcc(root, family, real, tmp_path):
                                           ("elementwise", "__nv_bfloat16"), ("reduce", "__half"),
                                           ("reduce", "__nv_bfloat16"), ("transpose", "__nv_bfloat16"),
                                           ("gemm_half", "__half"), ("gemm_half", "__nv_bfloat16"),
+                                          ("gemm", "__half"), ("gemm", "__nv_bfloat16"),
                                           ("gather", "long long"),
                                           ("gather", "bool"), ("scan", "bool"), ("memory", "cfloat"),
                                           ("memory", "cdouble"), ("elementwise", "cfloat"),
