@@ -1,4 +1,6 @@
-// gemv.cu: level-2 BLAS on a row-major M x N matrix A (leading dimension lda), `real` the element type.
+// gemv.cu: level-2 BLAS on a row-major M x N matrix A (leading dimension lda), `real` the element type
+// (float, double, cfloat, cdouble). gemv's kernels take `conjugate`: A's elements are conjugated as they
+// are read (trans 'C' on complex A; common.cuh's conj is the identity on real numbers).
 //
 // gemv_n_warp:      y = alpha * A @ x + beta * y (y has M elements). Block 256 threads = 8 warps, one warp
 //                   per row: the 32 lanes walk the row with stride 32 (coalesced), then a shuffle
@@ -16,19 +18,20 @@
 #include "common.cuh"
 
 extern "C" __global__ void gemv_n_warp(int M, int N, real alpha, const real* __restrict__ A, int lda,
-                                       const real* __restrict__ x, real beta, real* __restrict__ y) {
+                                       const real* __restrict__ x, real beta, real* __restrict__ y, int conjugate) {
     const int lane = threadIdx.x % 32;
     const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     if (row >= M) return;  // the whole warp leaves together
     const real* __restrict__ a = A + (long long)row * lda;
     real s = 0;
-    for (int j = lane; j < N; j += 32) s += a[j] * x[j];
+    for (int j = lane; j < N; j += 32) s += (conjugate ? conj(a[j]) : a[j]) * x[j];
     s = warp_reduce(s, SumOp<real>());
     if (lane == 0) y[row] = beta == (real)0 ? alpha * s : alpha * s + beta * y[row];
 }
 
 extern "C" __global__ void gemv_t_partial(int M, int N, const real* __restrict__ A, int lda,
-                                          const real* __restrict__ x, int rows_per_chunk, real* __restrict__ partial) {
+                                          const real* __restrict__ x, int rows_per_chunk, real* __restrict__ partial,
+                                          int conjugate) {
     __shared__ real part[8][33];  // part[ty][tx]: the sum of rows ty, ty + 8, ... for one column
     const int tx = threadIdx.x, ty = threadIdx.y;
     const int col = blockIdx.x * 32 + tx;
@@ -36,7 +39,10 @@ extern "C" __global__ void gemv_t_partial(int M, int N, const real* __restrict__
     const int r1 = r0 + rows_per_chunk < M ? r0 + rows_per_chunk : M;
     real s = 0;
     if (col < N)
-        for (int r = r0 + ty; r < r1; r += 8) s += A[(long long)r * lda + col] * x[r];
+        for (int r = r0 + ty; r < r1; r += 8) {
+            const real v = A[(long long)r * lda + col];
+            s += (conjugate ? conj(v) : v) * x[r];
+        }
     part[ty][tx] = s;
     __syncthreads();
     if (ty == 0 && col < N) {

@@ -49,7 +49,7 @@ from .interop import as_device_array, from_dlpack
 from .reduction import argmax, argmin, logsumexp, max, mean, min, softmax, sum
 # --- BLAS levels 1-3 (issue: BLAS) ---
 from .blas1 import asum, axpy, copy, dot, dotc, iamax, iamin, nrm2, rot, rotg, rotm, rotmg, scal, swap
-from .blas2 import gemv, ger
+from .blas2 import gemv, ger, gerc
 from .blas3 import gemm, gemm_batched, matmul
 # --- triangular and symmetric routines, cuBLAS's extensions, batched LU (issue 23) ---
 from .blas3_tri import trmm, trsm, trsm_batched

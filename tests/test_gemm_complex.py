@@ -141,3 +141,26 @@ def test_level1(dtype, n, rng, sim_order):
     gpublas.swap(x, y2)
     np.testing.assert_array_equal(y2.get(), x_h)
     np.testing.assert_array_equal(x.get(), hy)
+
+
+@pytest.mark.parametrize("dtype", COMPLEX)
+@pytest.mark.parametrize("trans", TRANS)
+@pytest.mark.parametrize("m, n", [(1, 1), (7, 5), (40, 300)])
+def test_gemv_ger_gerc(dtype, trans, m, n, rng, sim_order):
+    p = "c" if dtype == np.complex64 else "z"
+    a = crandn(rng, (m, n), dtype)
+    x = crandn(rng, n if trans == "N" else m, dtype)
+    y = crandn(rng, m if trans == "N" else n, dtype)
+    k = tol(dtype, max(m, n))
+    ref = getattr(blas, p + "gemv")(1 - 2j, a, x, 0.5j, y, trans=CODE[trans])
+    got = gpublas.gemv(gpublas.to_device(a), gpublas.to_device(x), gpublas.to_device(y), alpha=1 - 2j, beta=0.5j,
+                       trans=trans)
+    np.testing.assert_allclose(got.get(), ref, **k)
+    at = gpublas.to_device(a.T.copy()).T  # a transposed view: the flag flips, the conjugation stays
+    got = gpublas.gemv(at, gpublas.to_device(x), trans=trans)
+    np.testing.assert_allclose(got.get(), getattr(blas, p + "gemv")(1, a, x, trans=CODE[trans]), **k)
+    u, v = crandn(rng, m, dtype), crandn(rng, n, dtype)
+    for name in ("geru", "gerc"):
+        f = gpublas.ger if name == "geru" else gpublas.gerc
+        got = f(0.5 + 1j, gpublas.to_device(u), gpublas.to_device(v), gpublas.to_device(a))
+        np.testing.assert_allclose(got.get(), getattr(blas, p + name)(0.5 + 1j, u, v, a=a), **k)

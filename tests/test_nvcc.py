@@ -54,7 +54,8 @@ def test_family_compiles_with_nvcc(root, family, real, tmp_path):
                                           ("gather", "bool"), ("scan", "bool"), ("memory", "cfloat"),
                                           ("memory", "cdouble"), ("elementwise", "cfloat"),
                                           ("elementwise", "cdouble"), ("reduce", "cfloat"), ("reduce", "cdouble"),
-                                          ("blas1", "cfloat"), ("blas1", "cdouble")])
+                                          ("blas1", "cfloat"), ("blas1", "cdouble"),
+                                          ("gemv", "cfloat"), ("gemv", "cdouble")])
 def test_array_dtypes_compile_with_nvcc(family, real, tmp_path):
     test_family_compiles_with_nvcc(None, family, real, tmp_path)
 

@@ -85,6 +85,8 @@ RECIPES = {
     "swap": lambda rng, a, x, y, t: assert_close(gpublas.swap(dev(x), dev(y))[0], y),
     "gemv": lambda rng, a, x, y, t: assert_close(gpublas.gemv(dev(a), dev(x)), a @ x, k=5),
     "ger": lambda rng, a, x, y, t: assert_close(gpublas.ger(1.0, dev(x), dev(y), dev(a)), a + np.outer(x, y), k=2),
+    "gerc": lambda rng, a, x, y, t: assert_close(gpublas.gerc(1.0, dev(x), dev(y), dev(a)), a + np.outer(x, y.conj()),
+                                                 k=2),
     "symv": lambda rng, a, x, y, t: assert_close(gpublas.symv(dev(a), dev(x), lower=True),
                                                  (np.tril(a) + np.tril(a, -1).T) @ x, k=5),
     "syr": lambda rng, a, x, y, t: assert_close(gpublas.syr(dev(x), dev(a)), a + np.triu(np.outer(x, x)), k=2),
