@@ -39,6 +39,8 @@ def parser():
     p.add_argument("--arch", default="sm_90", help="sass: the GPU architecture to compile for (default sm_90)")
     p.add_argument("--graph", action="store_true",
                    help="train: also time each step captured once and replayed (gpublas.graph): STEP graph rows")
+    p.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
+                   help="train: bf16 also times each step under nn.autocast(bfloat16): STEP bf16 rows")
     return p
 
 
@@ -128,7 +130,8 @@ def main(argv=None):
     if args.out:
         Path(args.out).mkdir(parents=True, exist_ok=True)
     ctx = Context(quick=args.quick, sizes=tuple(args.sizes), repeats=args.repeats,
-                  progress=not args.no_progress, arch=args.arch, graph=args.graph)
+                  progress=not args.no_progress, arch=args.arch, graph=args.graph,
+                  precision=args.precision)
     print(banner(ctx))
     suites = args.suites
     many = len(suites) > 1

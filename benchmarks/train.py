@@ -6,7 +6,8 @@ A step is zero_grad, forward, softmax cross-entropy, backward and an SGD update 
 Before timing, one forward + backward with the same weights and batch is checked against the NumPy
 step: the loss and every parameter gradient. Data are random (images in [0, 1), labels in [0, 10)):
 timing needs shapes, not a data set. Device segments are timed with events recorded between the
-layers, so nothing synchronizes inside a step.
+layers, so nothing synchronizes inside a step. With --precision bf16 the step is timed again under
+nn.autocast(bfloat16) (STEP bf16), its loss first checked against the FP32 loss to bf16's precision.
 """
 import statistics
 import time
@@ -225,6 +226,19 @@ def time_graph(ctx, layers, x, labels):
     return statistics.median(steps)
 
 
+def time_autocast(ctx, report, label, layers, x, labels, dtype):
+    """The step's time under nn.autocast(dtype) (None when its loss is not the FP32 loss to 16 bits)."""
+    crit, dx, dl = nn.SoftmaxCrossEntropy(), gpublas.to_device(x), gpublas.to_device(labels)
+    losses = []
+    for enabled in (False, True):
+        with nn.autocast(dtype, enabled=enabled):
+            losses.append(crit(nn.Sequential(*(m for _, m in layers))(dx), dl))
+    if not report.check(f"{label}: {np.dtype(dtype)} loss = fp32 loss", losses[1], losses[0], rtol=2 ** -6, atol=0):
+        return None
+    with nn.autocast(dtype):
+        return time_nn(ctx, layers, x, labels)[1]
+
+
 def time_numpy(ctx, twin, x, labels):
     names = segments(twin.layers)
     samples = {n: [] for n in names}
@@ -382,6 +396,11 @@ def run(ctx):
             g_ms = time_graph(ctx, layers, x, labels)
             report.add(model=label, layer="STEP graph", batch=batch, step_ms=g_ms, samples_per_s=batch / g_ms * 1e3,
                        numpy_step_ms=np_step, numpy_samples_per_s=batch / np_step * 1e3, vs_numpy=np_step / g_ms)
+        if ctx.precision == "bf16":
+            b_ms = time_autocast(ctx, report, label, layers, x, labels, gpublas.bfloat16)
+            if b_ms is not None:
+                report.add(model=label, layer="STEP bf16", batch=batch, step_ms=b_ms, samples_per_s=batch / b_ms * 1e3,
+                           numpy_step_ms=np_step, numpy_samples_per_s=batch / np_step * 1e3, vs_numpy=np_step / b_ms)
         if use_torch:
             t_ms, t_loss = time_torch(ctx, layers, state, x, labels)
             if t_ms is not None:
@@ -397,6 +416,9 @@ def run(ctx):
     if ctx.graph:
         report.note("STEP graph: the same step (loss kept on the device) captured once with gpublas.graph and "
                     "replayed; its losses and weights checked equal to eager steps bit for bit")
+    if ctx.precision == "bf16":
+        report.note("STEP bf16: the same step under nn.autocast(bfloat16): Dense, Conv2d and LSTM GEMMs in bf16 "
+                    "from FP32 master weights, FP32 gradients and SGD")
     if not use_torch:
         report.skip("PyTorch step", "needs a GPU machine with PyTorch")
     return report

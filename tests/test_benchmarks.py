@@ -192,6 +192,19 @@ def test_gpu_check_script_syntax():
     assert r.returncode == 2 and "usage" in r.stderr.lower()
 
 
+def test_train_precision_bf16_adds_checked_bf16_step_rows(tmp_path, capsys):
+    if _missing("train"):
+        pytest.skip("train needs nn")
+    rc = main(["train", "--quick", "--no-progress", "--precision", "bf16", "--json", str(tmp_path / "t.json")])
+    assert rc == 0
+    doc = json.loads((tmp_path / "t.json").read_text())
+    models = {r["model"] for r in doc["results"]}
+    bf16 = [r for r in doc["results"] if r["layer"] == "STEP bf16"]
+    assert len(models) == 2 and {r["model"] for r in bf16} == models and all(r["step_ms"] > 0 for r in bf16)
+    loss_checks = [c for c in doc["checks"] if c["name"].endswith("bfloat16 loss = fp32 loss")]
+    assert len(loss_checks) == 2 and doc["checks_passed"]
+
+
 def test_train_without_nn_reports_skipped(tmp_path, monkeypatch, capsys):
     from benchmarks import train
     monkeypatch.setattr(train, "nn", None)

@@ -79,3 +79,71 @@ def test_conv2d_under_autocast_matches_torch_autocast_bf16(rng):
     # PyTorch rounds its weight gradient to bf16 before widening it to the FP32 .grad; nn keeps FP32
     close(conv.weight.grad.get(), tc.weight.grad.numpy(), 2 * eps)
     close(conv.bias.grad.get(), tc.bias.grad.numpy(), 2 * eps)
+
+
+def _lstm_pair(rng, num_layers=2, T=5, N=3, I=4, H=6):
+    nn.manual_seed(7)
+    lstm = nn.LSTM(I, H, num_layers)
+    x_h = rng.standard_normal((T, N, I)).astype(np.float32)
+    d_h = rng.standard_normal((T, N, H)).astype(np.float32)
+    return lstm, x_h, d_h
+
+
+def _lstm_run(lstm, x_h, d_h, dtype):
+    """out, h_n, c_n, dx and the weight gradients of one forward and backward (autocast to dtype, or
+    none with dtype None)."""
+    lstm.zero_grad()
+    with nn.autocast(dtype or np.float16, enabled=dtype is not None):
+        out, (h_n, c_n) = lstm(gpublas.to_device(x_h))
+    dx = lstm.backward(gpublas.to_device(d_h))
+    return [out.get(), h_n.get(), c_n.get(), dx.get()] + [p.grad.get() for p in lstm.parameters()]
+
+
+@HALVES
+def test_lstm_under_autocast_runs_its_gemms_in_16_bits_and_its_cells_in_fp32(dtype, rng):
+    lstm, x_h, d_h = _lstm_pair(rng)
+    got = _lstm_run(lstm, x_h, d_h, dtype)
+    out, h_n, c_n, dx = got[:4]
+    assert out.dtype == np.dtype(dtype) and h_n.dtype == c_n.dtype == dx.dtype == np.float32
+    assert all(g.dtype == np.float32 for g in got[4:])
+    eps = float(ml_dtypes.finfo(dtype).eps)
+    # reference: float64 cells whose GEMM operands (x, each h_{t-1}, the weights) are rounded to dtype
+    ws = [tuple(p.data.get().astype(np.float64) for p in lstm.parameters()[4 * k:4 * k + 4]) for k in range(2)]
+    inp = x_h
+    for k, (w_ih, w_hh, b_ih, b_hh) in enumerate(ws):
+        h, c, ys = np.zeros((3, 6)), np.zeros((3, 6)), []
+        for t in range(5):
+            *_, c, _, h = lstm_cell(r(inp[t], dtype), r(h, dtype), c, r(w_ih, dtype), r(w_hh, dtype), b_ih, b_hh)
+            ys.append(h)
+        close(h_n[k], h, eps)    # h_n, c_n in FP32: only a 16-bit rounding of an h_t that flips differs
+        close(c_n[k], c, eps)
+        inp = np.stack(ys)
+    close(out, inp, 2 * eps)
+    # against the float32 layer: outputs and gradients within the 16-bit dtype's precision
+    want = _lstm_run(lstm, x_h, d_h, None)
+    assert want[0].dtype == np.float32
+    for g, w in zip(got, want):
+        close(g, w, eps)  # measured up to 0.11 eps (relative to 1 + the largest value)
+
+
+def lstm_cell(*args):
+    from nn.reference import lstm_cell as cell
+    return cell(*args)
+
+
+def test_lstm_under_autocast_matches_torch_autocast_bf16(rng):
+    lstm, x_h, d_h = _lstm_pair(rng)
+    got = _lstm_run(lstm, x_h, d_h, gpublas.bfloat16)
+    tl = torch.nn.LSTM(4, 6, 2)
+    with torch.no_grad():
+        for (name, tp), p in zip(tl.named_parameters(), lstm.parameters()):
+            tp.copy_(torch.from_numpy(p.data.get()))
+    tx = torch.from_numpy(x_h).requires_grad_()
+    with torch.autocast("cpu", torch.bfloat16):
+        out, (h_n, c_n) = tl(tx)
+    assert out.dtype == torch.bfloat16  # PyTorch's CPU LSTM runs wholly in bf16, its state too
+    out.backward(torch.from_numpy(d_h).to(torch.bfloat16))
+    want = [out, h_n, c_n, tx.grad] + [p.grad for _, p in tl.named_parameters()]
+    eps = float(ml_dtypes.finfo(ml_dtypes.bfloat16).eps)
+    for g, w in zip(got, want):
+        close(g, w.float().detach().numpy(), 2 * eps)  # measured up to 0.52 eps: PyTorch rounds more

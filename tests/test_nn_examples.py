@@ -115,3 +115,56 @@ def test_digits_data_is_scikit_learns():
     d = load_digits()
     np.testing.assert_array_equal(images, d.images)
     np.testing.assert_array_equal(target, d.target)
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp16"])
+def test_lstm_example_mixed_precision(capsys, precision):
+    assert lstm_example.main(["--steps", "3", "--seq-len", "6", "--batch-size", "4", "--hidden", "8", "--quiet",
+                              "--precision", precision]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].endswith(f", {precision}")
+
+
+@pytest.mark.parametrize("example", ["digits", "lstm"])
+def test_graph_with_fp16_is_refused_naming_the_reason(example):
+    from nn.examples import digits
+    main = digits.main if example == "digits" else lstm_example.main
+    with pytest.raises(SystemExit, match="--graph with --precision fp16 is not supported: GradScaler"):
+        main(["--epochs" if example == "digits" else "--steps", "1", "--quiet", "--graph", "--precision", "fp16"])
+
+
+def _digits(capsys, *argv):
+    pytest.importorskip("sklearn")
+    from nn.examples import digits
+    assert digits.main(["--quiet", *argv]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    return float(last.split("test accuracy ")[1].split()[0]), last
+
+
+def _saved_fp32(path):
+    state = np.load(path)
+    assert state.files and all(state[k].dtype == np.float32 for k in state.files)  # FP32 master weights
+    from nn.examples import digits
+    nn.load(digits.model(), str(path))
+
+
+def test_digits_bf16_reaches_97_percent_and_saves_fp32_weights(capsys, tmp_path):
+    # the default 40 epochs: 97.21 % (fp32: 98.05 %), 42 s wall / 19 s CPU at load 9
+    acc, last = _digits(capsys, "--precision", "bf16", "--save", str(tmp_path / "w.npz"))
+    assert last.endswith(", bf16") and acc >= 0.97
+    _saved_fp32(tmp_path / "w.npz")
+
+
+def test_digits_fp16_short_run_learns_and_saves_fp32_weights(capsys, tmp_path):
+    # 10 epochs: 94.71 % (bf16 93.59 %, fp32 93.87 %); the 40-epoch run to 97 % is the slow test below
+    acc, last = _digits(capsys, "--epochs", "10", "--precision", "fp16", "--save", str(tmp_path / "w.npz"))
+    assert last.endswith(", fp16") and acc >= 0.90
+    _saved_fp32(tmp_path / "w.npz")
+
+
+@pytest.mark.slow
+def test_digits_fp16_reaches_97_percent(capsys):
+    # the default 40 epochs: 98.33 %; 45 s of CPU (GradScaler's unscale kernels and its flag read back
+    # each step), 170 s wall at load 9
+    acc, _ = _digits(capsys, "--precision", "fp16")
+    assert acc >= 0.97
+

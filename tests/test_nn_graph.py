@@ -54,16 +54,21 @@ def _output(main, argv, capsys):
     return [re.sub(r", [0-9.]+ s", "", line.replace(", graphed", "")) for line in capsys.readouterr().out.splitlines()]
 
 
-def test_lstm_example_graph_prints_what_eager_prints(capsys):
-    argv = ["--steps", "6", "--seq-len", "5", "--batch-size", "4", "--hidden", "8", "--quiet"]
+PRECISIONS = pytest.mark.parametrize("precision", ["fp32", "bf16"])  # fp16's GradScaler refuses --graph
+
+
+@PRECISIONS
+def test_lstm_example_graph_prints_what_eager_prints(capsys, precision):
+    argv = ["--steps", "6", "--seq-len", "5", "--batch-size", "4", "--hidden", "8", "--quiet", "--precision", precision]
     eager = _output(lstm_example.main, argv, capsys)
     graphed = _output(lstm_example.main, argv + ["--graph"], capsys)
     assert eager == graphed and any("loss" in line for line in eager)
 
 
-def test_digits_example_graph_prints_what_eager_prints(capsys):
+@PRECISIONS
+def test_digits_example_graph_prints_what_eager_prints(capsys, precision):
     pytest.importorskip("sklearn")
-    argv = ["--epochs", "2", "--width", "4", "--batch-size", "200", "--quiet"]
+    argv = ["--epochs", "2", "--width", "4", "--batch-size", "200", "--quiet", "--precision", precision]
     eager = _output(digits.main, argv, capsys)
     graphed = _output(digits.main, argv + ["--graph"], capsys)
     assert eager == graphed and any("test accuracy" in line for line in eager)

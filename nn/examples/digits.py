@@ -18,6 +18,7 @@ import numpy as np
 import nn
 
 from .graphed import add_graph_flag
+from .precision import add_precision_flag
 from .training import add_distributed_flag, describe_device, fit_and_report, setup_distributed
 
 
@@ -99,6 +100,7 @@ def main(argv=None):
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_distributed_flag(p)
     add_graph_flag(p)
+    add_precision_flag(p)
     args = p.parse_args(argv)
     dist = setup_distributed(args)
 

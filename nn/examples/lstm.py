@@ -4,7 +4,8 @@
 
 Embedding(V -> 16) + LSTM(16 -> 64) + Dense(64 -> V) predicts the next character of random 24-character windows (32 per step),
 softmax cross-entropy over every step, SGD with momentum and gradient clipping. Prints the loss as it
-falls and a sample generated one character at a time from the trained model.
+falls and a sample generated one character at a time from the trained model. --precision bf16 / fp16
+runs the LSTM's and the head's GEMMs in 16 bits (nn.autocast; the cell state stays FP32).
 """
 import argparse
 import contextlib
@@ -22,6 +23,7 @@ import gpublas
 from nn.step_kernels import loss_track
 
 from .graphed import GraphedStep, add_graph_flag, training_parts
+from .precision import Precision, add_precision_flag
 from .training import add_distributed_flag, describe_device, setup_distributed
 
 
@@ -84,16 +86,18 @@ def _nonfinite(loss, step):
 def _train_eager(model, crit, opt, sched, windows, args, bar):
     """The steps with the loss read every step; returns (first loss, smoothed last) or None on NaN."""
     first = smooth = None
+    precision = Precision(args.precision)
     for step in range(1, args.steps + 1):
         x, y = windows()
-        logits, _ = model(x)
+        with precision.autocast():
+            logits, _ = model(x)
         loss = crit(logits, y)
         if not math.isfinite(loss):
             return _nonfinite(loss, step)
         opt.zero_grad()
-        model.backward(crit.backward())
+        precision.backward(model, crit.backward(), opt)   # fp16: scaled, then unscaled before clipping
         nn.clip_grad_norm(opt.params, args.clip, on_device=True)
-        opt.step()
+        precision.step(opt)                               # fp16: skipped on an inf/NaN gradient
         sched.step()
         first = loss if first is None else first
         smooth = loss if smooth is None else 0.9 * smooth + 0.1 * loss
@@ -110,9 +114,12 @@ def _train_graphed(model, crit, opt, sched, windows, args, bar):
     net = getattr(model, "module", model)
     smooth = gpublas.zeros((1,), np.float64)
     state, mix = {}, [0.0, 1.0]    # the first step sets smooth = loss, the others smooth it
+    precision = Precision(args.precision)
+    precision.check_graph(True)    # bf16 can be captured, fp16's loss scaling cannot
 
     def forward_backward(x, y):   # each captured part uses only its own or persistent arrays
-        logits, _ = net(x)
+        with precision.autocast():
+            logits, _ = net(x)
         state["loss"] = crit(logits, y, on_device=True)
         loss_track(state["loss"], smooth, *mix)
         opt.zero_grad()
@@ -150,7 +157,9 @@ def main(argv=None):
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_distributed_flag(p)
     add_graph_flag(p)
+    add_precision_flag(p)
     args = p.parse_args(argv)
+    Precision(args.precision).check_graph(args.graph)
     dist = setup_distributed(args)
     ranks = 1 if dist is None else dist.world_size()
 
@@ -186,7 +195,7 @@ def main(argv=None):
     if dist is None or dist.is_main():
         print("sample:\n" + sample(model, stoi, itos, "Beautiful is ", 160, 0.5, rng))
     print(f"lstm: loss {first:.3f} -> {smooth:.3f} (chance {math.log(V):.3f}) in {args.steps} steps, {seconds:.1f} s"
-          + ("" if dist is None else f" on {ranks} ranks"))
+          + ("" if dist is None else f" on {ranks} ranks") + ("" if args.precision == "fp32" else f", {args.precision}"))
     return 0
 
 

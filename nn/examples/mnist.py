@@ -17,6 +17,7 @@ import nn
 
 from .idx import read_idx
 from .graphed import add_graph_flag
+from .precision import add_precision_flag
 from .training import add_distributed_flag, describe_device, fit_and_report, setup_distributed
 
 FILES = {"train_images": "train-images", "train_labels": "train-labels", "test_images": "t10k-images",
@@ -67,6 +68,7 @@ def main(argv=None):
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_distributed_flag(p)
     add_graph_flag(p)
+    add_precision_flag(p)
     args = p.parse_args(argv)
     dist = setup_distributed(args)
 

@@ -11,6 +11,8 @@ import numpy as np
 
 import gpublas
 
+from .precision import Precision
+
 
 class NonFiniteLoss(RuntimeError):
     pass
@@ -48,21 +50,24 @@ def batches(n, batch_size, rng=None):
         yield order[i:i + batch_size]
 
 
-def train_epoch(model, crit, opt, X, y, batch_size, rng, bar=None, step=0, graphed=None):
+def train_epoch(model, crit, opt, X, y, batch_size, rng, bar=None, step=0, graphed=None, precision=None):
     """One pass over (X, y) in shuffled minibatches; returns (mean loss, steps done so far). With
-    `graphed` (classifier_step's) the steps are replayed graphs and the loss is read once, at the end."""
+    `graphed` (classifier_step's) the steps are replayed graphs and the loss is read once, at the end.
+    `precision` (examples/precision.py; None: fp32) sets the forward's autocast and the loss scaling."""
     model.train()
     if graphed is not None:
         return _graphed_epoch(graphed, X, y, batch_size, rng, bar, step)
+    precision = precision or Precision()
     total, count = 0.0, 0
     for idx in batches(len(X), batch_size, rng):
-        loss = crit(model(X[idx]), y[idx])
+        with precision.autocast():
+            loss = crit(model(X[idx]), y[idx])
         step += 1
         if not math.isfinite(loss):
             raise NonFiniteLoss(f"loss became {loss} at step {step}; stopping (try a smaller --lr)")
         opt.zero_grad()
-        model.backward(crit.backward())
-        opt.step()
+        precision.backward(model, crit.backward(), opt)
+        precision.step(opt)
         total += loss * len(idx)
         count += len(idx)
         if bar is not None:
@@ -71,19 +76,24 @@ def train_epoch(model, crit, opt, X, y, batch_size, rng, bar=None, step=0, graph
     return total / max(count, 1), step
 
 
-def classifier_step(model, crit, opt):
+def classifier_step(model, crit, opt, precision=None):
     """A GraphedStep for train_epoch: loss, zero_grad, backward and the optimizer step, with the loss
     summed over the epoch on the device (`.acc`, float64, as train_epoch sums the floats). With a
     DataParallel model the gradient all-reduce (and the buffer broadcast before forward) run eagerly
-    between the captured parts, as they run inside DataParallel's forward and backward."""
+    between the captured parts, as they run inside DataParallel's forward and backward. The forward
+    runs in `precision`'s autocast (bf16 can be captured; fp16's loss scaling cannot: check_graph)."""
     from nn.step_kernels import loss_track
     from .graphed import GraphedStep, training_parts
 
     net = getattr(model, "module", model)
     acc = gpublas.zeros((1,), np.float64)
+    precision = precision or Precision()
+    precision.check_graph(True)
 
     def forward_backward(x, y):
-        loss_track(crit(net(x), y, on_device=True), acc, 1.0, float(len(y)))
+        with precision.autocast():
+            logits = net(x)
+        loss_track(crit(logits, y, on_device=True), acc, 1.0, float(len(y)))
         opt.zero_grad()
         net.backward(crit.backward())
 
@@ -112,14 +122,16 @@ def _graphed_epoch(graphed, X, y, batch_size, rng, bar, step):
     return total / max(count, 1), step
 
 
-def accuracy(model, X, y, batch_size=256, dist=None):
-    """Fraction of correct argmax predictions, the model in eval mode (each rank counts its part)."""
+def accuracy(model, X, y, batch_size=256, dist=None, precision=None):
+    """Fraction of correct argmax predictions, the model in eval mode (each rank counts its part), in
+    `precision`'s autocast as it trained."""
     model.eval()
     correct, mine = 0, np.arange(len(X))
     if dist is not None:
         mine = np.array_split(mine, dist.world_size())[dist.rank()]
     for idx in batches(len(mine), batch_size):
-        logits = model(X[mine[idx]]).get()
+        with (precision or Precision()).autocast():
+            logits = model(X[mine[idx]]).get()
         correct += int((logits.argmax(axis=1) == y[mine[idx]]).sum())
     model.train()
     correct = dist.all_sum(correct) if dist is not None else correct
@@ -127,11 +139,12 @@ def accuracy(model, X, y, batch_size=256, dist=None):
 
 
 def run(model, crit, opt, data, *, epochs, batch_size, seed, schedule=None, name="train", quiet=False,
-        augment=None, dist=None, graph=False):
+        augment=None, dist=None, graph=False, precision=None):
     """Trains for `epochs`, printing one line per epoch; returns a summary dict. `augment(X, rng)`, if
     given, makes each epoch's copy of the training images (host-side data loading). With `dist`
     (nn.distributed) each rank takes its shard of every epoch and batch_size / ranks of every batch.
-    With `graph` each batch shape's step is captured once and replayed (classifier_step)."""
+    With `graph` each batch shape's step is captured once and replayed (classifier_step). `precision`
+    (examples/precision.py): fp32 when None, else bf16 / fp16 mixed precision."""
     from tqdm import tqdm
 
     Xtr, ytr, Xte, yte = data
@@ -142,7 +155,7 @@ def run(model, crit, opt, data, *, epochs, batch_size, seed, schedule=None, name
     start = time.perf_counter()
     step = 0
     history = []
-    graphed = classifier_step(model, crit, opt) if graph else None
+    graphed = classifier_step(model, crit, opt, precision) if graph else None
     with tqdm(total=epochs * steps_per_epoch, desc=name, unit="step", file=sys.stderr, disable=quiet) as bar:
         for epoch in range(1, epochs + 1):
             X, y, order = Xtr, ytr, rng
@@ -150,14 +163,14 @@ def run(model, crit, opt, data, *, epochs, batch_size, seed, schedule=None, name
                 mine = dist.shard(len(Xtr), epoch, seed)
                 X, y, order = Xtr[mine], ytr[mine], None
             X = augment(X, rng) if augment is not None else X
-            loss, step = train_epoch(model, crit, opt, X, y, batch_size, order, bar, step, graphed)
+            loss, step = train_epoch(model, crit, opt, X, y, batch_size, order, bar, step, graphed, precision)
             loss = loss if dist is None else dist.all_sum(loss) / ranks
             history.append(loss)
             if schedule is not None:
                 schedule.step()
             bar.write(f"epoch {epoch:3d}  loss {loss:.4f}  lr {opt.lr:.4g}")
     train_s = time.perf_counter() - start
-    acc = accuracy(model, Xte, yte, dist=dist)
+    acc = accuracy(model, Xte, yte, dist=dist, precision=precision)
     return {"test_accuracy": acc, "train_seconds": train_s, "seconds": time.perf_counter() - start,
             "final_loss": history[-1] if history else float("nan"), "losses": history, "steps": step}
 
@@ -165,13 +178,16 @@ def run(model, crit, opt, data, *, epochs, batch_size, seed, schedule=None, name
 def fit_and_report(name, net, opt, data, args, schedule=None, augment=None, dist=None):
     """Trains a classifier with run() (data-parallel over the ranks with `dist`), saves it when
     args.save names a file, and prints the summary line; returns the process exit status (1 when the
-    loss turned NaN or infinite: under MPI that ends every rank)."""
+    loss turned NaN or infinite: under MPI that ends every rank). args.precision (default fp32) picks
+    mixed precision; the saved weights are the FP32 master weights."""
     import nn  # the examples' own package; imported here so that nn's import does not load examples
+    precision = Precision(getattr(args, "precision", "fp32"))
+    precision.check_graph(getattr(args, "graph", False))
     net = net if dist is None else dist.DataParallel(net)
     try:
         s = run(net, nn.SoftmaxCrossEntropy(), opt, data, epochs=args.epochs, batch_size=args.batch_size,
                 seed=args.seed, schedule=schedule, name=name, quiet=args.quiet, augment=augment, dist=dist,
-                graph=getattr(args, "graph", False))
+                graph=getattr(args, "graph", False), precision=precision)
     except NonFiniteLoss as e:
         print(f"{name}: {e}", file=sys.stderr)
         if dist is not None and dist.world_size() > 1:
@@ -180,6 +196,7 @@ def fit_and_report(name, net, opt, data, args, schedule=None, augment=None, dist
     if args.save:
         (nn if dist is None else dist).save(net, args.save)
     ranks = ("" if dist is None else f" on {dist.world_size()} ranks") + (", graphed" if getattr(args, "graph", False) else "")
+    ranks += "" if precision.dtype is None else f", {precision.name}"
     print(f"{name}: test accuracy {s['test_accuracy']:.4f} ({len(data[2])} images) after {args.epochs} epochs, "
           f"final train loss {s['final_loss']:.4f}, {s['seconds']:.1f} s{ranks}")
     return 0

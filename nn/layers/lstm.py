@@ -8,6 +8,11 @@ and dx over all steps at once.
 The buffers no caller sees (the gates, the cell states, the gate gradients) are a per-layer workspace
 kept while (T, N) and the dtype stay the same, with their per-step views made once: a training step
 allocates and slices only what it returns (h, the output, the state and input gradients).
+
+Under nn.autocast a float32 LSTM runs its GEMMs in 16 bits from 16-bit copies of its weights, of the
+input and of each h_t (one cast per step), accumulating into FP32 gates; the gate kernels, the cell
+and hidden states and h_n, c_n stay FP32; the output is the 16-bit h (as torch.autocast's). Backward
+casts each step's FP32 gate gradients to 16 bits for the GEMMs and adds FP32 weight gradients.
 """
 import math
 
@@ -15,6 +20,7 @@ import numpy as np
 
 import gpublas
 
+from .. import amp
 from .. import kernels as K
 from ..module import Module, uniform_param
 
@@ -22,6 +28,7 @@ from ..module import Module, uniform_param
 class LSTM(Module):
     """out, (h_n, c_n) = lstm(x, state=None); x (T, N, I), or (N, T, I) with batch_first;
     state and (h_n, c_n): (num_layers, N, H) each; out (T, N, H) (or (N, T, H))."""
+    _storage_inputs = True  # 16-bit input from a layer before it under autocast
 
     def __init__(self, input_size, hidden_size, num_layers=1, batch_first=False, bias=True, *, dtype=np.float32):
         super().__init__()
@@ -58,20 +65,22 @@ class LSTM(Module):
         if self.batch_first:
             x = K.swap01(x, gpublas.empty((x.shape[1], x.shape[0], x.shape[2]), x.dtype))
         T, N, _ = x.shape
-        L, H = self.num_layers, self.hidden_size
-        h0, c0 = self._state(state, N, x.dtype)
-        h_n, c_n = gpublas.empty((L, N, H), x.dtype), gpublas.empty((L, N, H), x.dtype)
+        L, H, dtype = self.num_layers, self.hidden_size, self.dtype   # the state's dtype: the weights'
+        low = amp.compute_dtype(dtype)                                # the GEMMs' (16 bits under autocast)
+        h0, c0 = self._state(state, N, dtype)
+        h_n, c_n = gpublas.empty((L, N, H), dtype), gpublas.empty((L, N, H), dtype)
         layers = []
-        inp = x.reshape(T * N, x.shape[2])
+        (inp,) = amp.cast(low, x.reshape(T * N, x.shape[2]))
         for k in range(L):
             b_ih, b_hh = self._w("bias_ih", k), self._w("bias_hh", k)
-            w_hh = self._w("weight_hh", k).data
-            ws = self._workspace(k, T, N, x.dtype)
+            w_ih, w_hh = amp.cast(low, self._w("weight_ih", k).data, self._w("weight_hh", k).data)
+            ws = self._workspace(k, T, N, dtype, low)
             gates, cbuf, g_t, c_t = ws.gates, ws.cbuf, ws.gates_t, ws.cbuf_t
             # pre-activations of every step at once: (T*N, I) @ (I, 4H)
-            K.gemm(inp, self._w("weight_ih", k).data, ws.gates2, trans_b=True)
-            hbuf = gpublas.empty((T + 1, N, H), x.dtype)
-            h_t = _steps(hbuf)
+            K.gemm(inp, w_ih, ws.gates2, trans_b=True)
+            hbuf = gpublas.empty((T + 1, N, H), dtype)
+            hlow = hbuf if low == dtype else gpublas.empty((T + 1, N, H), low)  # h_t for the GEMMs
+            h_t, hl_t = _steps(hbuf), _steps(hlow)
             if h0 is None:
                 h_t[0].fill(0)
                 c_t[0].fill(0)
@@ -79,27 +88,32 @@ class LSTM(Module):
                 h_t[0].copy_from(h0[k])
                 c_t[0].copy_from(c0[k])
             b_ih, b_hh = (b.data if b is not None else None for b in (b_ih, b_hh))
-            for t in range(T):
+            for t in range(T + 1):
+                if hlow is not hbuf:
+                    gpublas.indexing.copy_to(hl_t[t], h_t[t])
+                if t == T:
+                    break
                 if t > 0 or h0 is not None:  # h_{-1} = 0 contributes nothing
-                    K.gemm(h_t[t], w_hh, g_t[t], beta=1.0, trans_b=True)
+                    K.gemm(hl_t[t], w_hh, g_t[t], beta=1.0, trans_b=True)
                 K.lstm_gates_forward(g_t[t], b_ih, b_hh, c_t[t], h_t[t + 1], c_t[t + 1])
             h_n[k].copy_from(h_t[T])
             c_n[k].copy_from(c_t[T])
-            # cached per layer: the layer's input (for dW_ih), the activated gates and every h and c
-            # including the initial ones (the gate gradients need i, f, g, o, c_{t-1} and c_t; dW_hh
-            # needs h_{t-1}); hbuf[1:] is also the layer's output
-            layers.append((inp, gates, hbuf, cbuf))
-            inp = hbuf[1:].reshape(T * N, H)
-        self.cache = (layers, (T, N), h0 is not None)
-        out = hbuf[1:]
+            # cached per layer: the layer's input (for dW_ih), the weights the GEMMs used (the
+            # parameters or their 16-bit copies), the activated gates and every h (in the GEMMs'
+            # dtype) and c including the initial ones (the gate gradients need i, f, g, o, c_{t-1}
+            # and c_t; dW_hh needs h_{t-1}); hlow[1:] is also the layer's output
+            layers.append((inp, w_ih, w_hh, gates, hlow, cbuf))
+            inp = hlow[1:].reshape(T * N, H)
+        self.cache = (layers, (T, N), h0 is not None, x.dtype)
+        out = hlow[1:]
         if self.batch_first:
-            out = K.swap01(out, gpublas.empty((N, T, H), x.dtype))
+            out = K.swap01(out, gpublas.empty((N, T, H), out.dtype))
         return out, (h_n, c_n)
 
-    def _workspace(self, k, T, N, dtype):
+    def _workspace(self, k, T, N, dtype, low):
         ws = self._work.get(k)
-        if ws is None or ws.key != (T, N, dtype):
-            ws = self._work[k] = _Workspace(T, N, self.hidden_size, dtype)
+        if ws is None or ws.key != (T, N, dtype, low):
+            ws = self._work[k] = _Workspace(T, N, self.hidden_size, dtype, low)
         return ws
 
     def _state(self, state, N, dtype):
@@ -115,24 +129,22 @@ class LSTM(Module):
     def backward(self, d_out, d_hn=None, d_cn=None):
         # d_out: like out; d_hn, d_cn: (L, N, H) or None -> dx: like x; adds every weight's gradient.
         # Also sets self.dh0, self.dc0 (L, N, H): the gradients of the initial state.
-        layers, (T, N), _ = self._cached("cache")
-        L, H = self.num_layers, self.hidden_size
+        layers, (T, N), _, x_dtype = self._cached("cache")
+        L, H, dtype = self.num_layers, self.hidden_size, self.dtype
         d_out = self._grad_input(d_out, (N, T, H) if self.batch_first else (T, N, H))
         if self.batch_first:
             d_out = K.swap01(d_out, gpublas.empty((T, N, H), d_out.dtype))
+        (d_out,) = amp.cast(dtype, d_out)  # the gate kernels' dtype (a 16-bit d_out under autocast)
         for name, d in (("d_hn", d_hn), ("d_cn", d_cn)):
             if d is not None and tuple(d.shape) != (L, N, H):
                 raise ValueError(f"{self.describe()}: {name} must have shape {(L, N, H)}, got {tuple(d.shape)}")
-        d_hn = self._input(d_hn) if d_hn is not None else None
-        d_cn = self._input(d_cn) if d_cn is not None else None
-        dtype = d_out.dtype
+        d_hn, d_cn = amp.cast(dtype, *(self._input(d) if d is not None else None for d in (d_hn, d_cn)))
         self.dh0, self.dc0 = gpublas.empty((L, N, H), dtype), gpublas.empty((L, N, H), dtype)
         d_t = _steps(d_out)
         for k in reversed(range(L)):
-            inp, gates, hbuf, cbuf = layers[k]
+            inp, w_ih, w_hh, gates, hlow, cbuf = layers[k]
             ws = self._work[k]
-            g_t, c_t, dg_t = ws.gates_t, ws.cbuf_t, ws.dgates_t
-            w_ih, w_hh = self._w("weight_ih", k), self._w("weight_hh", k)
+            g_t, c_t, dg_t, dl_t = ws.gates_t, ws.cbuf_t, ws.dgates_t, ws.dlow_t
             dc, dh_rec = self.dc0[k], self.dh0[k]     # running dL/dc_t and recurrent dL/dh_t buffers
             if d_cn is not None:
                 dc.copy_from(d_cn[k])
@@ -144,21 +156,25 @@ class LSTM(Module):
             for t in reversed(range(T)):
                 # dgates[t] from dh_t = d_out[t] + (recurrent part), and dc_t -> dc_{t-1} in place
                 K.lstm_gates_backward(g_t[t], c_t[t], c_t[t + 1], d_t[t], dh_rec if has_rec else None, dc, dg_t[t])
+                if dl_t is not dg_t:
+                    gpublas.indexing.copy_to(dl_t[t], dg_t[t])  # the gate gradients for the 16-bit GEMMs
                 # a_t = ... + h_{t-1} W_hh^T  =>  dL/dh_{t-1} (recurrent part) = dgates_t W_hh
-                K.gemm(dg_t[t], w_hh.data, dh_rec)
+                K.gemm(dl_t[t], w_hh, dh_rec)
                 has_rec = True
-            dg2 = ws.dgates2
+            dg2 = ws.dlow2
             # a = x W_ih^T + h_prev W_hh^T + b  =>  dW_ih = dg^T x, dW_hh = dg^T h_prev, db = sum dg
-            K.gemm(dg2, inp, w_ih.grad, beta=1.0, trans_a=True)
-            K.gemm(dg2, hbuf[0:T].reshape(T * N, H), w_hh.grad, beta=1.0, trans_a=True)
+            # (into the FP32 .grad: a float32 C accumulates 16-bit products under autocast)
+            K.gemm(dg2, inp, self._w("weight_ih", k).grad, beta=1.0, trans_a=True)
+            K.gemm(dg2, hlow[0:T].reshape(T * N, H), self._w("weight_hh", k).grad, beta=1.0, trans_a=True)
             for b in (self._w("bias_ih", k), self._w("bias_hh", k)):
                 if b is not None:
-                    K.bias_grad_sum(dg2, b.grad, 4 * H, 1)
-            # dL/dx = dg W_ih: the next layer down's d_out
-            d_out = K.gemm(dg2, w_ih.data).reshape(T, N, inp.shape[1])
+                    K.bias_grad_sum(ws.dgates2, b.grad, 4 * H, 1)
+            # dL/dx = dg W_ih: the next layer down's d_out (in the state's dtype, for its gate kernels)
+            d_out = K.gemm(dg2, w_ih, gpublas.empty((T * N, inp.shape[1]), dtype)).reshape(T, N, inp.shape[1])
             d_t = _steps(d_out) if k else None
+        (d_out,) = amp.cast(x_dtype, d_out)  # dx in the input's dtype
         if self.batch_first:
-            return K.swap01(d_out, gpublas.empty((N, T, self.input_size), dtype))
+            return K.swap01(d_out, gpublas.empty((N, T, self.input_size), d_out.dtype))
         return d_out
 
 
@@ -171,12 +187,17 @@ def _steps(buf):
 class _Workspace:
     """One layer's buffers for a (T, N) batch that no caller sees: the activated gates (T, N, 4H) and
     the cell states c_0..c_T (T + 1, N, H), cached by forward for backward, and the gate gradients
-    (T, N, 4H) of backward; each with its per-step views (and the gates' (T*N, 4H) view for the GEMMs)."""
+    (T, N, 4H) of backward; each with its per-step views (and the gates' (T*N, 4H) view for the GEMMs).
+    Under autocast (`low` a 16-bit dtype) also the gate gradients' 16-bit copies (dlow) for the GEMMs;
+    else dlow is dgates itself."""
 
-    def __init__(self, T, N, H, dtype):
-        self.key = (T, N, dtype)
+    def __init__(self, T, N, H, dtype, low):
+        self.key = (T, N, dtype, low)
         self.gates = gpublas.empty((T, N, 4 * H), dtype)
         self.cbuf = gpublas.empty((T + 1, N, H), dtype)
         self.dgates = gpublas.empty((T, N, 4 * H), dtype)
+        self.dlow = self.dgates if low == dtype else gpublas.empty((T, N, 4 * H), low)
         self.gates2, self.dgates2 = self.gates.reshape(T * N, 4 * H), self.dgates.reshape(T * N, 4 * H)
+        self.dlow2 = self.dlow.reshape(T * N, 4 * H)
         self.gates_t, self.cbuf_t, self.dgates_t = _steps(self.gates), _steps(self.cbuf), _steps(self.dgates)
+        self.dlow_t = self.dgates_t if low == dtype else _steps(self.dlow)

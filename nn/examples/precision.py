@@ -1,0 +1,48 @@
+"""--precision for the examples: fp32 (the default), bf16 or fp16 mixed precision. The forward pass
+runs within nn.autocast (Dense, Conv2d and the LSTM's GEMMs in 16 bits from their FP32 master
+weights; losses, BatchNorm statistics and the LSTM's cell state in FP32), the gradients and the
+optimizer state stay FP32, and so do checkpoints. fp16 scales the loss with nn.amp.GradScaler
+(PyTorch's rules: a step with an inf/NaN gradient is skipped and the scale halved); bf16 has float32's
+exponent range and needs none."""
+import numpy as np
+
+import gpublas
+import nn
+
+PRECISIONS = {"fp32": None, "bf16": gpublas.bfloat16, "fp16": np.float16}
+
+
+def add_precision_flag(parser):
+    parser.add_argument("--precision", choices=list(PRECISIONS), default="fp32",
+                        help="fp32, or mixed precision with 16-bit GEMMs: bf16, fp16 (with dynamic loss scaling)")
+
+
+class Precision:
+    """The autocast block a forward pass runs in and the GradScaler of a step (enabled for fp16 only)."""
+
+    def __init__(self, name="fp32"):
+        self.name, self.dtype = name, PRECISIONS[name]
+        self.scaler = nn.amp.GradScaler(enabled=self.dtype == np.float16)
+
+    def autocast(self):
+        return nn.autocast(self.dtype or gpublas.bfloat16, enabled=self.dtype is not None)
+
+    def backward(self, model, dlogits, opt):
+        """model.backward from the (scaled) loss gradient, then the gradients unscaled in place (so that
+        clipping sees the true norm); returns the model's backward value."""
+        out = model.backward(self.scaler.scale(dlogits))
+        self.scaler.unscale_(opt)
+        return out
+
+    def step(self, opt):
+        """opt.step() unless fp16's gradients hold an inf/NaN (skipped), then the scale's update."""
+        self.scaler.step(opt)
+        self.scaler.update()
+
+    def check_graph(self, graph):
+        """fp16 cannot be captured: GradScaler decides on the host, from a flag read back each step,
+        whether to step and how to move the scale, and a graph replays one fixed decision."""
+        if graph and self.scaler.is_enabled():
+            raise SystemExit("--graph with --precision fp16 is not supported: GradScaler reads the inf/NaN flag "
+                             "back to the host each step to skip the step and move the loss scale, which a "
+                             "captured graph cannot do; use --precision bf16 (no loss scaling) with --graph")
