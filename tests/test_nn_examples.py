@@ -147,24 +147,10 @@ def _saved_fp32(path):
     nn.load(digits.model(), str(path))
 
 
-def test_digits_bf16_reaches_97_percent_and_saves_fp32_weights(capsys, tmp_path):
-    # the default 40 epochs: 97.21 % (fp32: 98.05 %), 42 s wall / 19 s CPU at load 9
-    acc, last = _digits(capsys, "--precision", "bf16", "--save", str(tmp_path / "w.npz"))
-    assert last.endswith(", bf16") and acc >= 0.97
+@pytest.mark.parametrize("precision", ["bf16", "fp16"])
+def test_digits_mixed_precision_reaches_97_percent_and_saves_fp32_weights(capsys, tmp_path, precision):
+    # the default 40 epochs, sim at load 2.4: bf16 97.21 % in 17.4 s, fp16 98.33 % in 29.4 s (its GradScaler
+    # unscales every gradient and reads its flag back each step); fp32 98.05 % in 10.8 s
+    acc, last = _digits(capsys, "--precision", precision, "--save", str(tmp_path / "w.npz"))
+    assert last.endswith(f", {precision}") and acc >= 0.97
     _saved_fp32(tmp_path / "w.npz")
-
-
-def test_digits_fp16_short_run_learns_and_saves_fp32_weights(capsys, tmp_path):
-    # 10 epochs: 94.71 % (bf16 93.59 %, fp32 93.87 %); the 40-epoch run to 97 % is the slow test below
-    acc, last = _digits(capsys, "--epochs", "10", "--precision", "fp16", "--save", str(tmp_path / "w.npz"))
-    assert last.endswith(", fp16") and acc >= 0.90
-    _saved_fp32(tmp_path / "w.npz")
-
-
-@pytest.mark.slow
-def test_digits_fp16_reaches_97_percent(capsys):
-    # the default 40 epochs: 98.33 %; 45 s of CPU (GradScaler's unscale kernels and its flag read back
-    # each step), 170 s wall at load 9
-    acc, _ = _digits(capsys, "--precision", "fp16")
-    assert acc >= 0.97
-
