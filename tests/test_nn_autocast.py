@@ -32,7 +32,8 @@ def close(got, want, tol):
 
 @HALVES
 @pytest.mark.parametrize("shape,stride,padding", [((3, 2, 7, 5), 1, 1), ((1, 3, 6, 6), 2, 0)])
-def test_conv2d_under_autocast_computes_in_16_bits_with_fp32_gradients(dtype, shape, stride, padding, rng):
+def test_conv2d_under_autocast_computes_in_16_bits_with_fp32_gradients(dtype, shape, stride, padding, rng,
+                                                                     sim_order):
     nn.manual_seed(5)
     conv = nn.Conv2d(shape[1], 4, 3, stride=stride, padding=padding, activation="relu")
     x_h = rng.standard_normal(shape).astype(np.float32)
@@ -100,7 +101,7 @@ def _lstm_run(lstm, x_h, d_h, dtype):
 
 
 @HALVES
-def test_lstm_under_autocast_runs_its_gemms_in_16_bits_and_its_cells_in_fp32(dtype, rng):
+def test_lstm_under_autocast_runs_its_gemms_in_16_bits_and_its_cells_in_fp32(dtype, rng, sim_order):
     lstm, x_h, d_h = _lstm_pair(rng)
     got = _lstm_run(lstm, x_h, d_h, dtype)
     out, h_n, c_n, dx = got[:4]
