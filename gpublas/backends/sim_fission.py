@@ -22,6 +22,7 @@ block function. docs/sim-backend.md has the design and what it measured.
 """
 import re
 
+from .. import source
 from . import sim_cparse as cp
 from .sim_cparse import Unsupported
 from .sim_regions import B, K, T, Fission, Region, Var, device_functions
@@ -184,6 +185,13 @@ def _match(text, i):
     raise Unsupported("unbalanced brackets")
 
 
+def _expand_params(text, params):
+    """A kernel's parameter list with the one-line #defines of `text` expanded (a family may spell its
+    list once as a macro: gemm.cu's GEMM_PARAMS), as source.kernel_signatures reads it."""
+    defines = "".join(line + "\n" for line in re.findall(r"^[ \t]*#define[^\n]*", text, re.M))
+    return source.expand_object_macros(defines + "\0" + params).split("\0", 1)[1] if defines else params
+
+
 def transform(text, kernels, barrier_names, full_text, source_name):
     """(text with gpublas_block_<k> after each kernel k it could rewrite, {kernel: None if
     rewritten, else why not}) for the kernels in `kernels` that reach a barrier. `text` has no
@@ -206,7 +214,7 @@ def transform(text, kernels, barrier_names, full_text, source_name):
             continue
         end = _match(text, brace)
         try:
-            params = cp.tokenize(text[open_ + 1:close - 1])
+            params = cp.tokenize(_expand_params(text, text[open_ + 1:close - 1]))
             code = emit(Fission(k, params, cp.tokenize(text[brace + 1:end - 1]), functions, helpers), params)
         except Unsupported as e:
             report[k] = str(e)

@@ -55,7 +55,10 @@ def _angle_close(toks, i):
 
 
 def device_functions(toks, names):
-    """{name: Function, or None when it is defined more than once (overloads)} for `names`."""
+    """{name: Function, or None when it is defined more than once (overloads)} for `names`. The CUDA
+    intrinsics (BARRIERS) are never among them, even where a header overloads one for its own type
+    (common.cuh's complex shuffles): the pass rewrites their calls itself (fission.h's fx_shfl_*)."""
+    names = set(names) - BARRIERS
     found = {}
     for k in range(len(toks) - 1):
         if toks[k] in names and toks[k + 1] == "(" and (k == 0 or toks[k - 1] not in (".", "->", "::")):
