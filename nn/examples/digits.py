@@ -1,7 +1,7 @@
 """A small CNN on scikit-learn's bundled 8x8 digits (1797 images), trained with nn on gpublas.
 
     pip install scikit-learn          # the `examples` extra
-    python -m nn.examples.digits      # sim backend, 2-core AMD EPYC: 10.7 s wall, 10.6 s of CPU
+    python -m nn.examples.digits      # sim backend, 2-core AMD EPYC: 11 s wall, 11 s of CPU
 
 Conv2d(1->16) ReLU MaxPool2d -> Conv2d(16->32) ReLU MaxPool2d -> Flatten Dropout -> Dense(128->64)
 ReLU -> Dense(64->10), softmax cross-entropy, SGD with Nesterov momentum (or --optimizer adam / adamw)

@@ -1,6 +1,6 @@
 """A character-level LSTM learning the Zen of Python (the text of `import this`, shipped with Python).
 
-    python -m nn.examples.lstm        # sim backend, 2-core AMD EPYC: 8.8 s wall, 8.0 s of CPU
+    python -m nn.examples.lstm        # sim backend, 2-core AMD EPYC: 8 s wall, 7-8 s of CPU
 
 Embedding(V -> 16) + LSTM(16 -> 64) + Dense(64 -> V) predicts the next character of random 24-character windows (32 per step),
 softmax cross-entropy over every step, SGD with momentum and gradient clipping. Prints the loss as it
