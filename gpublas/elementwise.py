@@ -265,8 +265,12 @@ def compare(op, a, b, out=None, what="comparison"):
 
 
 def _unary(op, what, dtypes=FLOATS):
+    ufunc = getattr(np, what, None)  # NumPy's ufunc of that name, if any: its type resolution applies
+
     def f(x, out=None):
         x = as_array(x, what)
+        if x.dtype not in dtypes and isinstance(ufunc, np.ufunc) and x.dtype.kind in "biu":
+            x = x.astype(promotion.unary_loop(ufunc, x.dtype, dtypes, what))  # NumPy's: sin(int32) is float64
         if x.dtype not in dtypes:
             raise TypeError(f"{what}: {' or '.join(map(str, dtypes))} arrays only, got {x.dtype}")
         out = make_out(out, x.shape, x.dtype, what)

@@ -50,6 +50,16 @@ def _resolved(ufunc, ta, tb):
     return (loop, result, kernel) if kernel in KERNEL_DTYPES and result in DTYPES else (loop, None, None)
 
 
+@functools.lru_cache(maxsize=256)
+def unary_loop(ufunc, dtype, allowed, what):
+    """The dtype NumPy's unary `ufunc` computes an integer or bool array of `dtype` in (sin of int32:
+    float64; of uint8 or bool: float16), or TypeError when gpublas' kernel has no such loop."""
+    loop = ufunc.resolve_dtypes((dtype, None))[0]
+    if loop not in allowed:
+        raise TypeError(f"{what}: NumPy computes a {dtype} array in {loop}, which gpublas' {what} does not take")
+    return loop
+
+
 def resolve(ufunc, a, b, what):
     """(loop, result, kernel) dtypes of ufunc(a, b) as NumPy resolves them, or TypeError naming the
     operands when NumPy has no loop for them or gpublas cannot hold or compute the result."""

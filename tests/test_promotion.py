@@ -144,3 +144,23 @@ def test_matmul_promotes_gemm_refuses():
         gpublas.to_device(np.ones((2, 2), np.int32)) @ gpublas.to_device(np.ones((2, 2), np.int32))
     with pytest.raises(ValueError, match="mixed dtypes"):
         gpublas.gemm(gpublas.to_device(a), gpublas.to_device(b))
+
+
+@pytest.mark.parametrize("name", ["exp", "log", "sqrt", "tanh", "sin", "arctan", "log1p", "floor", "square"])
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint8, np.bool_])
+def test_math_functions_on_integer_arrays_compute_where_numpy_does(name, dtype):
+    hx = host(dtype, [0, 1, 2, 3, 7, 1])
+    with np.errstate(all="ignore"):
+        want = getattr(np, name)(hx)  # sin(int32) is float64, sin(uint8) float16; floor(int32) stays int32
+    if want.dtype in (np.uint8, np.int8, np.bool_):  # floor/square keep uint8 and bool (square: int8)
+        with pytest.raises(TypeError, match=f"{name}: NumPy computes a {np.dtype(dtype)} array in"):
+            getattr(gpublas, name)(gpublas.to_device(hx))
+        return
+    got = getattr(gpublas, name)(gpublas.to_device(hx))
+    assert got.dtype == want.dtype, (name, dtype)
+    np.testing.assert_allclose(got.get().astype(np.float64), want.astype(np.float64), rtol=1e-3 if want.itemsize == 2 else 1e-6)
+
+
+def test_functions_numpy_does_not_have_still_refuse_integers():
+    with pytest.raises(TypeError, match="sigmoid: .*int32"):
+        gpublas.sigmoid(gpublas.to_device(np.arange(3, dtype=np.int32)))
