@@ -108,8 +108,8 @@ def _comparison(name):
 
 def _reduction(name):
     """A reduction method over every element (a 0-d array) or along `axis` (gpublas.reduction, ops)."""
-    def reduce(self, axis=None, keepdims=False):
-        return getattr(impl, name)(self, axis, keepdims)
+    def reduce(self, axis=None, keepdims=False, **dtype):  # sum and mean also take dtype= (a 16-bit sum in FP32)
+        return getattr(impl, name)(self, axis, keepdims, **dtype)
 
     reduce.__doc__ = f"gpublas.{name} of this array: over every element (a 0-d array) or along `axis`."
     return reduce

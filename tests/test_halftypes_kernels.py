@@ -165,3 +165,11 @@ def test_user_kernels_on_16bit_data():
     same(y.get(), (a_h.astype(np.float32) * np.float32(0.1)).astype(ml_dtypes.bfloat16))
     with pytest.raises(TypeError, match="__nv_bfloat16|bfloat16"):
         k(a.astype(np.float16), 0.1, y)  # a float16 array for a __nv_bfloat16* argument
+
+
+def test_sum_and_mean_methods_take_dtype_as_the_functions_do():
+    h = gpublas.to_device(np.ones(3000, gpublas.bfloat16))
+    assert h.sum().get() == 3008 and h.sum(dtype=np.float32).get() == 3000.0  # one rounding vs FP32 kept
+    assert h.mean(dtype=np.float32).dtype == np.float32
+    with pytest.raises(TypeError):
+        h.max(dtype=np.float32)  # max takes no dtype, as before
