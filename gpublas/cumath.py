@@ -6,7 +6,8 @@ Each is one opcode of cuda_src/elementwise.cu (EW_SIN ..., BIN_FMOD, BIN_ARCTAN2
 through gpublas.elementwise, so operands may be views of any strides, `out=` may alias the input,
 and the binary functions broadcast. NaN, infinities and signed zeros follow C's math library, as
 NumPy's do. float32 and float64 arrays (float32 calls the single-precision functions); floor, ceil,
-trunc, square and sign also take int32 arrays and keep their dtype (NumPy 2's rule). fmod, arctan2
+trunc, square and sign also take int32 arrays and keep their dtype (NumPy 2's rule); the others compute
+an integer or bool array where NumPy's ufunc does (sin(int32): float64; sin(uint8): float16). fmod, arctan2
 and hypot promote their operands as NumPy's ufuncs do (gpublas.promotion).
 """
 from . import elementwise as ew
