@@ -367,12 +367,16 @@ def clip(a, lo, hi, out=None):
 
 def where(cond, x, y, out=None):
     """x where cond else y, elementwise, broadcasting cond, x and y together. cond: a bool array (any
-    other dtype counts as cond != 0) or an ndarray; x, y: arrays of one dtype, or scalars (at least
-    one array)."""
+    other dtype counts as cond != 0) or an ndarray; x, y: arrays (of two dtypes: converted to NumPy's
+    result_type, float32 and float64 give float64), or scalars taking the array's dtype (at least one array)."""
     cond = as_array(cond, "where")
     arrays = [as_array(v, "where") for v in (x, y) if not is_scalar(v)]
     if not arrays:
         raise TypeError("where: x or y must be an array (both are scalars)")
+    if len(arrays) == 2 and arrays[0].dtype != arrays[1].dtype:  # two arrays: NumPy's result_type
+        wide = np.result_type(arrays[0].dtype, arrays[1].dtype)
+        arrays = [v if v.dtype == wide else v.astype(wide) for v in arrays]
+        x, y = arrays
     dtype = common_dtype(arrays[0], arrays[-1], "where", NUMERIC + COMPLEX)
     x = as_array(x, "where") if not is_scalar(x) else DeviceArray((), dtype).fill(x)
     y = as_array(y, "where") if not is_scalar(y) else DeviceArray((), dtype).fill(y)

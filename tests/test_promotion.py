@@ -164,3 +164,13 @@ def test_math_functions_on_integer_arrays_compute_where_numpy_does(name, dtype):
 def test_functions_numpy_does_not_have_still_refuse_integers():
     with pytest.raises(TypeError, match="sigmoid: .*int32"):
         gpublas.sigmoid(gpublas.to_device(np.arange(3, dtype=np.int32)))
+
+
+@pytest.mark.parametrize("tx, ty", [(np.float32, np.float64), (np.int32, np.float32), (np.int64, np.int32)])
+def test_where_promotes_two_arrays_as_numpy(tx, ty):
+    c = np.array([True, False, True, False])
+    hx, hy = host(tx, [1, 2, 3, 4]), host(ty, [5, 6, 7, 8])
+    got = gpublas.where(gpublas.to_device(c), gpublas.to_device(hx), gpublas.to_device(hy))
+    want = np.where(c, hx, hy)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got.get(), want)
