@@ -24,14 +24,18 @@
 //   nrm2_partial / nrm2_final:  sqrt(sum x[i]^2) computed as scale * sqrt(sum (x[i]/scale)^2) with
 //                               scale = max |x[i]| read from device memory (amax first): no overflow
 //                               or underflow of the squares.
-//   iamax_partial / iamax_final: first index of max |x[i]| (value and index pairs, ties to the lower index)
+//   iamax_partial / iamax_final: first index of max |x[i]| (value and index pairs, ties to the lower index;
+//                               complex x: max |re| + |im|, cuBLAS's icamax / izamax)
 //   iamin_partial / iamin_final: first index of min |x[i]| (the same with the order reversed; NaN never
 //                               wins, so an all-NaN vector leaves the index unset: the launcher says 0)
 #include "common.cuh"
 
 #define BLAS1_BLOCK 256
 
-__device__ __forceinline__ real abs_real(real v) { return v < (real)0 ? -v : v; }
+// |v|; for a complex v cuBLAS's |re| + |im| (icamax's magnitude, common.cuh's abs1) as a complex number with
+// imaginary part 0, so that the value comparisons below (lexicographic for complex) order it as a real number
+template <class T> __device__ __forceinline__ T abs_real(T v) { return v < (T)0 ? -v : v; }
+template <class R> __device__ __forceinline__ gcomplex<R> abs_real(gcomplex<R> v) { return gcomplex<R>(abs1(v), (R)0); }
 
 // ---------------------------------------------------------------------------------------------------
 // Element-wise kernels

@@ -3,8 +3,9 @@
 // elements, any sign: a transposed operand is its view with the strides swapped, no copy).
 // Element arithmetic is `real`'s operators only, so a complex `real` is an instantiation.
 //
-// geam: C = alpha A + beta B; alpha == 0 never reads A, beta == 0 never reads B (either pointer may be
-//       null then). Block 32x8: one thread per C(i, j), threadIdx.x along j (coalesced writes),
+// geam: C = alpha A + beta B, A read conjugated where cja = 1 and B where cjb = 1 (cuBLAS's CUBLAS_OP_C:
+//       the transposed view read conjugated; common.cuh's conj leaves a real number as it is);
+//       alpha == 0 never reads A, beta == 0 never reads B (either pointer may be null then). Block 32x8: one thread per C(i, j), threadIdx.x along j (coalesced writes),
 //       grid-stride over the rows.
 // dgmm: C = diag(x) A (left = 1: row i scaled by x[i * incx]) or A diag(x) (left = 0: column j by
 //       x[j * incx]). Same mapping as geam.
@@ -14,14 +15,20 @@
 #define GEAM_BLOCK_Y 8
 
 extern "C" __global__ void geam(int M, int N, real alpha, const real* __restrict__ A, long long sar, long long sac,
-                                real beta, const real* __restrict__ B, long long sbr, long long sbc,
+                                int cja, real beta, const real* __restrict__ B, long long sbr, long long sbc, int cjb,
                                 real* __restrict__ C, long long ldc) {
     const int j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= N) return;
     for (int i = blockIdx.y * blockDim.y + threadIdx.y; i < M; i += gridDim.y * blockDim.y) {
         real v = (real)0;
-        if (alpha != (real)0) v = alpha * A[i * sar + j * sac];
-        if (beta != (real)0) v = v + beta * B[i * sbr + j * sbc];
+        if (alpha != (real)0) {
+            const real a = A[i * sar + j * sac];
+            v = alpha * (cja ? conj(a) : a);
+        }
+        if (beta != (real)0) {
+            const real b = B[i * sbr + j * sbc];
+            v = v + beta * (cjb ? conj(b) : b);
+        }
         C[i * ldc + j] = v;
     }
 }

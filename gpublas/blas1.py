@@ -6,8 +6,9 @@
     c, s = gpublas.rotg(a, b)    # the Givens rotation zeroing b; gpublas.rot(x, y, c, s) applies it
 
 Vectors are taken flat: x and y must have the same shape (any number of dimensions) and dtype
-(float32 or float64; axpy, scal, copy, swap, dot, dotc, asum and nrm2 also complex64 and complex128, as
-cuBLAS's C and Z routines: dot is dotu, asum sums |re| + |im|). Every check runs before any launch and
+(float32 or float64, and complex64 and complex128 as cuBLAS's C and Z routines: dot is dotu, asum sums
+|re| + |im|, iamax and iamin compare |re| + |im|, rot takes a real c and a real or complex s; rotm and
+rotmg are real only, as in cuBLAS). Every check runs before any launch and
 raises ValueError naming the shapes.
 A 1-D view (any step, reversed too) is passed with its stride as BLAS's incx, no copy; other
 non-contiguous layouts go through a contiguous temporary (an output written back).
@@ -177,7 +178,7 @@ def nrm2(x, stream=None):
 
 
 def _arg_index(routine, x, stream):
-    dtype = check_operands(routine, x=x)
+    dtype = check_operands(routine, BLAS1_TYPES, x=x)
     if x.size == 0:
         raise ValueError(f"{routine}: x has shape {x.shape} and no elements")
     x, incx = vector(x, stream)
@@ -191,22 +192,28 @@ def _arg_index(routine, x, stream):
 
 
 def iamax(x, stream=None):
-    """The 0-based index of the first element with the largest |x[i]| (BLAS i?amax, minus one).
-    Raises ValueError for an empty vector; an all-NaN vector gives 0."""
+    """The 0-based index of the first element with the largest |x[i]| (BLAS i?amax, minus one; complex x:
+    the largest |re| + |im|, as icamax / izamax). Raises ValueError for an empty vector; an all-NaN vector gives 0."""
     return _arg_index("iamax", x, stream)
 
 
 def iamin(x, stream=None):
-    """The 0-based index of the first element with the smallest |x[i]| (cuBLAS i?amin, minus one);
-    NaN elements never win. Raises ValueError for an empty vector; an all-NaN vector gives 0."""
+    """The 0-based index of the first element with the smallest |x[i]| (cuBLAS i?amin, minus one; complex x:
+    the smallest |re| + |im|); NaN elements never win. Raises ValueError for an empty vector; an all-NaN vector gives 0."""
     return _arg_index("iamin", x, stream)
 
 
 # -- plane rotations ------------------------------------------------------------------------------
 def rot(x, y, c, s, stream=None):
-    """(x, y) = (c x + s y, c y - s x), both in place; returns (x, y) (scipy.linalg.blas ?rot)."""
-    _check_pair("rot", x, y)
-    return _plane(x, y, c, -s, s, c, stream)
+    """(x, y) = (c x + s y, c y - conj(s) x), both in place, c real; returns (x, y) (scipy.linalg.blas ?rot;
+    complex x and y: a real s is csrot / zdrot, a complex one LAPACK's crot / zrot, cuBLAS's Csrot and Crot)."""
+    dtype = _check_pair("rot", x, y)
+    if np.iscomplexobj(c) and np.imag(c) != 0:
+        raise ValueError(f"rot: c = {c} must be real (the rotation's cosine; only s may be complex)")
+    if np.iscomplexobj(s) and np.imag(s) != 0 and dtype.kind != "c":
+        raise ValueError(f"rot: s = {s} is complex but x and y are {dtype}; a complex s rotates complex vectors")
+    c, s = float(np.real(c)), (complex(s) if dtype.kind == "c" else float(np.real(s)))
+    return _plane(x, y, c, -s.conjugate(), s, c, stream)
 
 
 def _plane(x, y, h11, h21, h12, h22, stream):
@@ -223,8 +230,8 @@ def _plane(x, y, h11, h21, h12, h22, stream):
 def rotm(x, y, param, stream=None):
     """Applies the modified Givens transformation H that param (5 numbers, as rotmg returns: flag, h11,
     h21, h12, h22) describes: (x, y) = (h11 x + h12 y, h21 x + h22 y), both in place; returns (x, y).
-    flag -2 is the identity (nothing runs), 0 and 1 imply the entries BLAS leaves out."""
-    _check_pair("rotm", x, y)
+    flag -2 is the identity (nothing runs), 0 and 1 imply the entries BLAS leaves out. Real only, as cuBLAS."""
+    _real_only("rotm", _check_pair("rotm", x, y))
     p = np.asarray(param.get() if isinstance(param, DeviceArray) else param, dtype=np.float64).ravel()
     if p.shape != (5,):
         raise ValueError(f"rotm: param must hold 5 numbers (flag, h11, h21, h12, h22), got shape {p.shape}")
@@ -240,12 +247,23 @@ def rotm(x, y, param, stream=None):
     return _plane(x, y, h11, h21, h12, h22, stream)
 
 
+def _real_only(routine, dtype):
+    if np.dtype(dtype).kind == "c":
+        raise ValueError(f"{routine}: {np.dtype(dtype)} given; {routine} is real only (float32, float64), as cuBLAS "
+                         f"has no complex {routine}")
+
+
 def rotg(a, b, dtype=np.float64):
-    """(c, s) of the Givens rotation with c a + s b = r and c b - s a = 0 (scipy.linalg.blas ?rotg, in
-    dtype's arithmetic). Scalars in, scalars out: computed on the host, as cuBLAS does in host pointer
-    mode, no kernel."""
-    t = np.dtype(dtype).type
-    a, b = t(a), t(b)
+    """(c, s) of the Givens rotation with c a + s b = r and c b - conj(s) a = 0 (scipy.linalg.blas ?rotg, in
+    dtype's arithmetic): Python floats, or for a complex dtype (crotg / zrotg, a and b complex) c a float and s
+    a complex. Scalars in, scalars out: computed on the host, as cuBLAS does in host pointer mode, no kernel."""
+    t = np.dtype(dtype)
+    if t.kind == "c":
+        return _complex_rotg(t.type(a), t.type(b))
+    if np.iscomplexobj(a) or np.iscomplexobj(b):
+        raise ValueError(f"rotg: a = {a}, b = {b} are complex but dtype is {t}; pass dtype=np.complex64 or "
+                         "np.complex128 (crotg / zrotg)")
+    a, b = t.type(a), t.type(b)
     scale = abs(a) + abs(b)
     if scale == 0:
         return 1.0, 0.0
@@ -255,6 +273,20 @@ def rotg(a, b, dtype=np.float64):
     return float(a / r), float(b / r)
 
 
+def _complex_rotg(a, b):
+    """crotg / zrotg in a's precision (reference BLAS and scipy): s = (a / |a|) conj(b) / r with r = hypot(|a|, |b|),
+    scaled so that neither square overflows; c = 0 and s = conj(b) / |b| when a is 0, (1, 0) when b is."""
+    if b == 0:
+        return 1.0, 0j
+    absb = abs(b)   # NumPy's abs of a complex: the hypot of its parts, in its precision
+    if a == 0:
+        return 0.0, complex(np.conj(b) / absb)
+    absa = abs(a)
+    scale = absa + absb
+    norm = scale * np.sqrt((absa / scale) ** 2 + (absb / scale) ** 2)
+    return float(absa / norm), complex(a / absa * np.conj(b) / norm)
+
+
 GAM, GAMSQ, RGAMSQ = 4096.0, 4096.0 ** 2, 1.0 / 4096.0 ** 2  # rotmg's rescaling steps (reference BLAS)
 
 
@@ -262,7 +294,8 @@ def rotmg(d1, d2, x1, y1, dtype=np.float64):
     """param (a NumPy array of 5: flag, h11, h21, h12, h22) of the modified Givens transformation H that
     zeros the second component of H (sqrt(d1) x1, sqrt(d2) y1)^T (scipy.linalg.blas ?rotmg, the
     reference BLAS algorithm in dtype's arithmetic; entries the flag implies are left 0). Host scalars
-    in and out, as rotg."""
+    in and out, as rotg. Real only, as cuBLAS."""
+    _real_only("rotmg", dtype)
     t = np.dtype(dtype).type
     d1, d2, x1, y1 = t(d1), t(d2), t(x1), t(y1)
     zero, one = t(0), t(1)

@@ -5,16 +5,22 @@
 
 Operands are any 2-D views (a transpose is the view's strides swapped, never a copy); the result is a
 new contiguous array. BLAS semantics: alpha == 0 never reads a, beta == 0 never reads b.
+float32, float64, complex64 and complex128 (cuBLAS's S, D, C, Z); for complex operands geam's trans 'C' is the
+conjugate transpose (CUBLAS_OP_C: the transposed view, read conjugated), alpha and beta may be complex, and
+dgmm's x scales as it is (no conjugate, as cuBLAS's cdgmm).
 """
 from . import source
 from .array import empty
-from .blas3_tri import parse_side, parse_trans, strides
+from .blas2 import TYPES
+from .blas3_tri import parse_side, strides
 from .checks import check_operands, vector
+from .gemm_complex import trans_op
 from .launch import ceil_div, get_kernel
 
 _DEFINES = source.int_defines("geam.cu", "GEAM_")
 BLOCK = (_DEFINES["GEAM_BLOCK_X"], _DEFINES["GEAM_BLOCK_Y"])
 MAX_GRID_Y = 65535
+_OP = {"N": "", "T": ".T", "C": ".conj().T"}   # op(x) as it reads in an error message
 
 
 def _grid(m, n):
@@ -22,30 +28,32 @@ def _grid(m, n):
 
 
 def geam(a, b, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, stream=None):
-    """c = alpha op(a) + beta op(b) with op(x) = x or x.T; returns c, a new array."""
-    check_operands("geam", a=a, b=b)
+    """c = alpha op(a) + beta op(b) with op(x) = x ('N', False), x.T ('T', True) or x.conj().T ('C'; x.T for
+    real types); returns c, a new array."""
+    dtype = check_operands("geam", TYPES, a=a, b=b)
     if a.ndim != 2 or b.ndim != 2:
         raise ValueError(f"geam: a and b must be 2-D, got a {a.shape} and b {b.shape}")
-    ta, tb = parse_trans("geam", trans_a), parse_trans("geam", trans_b)
-    opa, opb = (a.T if ta else a), (b.T if tb else b)
+    ta, tb = (trans_op("C" if type(t) is int and t == 2 else t, "geam") for t in (trans_a, trans_b))
+    opa, opb = (a if ta == "N" else a.T), (b if tb == "N" else b.T)
     if opa.shape != opb.shape:
-        raise ValueError(f"geam: op(a) = a{'.T' if ta else ''} is {opa.shape} but op(b) = b{'.T' if tb else ''} "
-                         f"is {opb.shape}; they must match")
+        raise ValueError(f"geam: op(a) = a{_OP[ta]} is {opa.shape} but op(b) = b{_OP[tb]} is {opb.shape}; "
+                         "they must match")
     m, n = opa.shape
     c = empty((m, n), a.dtype)
     if c.size:
         sar, sac, _ = strides(opa)
         sbr, sbc, _ = strides(opb)
         k = get_kernel("geam", "geam", a.dtype)
-        k(_grid(m, n), BLOCK, m, n, alpha, opa if alpha != 0 else None, sar, sac, beta,
-          opb if beta != 0 else None, sbr, sbc, c, n, stream=stream, views=True)
+        cj = dtype.kind == "c"
+        k(_grid(m, n), BLOCK, m, n, alpha, opa if alpha != 0 else None, sar, sac, int(cj and ta == "C"), beta,
+          opb if beta != 0 else None, sbr, sbc, int(cj and tb == "C"), c, n, stream=stream, views=True)
     return c
 
 
 def dgmm(a, x, *, side="left", stream=None):
     """c = diag(x) @ a (side 'left', len(x) = rows of a) or a @ diag(x) ('right', len(x) = columns);
     returns c, a new array."""
-    check_operands("dgmm", a=a, x=x)
+    check_operands("dgmm", TYPES, a=a, x=x)
     left = parse_side("dgmm", side)
     if a.ndim != 2 or x.ndim != 1 or x.shape[0] != a.shape[0 if left else 1]:
         raise ValueError(f"dgmm: side {'left' if left else 'right'} needs a 2-D a and x of length "
