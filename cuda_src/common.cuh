@@ -97,6 +97,7 @@ struct alignas(2 * sizeof(R)) gcomplex {
     template <class T>  // the real part as T, only when asked by name: (double)z
     __host__ __device__ __forceinline__ explicit operator T() const { return (T)x; }
     __host__ __device__ __forceinline__ gcomplex& operator+=(gcomplex b) { x += b.x; y += b.y; return *this; }
+    __host__ __device__ __forceinline__ gcomplex& operator-=(gcomplex b) { x -= b.x; y -= b.y; return *this; }
     __host__ __device__ __forceinline__ gcomplex& operator*=(gcomplex b) {
         const R re = x * b.x - y * b.y;
         y = x * b.y + y * b.x;

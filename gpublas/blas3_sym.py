@@ -9,6 +9,8 @@ Arguments as scipy.linalg.blas's ?symm / ?syrk / ?syr2k: lower (default False: t
 side 'left' / 'right' (symm), trans (syrk, syr2k: False for a @ a.T, True for a.T @ a), alpha, beta.
 syrk and syr2k write only the lower or upper triangle of c; the other is never read or written (a new
 c's other triangle is zeros). BLAS semantics: beta == 0 never reads c; alpha == 0 reads neither a nor b.
+Complex64 and complex128 as cuBLAS's csymm / csyrk / csyr2k (Z too): symmetric, nothing conjugated; alpha
+and beta may be complex; syrk and syr2k take trans 'N' or 'T' only ('C' is refused, as cuBLAS does).
 
 symm densifies a (tri_fill mirrors the stored triangle, one pass over a^2 elements) and runs one GEMM:
 the whole of symm's 2 m^2 n FLOPs is GEMM's. syrk and syr2k recurse on halves of c split at a multiple
@@ -19,6 +21,7 @@ into c's triangle. All but about LEAF / n of the FLOPs are GEMM's.
 from .array import empty
 from .creation import zeros
 from .blas1 import scale_output
+from .blas2 import TYPES
 from .blas3_tri import check_writable, mm, parse_side, parse_trans, split, tri_dense, tri_update
 from .checks import check_operands
 
@@ -38,7 +41,7 @@ def _output(routine, c, shape, beta, dtype, inputs):
 def symm(a, b, c=None, *, side="left", lower=False, alpha=1.0, beta=0.0, stream=None):
     """c = alpha a @ b + beta c (side 'left') or alpha b @ a + beta c ('right') with a symmetric, stored in
     its `lower` (else upper) triangle; returns c (new when not given)."""
-    check_operands("symm", a=a, b=b, **({} if c is None else dict(c=c)))
+    check_operands("symm", TYPES, a=a, b=b, **({} if c is None else dict(c=c)))
     if a.ndim != 2 or b.ndim != 2:
         raise ValueError(f"symm: a and b must be 2-D, got a {a.shape} and b {b.shape}")
     left = parse_side("symm", side)
@@ -75,12 +78,15 @@ def _syr2k(a, b, c, alpha, beta, stream):
 
 def _rank_k(routine, a, b, c, trans, lower, alpha, beta, stream):
     operands = dict(a=a) if b is None else dict(a=a, b=b)
-    check_operands(routine, **operands, **({} if c is None else dict(c=c)))
+    dtype = check_operands(routine, TYPES, **operands, **({} if c is None else dict(c=c)))
     for name, x in operands.items():
         if x.ndim != 2:
             raise ValueError(f"{routine}: {name} must be 2-D, got shape {x.shape}")
     if b is not None and b.shape != a.shape:
         raise ValueError(f"{routine}: a {a.shape} and b {b.shape} must have the same shape")
+    if dtype.kind == "c" and (str(trans).upper() == "C" or not isinstance(trans, (bool, str)) and trans == 2):
+        raise ValueError(f"{routine}: trans {trans!r} (conjugate transpose) is not defined for a complex symmetric "
+                         f"{routine}; pass 'N' or 'T' (cuBLAS refuses it too)")
     trans = parse_trans(routine, trans)
     opa, opb = (a.T, None if b is None else b.T) if trans else (a, b)   # op(a) is n x k
     n = opa.shape[0]
