@@ -21,6 +21,13 @@ and a step whose gradients hold an inf or NaN is skipped. PyTorch's GradScaler r
     scaler.update()                              # inf/NaN: S *= 0.5; growth_interval clean steps: S *= 2
 
 BF16 has float32's exponent range and needs no scaling (GradScaler(enabled=False) passes through).
+
+Pure 16-bit training (PyTorch's model.to(torch.bfloat16)) needs no autocast: model.to(gpublas.bfloat16)
+(or layers built with dtype=) keeps weights, gradients and activations in 16 bits. The loss still
+computes in FP32 and a layer rounds its FP32 gradient to the output's dtype (Module._grad_dtype); GEMMs
+and bias-gradient sums accumulate in FP32 and round once; BatchNorm stays FP32 (statistics and
+parameters) and the LSTM's cell state FP32; SGD and Adam compute in FP32 and keep their state in the
+parameter's dtype, as PyTorch does.
 The unscale and the inf/NaN check are one kernel per gradient buffer (nn/cuda/amp.cu); `step` reads one
 int per optimizer back to decide, as PyTorch's does.
 """

@@ -10,6 +10,7 @@ import os
 import re
 import tempfile
 
+import ml_dtypes
 import numpy as np
 
 
@@ -45,9 +46,10 @@ def remove_stale_temporaries(path):
 
 
 def save(model, path):
-    """Writes model.state_dict() to `path` (.npz), atomically."""
+    """Writes model.state_dict() to `path` (.npz), atomically. bfloat16 arrays (a model.to(bfloat16)) are
+    written as float32, exactly: .npz has no bfloat16, and load() rounds them back without loss."""
     path = os.fspath(path)
-    state = model.state_dict()
+    state = {k: v.astype(np.float32) if v.dtype == ml_dtypes.bfloat16 else v for k, v in model.state_dict().items()}
     folder = os.path.dirname(os.path.abspath(path))
     remove_stale_temporaries(path)
     fd, tmp = tempfile.mkstemp(prefix=f"{_temp_prefix(path)}{os.getpid()}-", dir=folder)

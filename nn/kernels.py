@@ -89,13 +89,19 @@ def bias_grad_sum(dy, db, channels, inner):
     """db[c] += sum of dy over (outer, inner) for dy viewed as (outer, channels, inner): gpublas'
     deterministic reductions, in two passes when inner > 1. Short rows (a conv's H*W up to
     reduction.SERIAL_N) sum over outer first, coalesced across the channels * inner columns, then the
-    channels' short rows; long ones sum each (outer, channel) row first, then over outer. db has dy's
-    compute dtype: float32 for a 16-bit dy (FP32 bias gradients, summed in float32)."""
+    channels' short rows; long ones sum each (outer, channel) row first, then over outer. The sums are in
+    dy's compute dtype: float32 for a 16-bit dy (FP32 bias gradients, summed in float32). A 16-bit db
+    (a pure 16-bit layer's gradient) gets db + the FP32 sums, added in FP32 and rounded once."""
     if db.size != channels or dy.size % (channels * inner):
         raise ValueError(f"bias_grad_sum: db {db.shape} does not fit dy {dy.shape} as (*, {channels}, {inner})")
     dtype = dtypes.TABLE[dy.dtype].compute
+    if db.dtype != dtype and dtypes.TABLE[db.dtype].compute == dtype:
+        acc = db.astype(dtype)
+        bias_grad_sum(dy, acc, channels, inner)
+        gpublas.indexing.copy_to(db, acc)
+        return db
     if db.dtype != dtype:
-        raise TypeError(f"bias_grad_sum: db must be {dtype} for a {dy.dtype} dy, got {db.dtype}")
+        raise TypeError(f"bias_grad_sum: db must be {dtype} (or 16 bits) for a {dy.dtype} dy, got {db.dtype}")
     outer = dy.size // (channels * inner)
     SUM, reduce = reduction.SUM, reduction.launch_reduce
     if outer == 0:

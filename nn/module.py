@@ -50,6 +50,7 @@ class Module:
     """Base of layers and models. Subclasses set parameters and children as attributes and
     implement forward(x) and backward(dy)."""
     _storage_inputs = False  # True: also takes 16-bit input computed in the layer's dtype (see _input)
+    _keep_fp32 = False       # True: to(float16 / bfloat16) leaves this module's parameters FP32
 
     def __init__(self):
         object.__setattr__(self, "_parameters", OrderedDict())
@@ -137,18 +138,28 @@ class Module:
         return ps[0].dtype if ps else getattr(self, "_dtype", np.dtype(np.float32))
 
     def to(self, dtype):
-        """Converts every parameter to float32 or float64 (on the device); gradients restart at 0."""
+        """Converts every parameter to `dtype` (on the device); gradients restart at 0. float16 and
+        bfloat16 give pure 16-bit training, as PyTorch's model.to(torch.bfloat16): weights, gradients
+        and activations in 16 bits (GEMMs and reductions accumulate in FP32), except in modules whose
+        `_keep_fp32` says so (BatchNorm: its statistics and affine parameters stay FP32)."""
         dtype = np.dtype(dtype)
-        if dtype not in (np.float32, np.float64):
-            raise TypeError(f"{self.describe()}: dtype must be float32 or float64, got {dtype}")
+        if not gpublas.dtypes.is_float(dtype):
+            raise TypeError(f"{self.describe()}: dtype must be float16, bfloat16, float32 or float64, got {dtype}")
         for m in self.modules():
-            object.__setattr__(m, "_dtype", dtype)
+            target = np.dtype(np.float32) if m._keep_fp32 and dtype in gpublas.dtypes.HALVES else dtype
+            object.__setattr__(m, "_dtype", target)
             for name, b in m._buffers.items():      # float buffers follow; integer counters stay
-                if isinstance(b, gpublas.DeviceArray) and b.dtype.kind == "f" and b.dtype != dtype:
-                    setattr(m, name, b.astype(dtype))
-        for p in self.parameters():
-            p.to(dtype)
+                if isinstance(b, gpublas.DeviceArray) and gpublas.dtypes.is_float(b.dtype) and b.dtype != target:
+                    setattr(m, name, b.astype(target))
+            for p in m._parameters.values():
+                p.to(target)
         return self
+
+    def bfloat16(self):
+        return self.to(gpublas.bfloat16)
+
+    def half(self):
+        return self.to(np.float16)
 
     def double(self):
         return self.to(np.float64)
@@ -229,11 +240,23 @@ class Module:
             raise RuntimeError(f"{self.describe()}: backward() called before forward() (nothing cached)")
         return values if len(values) > 1 else values[0]
 
-    def _grad_input(self, dy, shape):
-        dy = self._input(dy)
+    def _grad_input(self, dy, shape, dtype=None):
+        """dy checked against the output's shape; with `dtype` (the output's), a float32 dy for a 16-bit
+        output is rounded to it first (_grad_dtype)."""
+        dy = self._input(self._grad_dtype(dy, dtype))
         if dy.shape != tuple(shape):
             raise ValueError(f"{self.describe()}: backward expects dy of shape {tuple(shape)} (the output's), "
                              f"got {dy.shape}")
+        return dy
+
+    @staticmethod
+    def _grad_dtype(dy, dtype):
+        """dy in `dtype` where dy is float32 and `dtype` (an output's) float16 or bfloat16: the loss
+        boundary, where a loss computed in FP32 hands back an FP32 gradient for 16-bit logits. PyTorch's
+        gradient has its tensor's dtype, so it is rounded to it once here; anything else is left as given."""
+        if (dtype is not None and isinstance(dy, gpublas.DeviceArray) and dy.dtype == np.float32
+                and np.dtype(dtype) in gpublas.dtypes.HALVES):
+            return dy.astype(dtype)
         return dy
 
 
@@ -247,12 +270,13 @@ def _host(v):
 def _check_loadable(model, name, value, dtype):
     """Raises ValueError unless `value`'s dtype is a real float (for a float target) or integers that
     `dtype` holds exactly."""
-    dtype, kind = np.dtype(dtype), value.dtype.kind
+    dtype = np.dtype(dtype)
+    kind = "f" if gpublas.dtypes.is_float(value.dtype) else value.dtype.kind  # bfloat16's NumPy kind is 'V'
     if kind not in "fiu":
         raise ValueError(f"{model}: '{name}' holds {value.dtype} data, not real numbers; expected a float or "
                          f"integer array for the {dtype} target")
     if kind == "f":
-        if dtype.kind != "f":
+        if not gpublas.dtypes.is_float(dtype):
             raise ValueError(f"{model}: '{name}' holds {value.dtype} values; the {dtype} target takes integers only")
         with np.errstate(all="ignore"):
             overflow = np.isfinite(value) & ~np.isfinite(value.astype(dtype))
@@ -261,7 +285,7 @@ def _check_loadable(model, name, value, dtype):
         return
     if value.size == 0:
         return
-    if dtype.kind == "f":
+    if gpublas.dtypes.is_float(dtype):
         with np.errstate(all="ignore"):
             exact = np.array_equal(value.astype(dtype).astype(value.dtype), value)
     else:

@@ -165,13 +165,15 @@ def clip_grad_norm(params, max_norm, on_device=False):
     gradients exceeds max_norm; returns total as a float, or with on_device=True as a float64 (1,)
     DeviceArray with no read-back (a captured step). Each parameter's sum of squares is one
     fixed-order device reduction into its own slot; one one-thread kernel sums the slots (in NumPy's
-    order, in double), takes the root and the coefficient, and the scaling kernels read it there."""
+    order, in double), takes the root and the coefficient, and the scaling kernels read it there.
+    A 16-bit gradient's sum of squares is taken in float32 (of its widened copy)."""
     params = _param_list(params)
-    dtypes = list(dict.fromkeys(p.dtype for p in params))
+    compute = [gpublas.dtypes.TABLE[p.dtype].compute for p in params]
+    dtypes = list(dict.fromkeys(compute))
     make = gpublas.empty if len(dtypes) == 1 else gpublas.zeros   # slot i: parameter i (the others' stay 0)
     sums = {dtype: make((len(params),), dtype) for dtype in dtypes}
-    for i, p in enumerate(params):
-        K.sumsq(p.grad, sums[p.dtype], i)
+    for i, (p, dtype) in enumerate(zip(params, compute)):
+        K.sumsq(p.grad if p.dtype == dtype else p.grad.astype(dtype), sums[dtype], i)
     clip = gpublas.empty((2,), np.float64)
     K.clip_coef(sums.get(np.dtype(np.float32)), sums.get(np.dtype(np.float64)), float(max_norm), clip)
     for p in params:

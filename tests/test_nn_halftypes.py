@@ -59,8 +59,12 @@ def test_bias_act_and_float32_bias_gradients(dtype, shape, channels, inner, rng)
     K.bias_grad_sum(x16, db16, channels, inner)  # float32 db from 16-bit dy: summed in float32
     K.bias_grad_sum(x32, db32, channels, inner)
     np.testing.assert_array_equal(db16.get(), db32.get())
+    # a 16-bit db (a pure 16-bit layer's): db + the FP32 sums, added in float32 and rounded once
+    dbh = gpublas.full(channels, 0.5, dtype)
+    K.bias_grad_sum(x16, dbh, channels, inner)
+    same(dbh.get(), db32.get().astype(dtype))
     with pytest.raises(TypeError, match="float32"):
-        K.bias_grad_sum(x16, gpublas.zeros(channels, dtype), channels, inner)
+        K.bias_grad_sum(x16, gpublas.zeros(channels, np.float64), channels, inner)
 
 
 @pytest.mark.parametrize("dtype", HALVES, ids=str)

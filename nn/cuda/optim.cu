@@ -6,6 +6,9 @@
 // optim_tick:   one thread, once per optimizer step before the updates: t += 1, and Adam's bias
 //               corrections step_size = lr / (1 - beta1^t), bc2_sqrt = sqrt(1 - beta2^t) in double
 //               (as PyTorch computes them on the host).
+// sgd_update and adam_update load 16-bit parameters, gradients and state as float, compute in float and
+// round once per stored value (the state, momentum buffers and moments, has the parameter's dtype, as
+// PyTorch keeps it); hyperparameters are passed in the compute type.
 // sgd_update:   grid-stride loop, one parameter element per thread; PyTorch's SGD in one pass:
 //                 g = grad + weight_decay * p
 //                 buf = t == 1 ? g : momentum * buf + (1 - dampening) * g     (only if momentum != 0)
@@ -18,13 +21,14 @@
 //                 m = lerp(m, g, 1 - beta1);  v = beta2 * v + (1 - beta2) * g * g
 //                 vmax = max(vmax, v), used for v below                       (only with amsgrad)
 //                 p -= step_size * m / (sqrt(v) / bc2_sqrt + eps)
-//               vmax is null without amsgrad. lr, step_size and bc2_sqrt are rounded to `real` as
-//               kernel arguments would be.
+//               vmax is null without amsgrad. lr, step_size and bc2_sqrt are rounded to the compute
+//               type as kernel arguments would be.
 // scale_inplace: grid-stride loop, one element per thread: x[i] *= s.
 // clip_coef:    one thread: total = sqrt of the sum of the per-parameter sums of squares (float32 ones
 //               and float64 ones, each summed in double in NumPy's pairwise order), then
 //               clip = [total, total > max_norm ? max_norm / (total + 1e-6) : 1] (NaN: no clipping).
-// clip_scale:   grid-stride loop, one element per thread: x[i] *= (real)clip[1], nothing when clip[1] == 1.
+// clip_scale:   grid-stride loop, one element per thread: x[i] *= clip[1] (in the compute type, rounded
+//               once), nothing when clip[1] == 1.
 #include "common.cuh"
 
 extern "C" __global__ void optim_tick(double* __restrict__ state, double beta1, double beta2) {
@@ -36,40 +40,44 @@ extern "C" __global__ void optim_tick(double* __restrict__ state, double beta1, 
 }
 
 extern "C" __global__ void sgd_update(real* __restrict__ p, const real* __restrict__ grad, real* __restrict__ buf,
-                                      long long n, const double* __restrict__ state, real momentum,
-                                      real dampening, real weight_decay, int nesterov) {
-    const real lr = (real)state[0];
+                                      long long n, const double* __restrict__ state, compute_t<real> momentum,
+                                      compute_t<real> dampening, compute_t<real> weight_decay, int nesterov) {
+    const acc_real lr = (acc_real)state[0];
     const bool first = state[1] == 1.0;
     GRID_STRIDE_LOOP(long long, i, n) {
-        real g = grad[i] + weight_decay * p[i];
-        if (momentum != (real)0) {
-            real b = first ? g : momentum * buf[i] + ((real)1 - dampening) * g;
+        const acc_real w = load_as(p[i]);
+        acc_real g = load_as(grad[i]) + weight_decay * w;
+        if (momentum != (acc_real)0) {
+            const real b = convert<real>(first ? g : momentum * load_as(buf[i]) + ((acc_real)1 - dampening) * g);
             buf[i] = b;
-            g = nesterov ? g + momentum * b : b;
+            g = nesterov ? g + momentum * load_as(b) : load_as(b);
         }
-        p[i] -= lr * g;
+        p[i] = convert<real>(w - lr * g);
     }
 }
 
 extern "C" __global__ void adam_update(real* __restrict__ p, const real* __restrict__ grad, real* __restrict__ m,
                                        real* __restrict__ v, real* __restrict__ vmax, long long n,
-                                       const double* __restrict__ state, real beta1, real beta2, real eps,
-                                       real weight_decay, int decoupled) {
-    const real lr = (real)state[0], step_size = (real)state[2], bc2_sqrt = (real)state[3];
+                                       const double* __restrict__ state, compute_t<real> beta1,
+                                       compute_t<real> beta2, compute_t<real> eps, compute_t<real> weight_decay,
+                                       int decoupled) {
+    const acc_real lr = (acc_real)state[0], step_size = (acc_real)state[2], bc2_sqrt = (acc_real)state[3];
     GRID_STRIDE_LOOP(long long, i, n) {
-        real w = p[i];
-        real g = grad[i];
-        if (decoupled) w *= (real)1 - lr * weight_decay;
+        acc_real w = load_as(p[i]);
+        acc_real g = load_as(grad[i]);
+        if (decoupled) w *= (acc_real)1 - lr * weight_decay;
         else g += weight_decay * w;
-        const real mi = m[i] + ((real)1 - beta1) * (g - m[i]);
-        real vi = beta2 * v[i] + ((real)1 - beta2) * (g * g);
-        m[i] = mi;
-        v[i] = vi;
+        const acc_real m0 = load_as(m[i]);
+        const real ms = convert<real>(m0 + ((acc_real)1 - beta1) * (g - m0));
+        const real vs = convert<real>(beta2 * load_as(v[i]) + ((acc_real)1 - beta2) * (g * g));
+        m[i] = ms;
+        v[i] = vs;
+        acc_real vi = load_as(vs);
         if (vmax) {
-            vi = vmax[i] > vi ? vmax[i] : vi;
-            vmax[i] = vi;
+            vi = load_as(vmax[i]) > vi ? load_as(vmax[i]) : vi;
+            vmax[i] = convert<real>(vi);
         }
-        p[i] = w - step_size * (mi / (sqrt(vi) / bc2_sqrt + eps));
+        p[i] = convert<real>(w - step_size * (load_as(ms) / (sqrt(vi) / bc2_sqrt + eps)));
     }
 }
 
@@ -143,7 +151,7 @@ extern "C" __global__ void clip_coef(const float* __restrict__ sums32, long long
 
 extern "C" __global__ void clip_scale(real* __restrict__ x, long long n, const double* __restrict__ clip) {
     if (clip[1] == 1.0) return;
-    const real s = (real)clip[1];
+    const acc_real s = (acc_real)clip[1];
     GRID_STRIDE_LOOP(long long, i, n)
-        x[i] *= s;
+        x[i] = convert<real>(load_as(x[i]) * s);
 }

@@ -23,7 +23,7 @@ class _Activation(Module):
     def backward(self, dy):
         # dy: the output's shape -> dx: the same shape
         y = self._cached("y")
-        dy = self._grad_input(dy, y.shape)
+        dy = self._grad_input(dy, y.shape, y.dtype)
         # dL/dx = dL/dy * act'(x), with act' expressed through y = act(x)
         return K.act_backward(y, dy, gpublas.empty_like(dy), self.act)
 
@@ -52,13 +52,13 @@ class Flatten(Module):
         x = self._input(x)
         if x.ndim < 1:
             raise ValueError(f"{self.describe()}: expected input (N, ...), got a 0-d array")
-        self.shape = x.shape  # cached: only the input shape, to undo the reshape
+        self.shape, self.x_dtype = x.shape, x.dtype  # cached: only the input's shape (to undo the reshape) and dtype
         return x.reshape(x.shape[0], _size(x.shape[1:]))
 
     def backward(self, dy):
         # dy: (N, prod(...)) -> dx: (N, ...)
         shape = self._cached("shape")
-        dy = self._input(dy)
+        dy = self._input(self._grad_dtype(dy, self.x_dtype))
         if dy.size != _size(shape):
             raise ValueError(f"{self.describe()}: backward expects dy with {_size(shape)} elements, got {dy.shape}")
         return dy.reshape(shape)

@@ -97,8 +97,7 @@ class Conv2d(Module):
         cols, w = self._cached("cols", "w")
         N, C, H, W = self.x_shape
         OH, OW = self.geom[-2:]
-        dy = self._grad_input(dy, (N, self.out_channels, OH, OW))
-        dy = dy if dy.dtype == cols.dtype else dy.astype(cols.dtype)  # FP32 dy from a loss, under autocast
+        dy = self._grad_input(dy, (N, self.out_channels, OH, OW), cols.dtype)  # y's dtype: the lowered x's
         if self.act:
             # y = act(z): dL/dz = dL/dy * act'(z), from the cached y
             dy = K.act_backward(self.y, dy, gpublas.empty_like(dy), self.act)

@@ -56,8 +56,7 @@ class Dense(Module):
     def backward(self, dy):
         # dy: (N, out_features) -> dx: (N, in_features); adds dW (out, in), db (out,)
         x, w = self._cached("x", "w")
-        dy = self._grad_input(dy, (x.shape[0], self.out_features))
-        dy = dy if dy.dtype == x.dtype else dy.astype(x.dtype)  # FP32 dy from a loss, under autocast
+        dy = self._grad_input(dy, (x.shape[0], self.out_features), x.dtype)  # y's dtype: x's (as computed)
         if self.act:
             # y = act(z): dL/dz = dL/dy * act'(z), from the cached y
             dy = K.act_backward(self.y, dy, gpublas.empty_like(dy), self.act)

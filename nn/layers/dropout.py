@@ -38,6 +38,7 @@ class Dropout(Module):
     def forward(self, x):
         # x: any shape; y, mask: the same shape
         x = self._input(x)
+        self.x_dtype = x.dtype  # cached: the output's dtype, which dy is rounded to (a loss's FP32 dy)
         if not self.training or self.p == 0.0:
             self.mask = False  # identity: backward passes dy through
             return x
@@ -50,7 +51,7 @@ class Dropout(Module):
         # dy: the output's shape -> dx: the same shape
         if self.mask is None:
             raise RuntimeError(f"{self.describe()}: backward() called before forward() (nothing cached)")
-        dy = self._input(dy)
+        dy = self._input(self._grad_dtype(dy, self.x_dtype))
         if self.mask is False:
             return dy
         if dy.shape != self.mask.shape:

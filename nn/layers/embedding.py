@@ -46,7 +46,7 @@ class Embedding(Module):
     def backward(self, dy):
         # dy: (..., D) -> None; adds dweight (V, D)
         idx = self._cached("idx")
-        dy = self._grad_input(dy, self.shape + (self.embedding_dim,))
+        dy = self._grad_input(dy, self.shape + (self.embedding_dim,), self.weight.dtype)
         # y[i] = weight[idx[i]]  =>  dL/dweight[r] = sum of dy[i] over the i with idx[i] == r
         K.embedding_backward(dy.reshape(idx.size, self.embedding_dim), idx, self.weight.grad, self.padding_idx)
         return None

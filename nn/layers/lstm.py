@@ -13,6 +13,11 @@ Under nn.autocast a float32 LSTM runs its GEMMs in 16 bits from 16-bit copies of
 input and of each h_t (one cast per step), accumulating into FP32 gates; the gate kernels, the cell
 and hidden states and h_n, c_n stay FP32; the output is the 16-bit h (as torch.autocast's). Backward
 casts each step's FP32 gate gradients to 16 bits for the GEMMs and adds FP32 weight gradients.
+
+An LSTM built in (or converted to) float16 / bfloat16 trains in pure 16 bits, as PyTorch's
+model.to(torch.bfloat16): 16-bit weights, gradients, input and output, and 16-bit GEMMs as under
+autocast, while its cell and hidden states and gate kernels stay FP32 (the biases widened for them);
+h_n, c_n and the state gradients come back in the weights' dtype.
 """
 import math
 
@@ -65,21 +70,22 @@ class LSTM(Module):
         if self.batch_first:
             x = K.swap01(x, gpublas.empty((x.shape[1], x.shape[0], x.shape[2]), x.dtype))
         T, N, _ = x.shape
-        L, H, dtype = self.num_layers, self.hidden_size, self.dtype   # the state's dtype: the weights'
+        L, H, dtype = self.num_layers, self.hidden_size, self.dtype   # the weights'
+        sdtype = gpublas.dtypes.TABLE[dtype].compute                 # the state's: FP32 for 16-bit weights
         low = amp.compute_dtype(dtype)                                # the GEMMs' (16 bits under autocast)
-        h0, c0 = self._state(state, N, dtype)
-        h_n, c_n = gpublas.empty((L, N, H), dtype), gpublas.empty((L, N, H), dtype)
+        h0, c0 = amp.cast(sdtype, *self._state(state, N, dtype))
+        h_n, c_n = gpublas.empty((L, N, H), sdtype), gpublas.empty((L, N, H), sdtype)
         layers = []
         (inp,) = amp.cast(low, x.reshape(T * N, x.shape[2]))
         for k in range(L):
             b_ih, b_hh = self._w("bias_ih", k), self._w("bias_hh", k)
             w_ih, w_hh = amp.cast(low, self._w("weight_ih", k).data, self._w("weight_hh", k).data)
-            ws = self._workspace(k, T, N, dtype, low)
+            ws = self._workspace(k, T, N, sdtype, low)
             gates, cbuf, g_t, c_t = ws.gates, ws.cbuf, ws.gates_t, ws.cbuf_t
             # pre-activations of every step at once: (T*N, I) @ (I, 4H)
             K.gemm(inp, w_ih, ws.gates2, trans_b=True)
-            hbuf = gpublas.empty((T + 1, N, H), dtype)
-            hlow = hbuf if low == dtype else gpublas.empty((T + 1, N, H), low)  # h_t for the GEMMs
+            hbuf = gpublas.empty((T + 1, N, H), sdtype)
+            hlow = hbuf if low == sdtype else gpublas.empty((T + 1, N, H), low)  # h_t for the GEMMs
             h_t, hl_t = _steps(hbuf), _steps(hlow)
             if h0 is None:
                 h_t[0].fill(0)
@@ -87,7 +93,7 @@ class LSTM(Module):
             else:
                 h_t[0].copy_from(h0[k])
                 c_t[0].copy_from(c0[k])
-            b_ih, b_hh = (b.data if b is not None else None for b in (b_ih, b_hh))
+            b_ih, b_hh = amp.cast(sdtype, *(b.data if b is not None else None for b in (b_ih, b_hh)))
             for t in range(T + 1):
                 if hlow is not hbuf:
                     gpublas.indexing.copy_to(hl_t[t], h_t[t])
@@ -108,7 +114,7 @@ class LSTM(Module):
         out = hlow[1:]
         if self.batch_first:
             out = K.swap01(out, gpublas.empty((N, T, H), out.dtype))
-        return out, (h_n, c_n)
+        return out, amp.cast(dtype, h_n, c_n)  # a 16-bit LSTM's h_n, c_n rounded once from the FP32 state
 
     def _workspace(self, k, T, N, dtype, low):
         ws = self._work.get(k)
@@ -131,15 +137,17 @@ class LSTM(Module):
         # Also sets self.dh0, self.dc0 (L, N, H): the gradients of the initial state.
         layers, (T, N), _, x_dtype = self._cached("cache")
         L, H, dtype = self.num_layers, self.hidden_size, self.dtype
-        d_out = self._grad_input(d_out, (N, T, H) if self.batch_first else (T, N, H))
+        sdtype = gpublas.dtypes.TABLE[dtype].compute
+        d_out = self._grad_input(d_out, (N, T, H) if self.batch_first else (T, N, H), dtype)
         if self.batch_first:
             d_out = K.swap01(d_out, gpublas.empty((T, N, H), d_out.dtype))
-        (d_out,) = amp.cast(dtype, d_out)  # the gate kernels' dtype (a 16-bit d_out under autocast)
+        (d_out,) = amp.cast(sdtype, d_out)  # the gate kernels' dtype (a 16-bit d_out under autocast)
         for name, d in (("d_hn", d_hn), ("d_cn", d_cn)):
             if d is not None and tuple(d.shape) != (L, N, H):
                 raise ValueError(f"{self.describe()}: {name} must have shape {(L, N, H)}, got {tuple(d.shape)}")
-        d_hn, d_cn = amp.cast(dtype, *(self._input(d) if d is not None else None for d in (d_hn, d_cn)))
-        self.dh0, self.dc0 = gpublas.empty((L, N, H), dtype), gpublas.empty((L, N, H), dtype)
+        d_hn, d_cn = amp.cast(sdtype, *(self._input(self._grad_dtype(d, dtype)) if d is not None else None
+                                        for d in (d_hn, d_cn)))
+        self.dh0, self.dc0 = gpublas.empty((L, N, H), sdtype), gpublas.empty((L, N, H), sdtype)
         d_t = _steps(d_out)
         for k in reversed(range(L)):
             inp, w_ih, w_hh, gates, hlow, cbuf = layers[k]
@@ -170,9 +178,10 @@ class LSTM(Module):
                 if b is not None:
                     K.bias_grad_sum(ws.dgates2, b.grad, 4 * H, 1)
             # dL/dx = dg W_ih: the next layer down's d_out (in the state's dtype, for its gate kernels)
-            d_out = K.gemm(dg2, w_ih, gpublas.empty((T * N, inp.shape[1]), dtype)).reshape(T, N, inp.shape[1])
+            d_out = K.gemm(dg2, w_ih, gpublas.empty((T * N, inp.shape[1]), sdtype)).reshape(T, N, inp.shape[1])
             d_t = _steps(d_out) if k else None
         (d_out,) = amp.cast(x_dtype, d_out)  # dx in the input's dtype
+        self.dh0, self.dc0 = amp.cast(dtype, self.dh0, self.dc0)  # and the state's gradients in the state's
         if self.batch_first:
             return K.swap01(d_out, gpublas.empty((N, T, self.input_size), d_out.dtype))
         return d_out

@@ -22,6 +22,7 @@ from ..module import Module, Parameter
 class _BatchNorm(Module):
     ndims, layout = (), ""      # the input ranks a subclass takes, in words for messages
     _storage_inputs = True      # float16/bfloat16 x with float32 statistics and parameters (mixed precision)
+    _keep_fp32 = True           # and so after model.to(bfloat16) (statistics in FP32: nn.amp's rule)
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, *,
                  dtype=np.float32):
@@ -85,7 +86,7 @@ class _BatchNorm(Module):
     def backward(self, dy):
         # dy: x's shape -> dx: x's shape; adds dweight, dbias (C,)
         x = self._cached("x")
-        dy = self._grad_input(dy, x.shape)
+        dy = self._grad_input(dy, x.shape, x.dtype)
         return K.bn_backward(x, dy, self.mean, self.invstd, _data(self.weight), gpublas.empty_like(dy),
                              _grad(self.weight), _grad(self.bias), self.batch_stats)
 

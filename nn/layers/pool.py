@@ -20,7 +20,7 @@ class _Pool2d(Module):
         if any(2 * p > k for p, k in zip(self.padding, self.kernel_size)):
             raise ValueError(f"{type(self).__name__}: padding {self.padding} must be at most half the kernel "
                              f"{self.kernel_size}")
-        self.x_shape = None
+        self.x_shape = self.y_dtype = None
 
     def extra_repr(self):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
@@ -45,12 +45,13 @@ class MaxPool2d(_Pool2d):
         K.maxpool_forward(x, y, idx, geom)
         # cached: the argmax of every window (where the gradient goes) and the input shape; not x
         self.idx, self.x_shape, self.geom = idx, x.shape, geom
+        self.y_dtype = y.dtype
         return y
 
     def backward(self, dy):
         # dy: (N, C, OH, OW) -> dx: (N, C, H, W)
         idx = self._cached("idx")
-        dy = self._grad_input(dy, idx.shape)
+        dy = self._grad_input(dy, idx.shape, self.y_dtype)
         # y = x[argmax]  =>  dL/dx[h, w] = sum of dy over the windows whose argmax is (h, w)
         return K.maxpool_backward(dy, idx, gpublas.empty(self.x_shape, dy.dtype), self.geom)
 
@@ -63,11 +64,12 @@ class AvgPool2d(_Pool2d):
         K.avgpool_forward(x, y, geom)
         # cached: only the shapes; the average's derivative does not depend on x
         self.x_shape, self.y_shape, self.geom = x.shape, y.shape, geom
+        self.y_dtype = y.dtype
         return y
 
     def backward(self, dy):
         # dy: (N, C, OH, OW) -> dx: (N, C, H, W)
         x_shape = self._cached("x_shape")
-        dy = self._grad_input(dy, self.y_shape)
+        dy = self._grad_input(dy, self.y_shape, self.y_dtype)
         # y = sum(window) / (kh kw)  =>  dL/dx = sum over covering windows of dy / (kh kw)
         return K.avgpool_backward(dy, gpublas.empty(x_shape, dy.dtype), self.geom)
