@@ -39,8 +39,9 @@ def parser():
     p.add_argument("--arch", default="sm_90", help="sass: the GPU architecture to compile for (default sm_90)")
     p.add_argument("--graph", action="store_true",
                    help="train: also time each step captured once and replayed (gpublas.graph): STEP graph rows")
-    p.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
-                   help="train: bf16 also times each step under nn.autocast(bfloat16): STEP bf16 rows")
+    p.add_argument("--precision", choices=("fp32", "bf16", "fp16"), default="fp32",
+                   help="train: bf16 / fp16 also time each step under nn.autocast of that dtype (fp16 with "
+                        "loss scaling), PyTorch's peer under torch.autocast: STEP bf16 / STEP fp16 rows")
     return p
 
 

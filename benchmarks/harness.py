@@ -42,7 +42,7 @@ class Context:
     progress: bool = True
     arch: str = "sm_90"        # the sass suite's target architecture
     graph: bool = False        # train: also time captured-and-replayed steps
-    precision: str = "fp32"    # train: "bf16" also times steps under nn.autocast(bfloat16)
+    precision: str = "fp32"    # train: "bf16" / "fp16" also time steps under nn.autocast of that dtype
 
     def __post_init__(self):
         self.backend = gpublas.backend()

@@ -6,8 +6,10 @@ A step is zero_grad, forward, softmax cross-entropy, backward and an SGD update 
 Before timing, one forward + backward with the same weights and batch is checked against the NumPy
 step: the loss and every parameter gradient. Data are random (images in [0, 1), labels in [0, 10)):
 timing needs shapes, not a data set. Device segments are timed with events recorded between the
-layers, so nothing synchronizes inside a step. With --precision bf16 the step is timed again under
-nn.autocast(bfloat16) (STEP bf16), its loss first checked against the FP32 loss to bf16's precision.
+layers, so nothing synchronizes inside a step. With --precision bf16 or fp16 the step is timed again
+under nn.autocast of that dtype (STEP bf16 / STEP fp16; fp16 with nn.amp.GradScaler), its loss first
+checked against the FP32 loss to 16-bit precision; PyTorch's peer (benchmarks/train_torch.py) then runs
+under torch.autocast with the same dtype (and torch's GradScaler for fp16), so the ratio is like for like.
 """
 import statistics
 import time
@@ -16,6 +18,7 @@ import numpy as np
 
 import gpublas
 
+from . import train_torch
 from .harness import Report, parse_size, progress
 
 try:
@@ -28,6 +31,7 @@ except ImportError as e:  # nn lands separately; the suite reports itself skippe
 
 DESCRIPTION = "training step time per layer (forward/backward) vs a NumPy step (and PyTorch on a GPU)"
 LR, MOMENTUM = 0.01, 0.9
+HALF = {"bf16": gpublas.bfloat16, "fp16": np.float16}   # --precision -> the autocast dtype
 
 
 def numpy_twin(layers, state):
@@ -117,8 +121,9 @@ def _layer_name(m):
 
 
 # -- timing -----------------------------------------------------------------------------------------
-def nn_step(layers, crit, opt, x, labels, marks):
-    """One nn training step; records the events `marks` between segments (no synchronization)."""
+def nn_step(layers, crit, opt, x, labels, marks, scaler):
+    """One nn training step; records the events `marks` between segments (no synchronization except
+    an enabled GradScaler's read of its inf/NaN flag in the optimizer segment, as PyTorch's)."""
     it = iter(marks)
     next(it).record()
     opt.zero_grad()
@@ -127,11 +132,12 @@ def nn_step(layers, crit, opt, x, labels, marks):
         next(it).record()
     crit(x, labels)  # returns the loss as a float: the one read-back of a step, as in a training loop
     next(it).record()
-    dy = crit.backward()
+    dy = scaler.scale(crit.backward())
     for _, m in reversed(layers):
         dy = m.backward(dy)
         next(it).record()
-    opt.step()
+    scaler.step(opt)
+    scaler.update()
     next(it).record()
 
 
@@ -140,18 +146,19 @@ def segments(layers):
             + ["optimizer"])
 
 
-def time_nn(ctx, layers, x, labels):
+def time_nn(ctx, layers, x, labels, scaler=None):
+    scaler = scaler or nn.amp.GradScaler(enabled=False)
     crit = nn.SoftmaxCrossEntropy()
     opt = nn.SGD([p for _, m in layers for p in m.parameters()], lr=LR, momentum=MOMENTUM)
     names = segments(layers)
     marks = [gpublas.Event() for _ in range(len(names) + 1)]
     dx, labels = gpublas.to_device(x), gpublas.to_device(labels)
     for _ in range(ctx.warmup):
-        nn_step(layers, crit, opt, dx, labels, marks)
+        nn_step(layers, crit, opt, dx, labels, marks, scaler)
     samples = {n: [] for n in names}
     steps = []
     for _ in range(ctx.repeats):
-        nn_step(layers, crit, opt, dx, labels, marks)
+        nn_step(layers, crit, opt, dx, labels, marks, scaler)
         marks[-1].synchronize()
         for n, a, b in zip(names, marks, marks[1:]):
             samples[n].append(a.elapsed_ms(b))
@@ -227,7 +234,8 @@ def time_graph(ctx, layers, x, labels):
 
 
 def time_autocast(ctx, report, label, layers, x, labels, dtype):
-    """The step's time under nn.autocast(dtype) (None when its loss is not the FP32 loss to 16 bits)."""
+    """The step's time under nn.autocast(dtype), float16 with loss scaling (None when its loss is not
+    the FP32 loss to 16 bits)."""
     crit, dx, dl = nn.SoftmaxCrossEntropy(), gpublas.to_device(x), gpublas.to_device(labels)
     losses = []
     for enabled in (False, True):
@@ -236,7 +244,7 @@ def time_autocast(ctx, report, label, layers, x, labels, dtype):
     if not report.check(f"{label}: {np.dtype(dtype)} loss = fp32 loss", losses[1], losses[0], rtol=2 ** -6, atol=0):
         return None
     with nn.autocast(dtype):
-        return time_nn(ctx, layers, x, labels)[1]
+        return time_nn(ctx, layers, x, labels, nn.amp.GradScaler(enabled=np.dtype(dtype) == np.float16))[1]
 
 
 def time_numpy(ctx, twin, x, labels):
@@ -280,94 +288,6 @@ def check_step(report, label, layers, twin, x, labels):
     return ok
 
 
-# -- PyTorch on the same device ---------------------------------------------------------------------
-def torch_model(layers, state):
-    """The same model in torch.nn on the GPU with the same weights, or None when torch is missing."""
-    import torch
-
-    mods = []
-    for name, m in layers:
-        if isinstance(m, nn.Conv2d):
-            t = torch.nn.Conv2d(m.in_channels, m.out_channels, m.kernel_size, m.stride, m.padding,
-                                bias=m.bias is not None)
-        elif isinstance(m, nn.MaxPool2d):
-            t = torch.nn.MaxPool2d(m.kernel_size, m.stride, m.padding)
-        elif isinstance(m, nn.Dense):
-            t = torch.nn.Linear(m.in_features, m.out_features, bias=m.bias is not None)
-        elif isinstance(m, (nn.ReLU, nn.Tanh, nn.Sigmoid)):
-            t = {"ReLU": torch.nn.ReLU, "Tanh": torch.nn.Tanh, "Sigmoid": torch.nn.Sigmoid}[type(m).__name__]()
-        elif isinstance(m, nn.Flatten):
-            t = torch.nn.Flatten()
-        elif isinstance(m, nn.Dropout):
-            t = torch.nn.Identity()
-        elif isinstance(m, LastStateLSTM):
-            t = _TorchLastState(m.lstm.input_size, m.lstm.hidden_size)
-        else:
-            return None
-        sd = {k.split(".", 1)[1]: torch.from_numpy(v) for k, v in state.items() if k.split(".", 1)[0] == name}
-        t.load_state_dict(sd)
-        mods.append(t)
-    return torch.nn.Sequential(*mods).cuda()
-
-
-def _TorchLastState(i, h):
-    import torch
-
-    class LastState(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.lstm = torch.nn.LSTM(i, h)
-
-        def forward(self, x):
-            return self.lstm(x)[1][0][0]
-
-    return LastState()
-
-
-def time_torch(ctx, layers, state, x, labels):
-    """Median ms per step of the same model and update in PyTorch, and its first loss."""
-    import torch
-
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    model = torch_model(layers, state)
-    if model is None:
-        return None, None
-    opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
-    tx, ty = torch.from_numpy(x).cuda(), torch.from_numpy(labels.astype(np.int64)).cuda()
-    lossf = torch.nn.CrossEntropyLoss()
-
-    def step():
-        opt.zero_grad()
-        loss = lossf(model(tx), ty)
-        loss.backward()
-        opt.step()
-        return loss.item()
-
-    first = step()
-    for _ in range(ctx.warmup):
-        step()
-    times = []
-    for _ in range(ctx.repeats):
-        b, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        b.record()
-        step()
-        e.record()
-        e.synchronize()
-        times.append(b.elapsed_time(e))
-    return statistics.median(times), first
-
-
-def _torch_available():
-    if gpublas.backend() != "cuda":
-        return False
-    try:
-        import torch
-        return torch.cuda.is_available()
-    except Exception:
-        return False
-
-
 # -- the suite --------------------------------------------------------------------------------------
 def run(ctx):
     report = Report("train", ctx)
@@ -375,7 +295,7 @@ def run(ctx):
         report.skip("train", f"nn not available ({NN_MISSING})")
         report.note("skipped: nn not available")
         return report
-    use_torch = _torch_available()
+    use_torch = train_torch.available()
     for label, layers, x, labels, batch in progress(models(ctx), ctx, "train"):
         state = _state(layers)
         twin = numpy_twin(layers, state)
@@ -396,16 +316,19 @@ def run(ctx):
             g_ms = time_graph(ctx, layers, x, labels)
             report.add(model=label, layer="STEP graph", batch=batch, step_ms=g_ms, samples_per_s=batch / g_ms * 1e3,
                        numpy_step_ms=np_step, numpy_samples_per_s=batch / np_step * 1e3, vs_numpy=np_step / g_ms)
-        if ctx.precision == "bf16":
-            b_ms = time_autocast(ctx, report, label, layers, x, labels, gpublas.bfloat16)
-            if b_ms is not None:
-                report.add(model=label, layer="STEP bf16", batch=batch, step_ms=b_ms, samples_per_s=batch / b_ms * 1e3,
-                           numpy_step_ms=np_step, numpy_samples_per_s=batch / np_step * 1e3, vs_numpy=np_step / b_ms)
-        if use_torch:
-            t_ms, t_loss = time_torch(ctx, layers, state, x, labels)
-            if t_ms is not None:
-                row.update(torch_step_ms=t_ms, torch_samples_per_s=batch / t_ms * 1e3, vs_torch=t_ms / step_ms,
-                           torch_first_loss=t_loss)
+        rows = [("fp32", row, step_ms)]
+        if ctx.precision in HALF:
+            h_ms = time_autocast(ctx, report, label, layers, x, labels, HALF[ctx.precision])
+            if h_ms is not None:
+                rows.append((ctx.precision, report.add(
+                    model=label, layer=f"STEP {ctx.precision}", batch=batch, step_ms=h_ms,
+                    samples_per_s=batch / h_ms * 1e3, numpy_step_ms=np_step, numpy_samples_per_s=batch / np_step * 1e3,
+                    vs_numpy=np_step / h_ms), h_ms))
+        for precision, r, ms in rows if use_torch else ():
+            t = train_torch.time_torch(ctx, layers, state, x, labels, LR, MOMENTUM, precision)
+            if t is not None:
+                r.update(torch_step_ms=t["ms"], torch_samples_per_s=batch / t["ms"] * 1e3, vs_torch=t["ms"] / ms,
+                         torch_first_loss=t["first_loss"])
     report.columns = [("model", "model", "s"), ("layer", "layer", "s"), ("fwd_ms", "fwd ms", ".4f"),
                       ("bwd_ms", "bwd ms", ".4f"), ("numpy_fwd_ms", "NumPy fwd", ".4f"),
                       ("numpy_bwd_ms", "NumPy bwd", ".4f"), ("step_ms", "step ms", ".3f"),
@@ -416,9 +339,12 @@ def run(ctx):
     if ctx.graph:
         report.note("STEP graph: the same step (loss kept on the device) captured once with gpublas.graph and "
                     "replayed; its losses and weights checked equal to eager steps bit for bit")
-    if ctx.precision == "bf16":
-        report.note("STEP bf16: the same step under nn.autocast(bfloat16): Dense, Conv2d and LSTM GEMMs in bf16 "
-                    "from FP32 master weights, FP32 gradients and SGD")
+    if ctx.precision in HALF:
+        report.note(f"STEP {ctx.precision}: the same step under nn.autocast({np.dtype(HALF[ctx.precision])}): Dense, "
+                    f"Conv2d and LSTM GEMMs in 16 bits from FP32 master weights, FP32 gradients and SGD"
+                    + ("; loss scaling by nn.amp.GradScaler" if ctx.precision == "fp16" else "")
+                    + "; its PyTorch peer runs under torch.autocast with the same dtype"
+                    + (" and torch.amp.GradScaler" if ctx.precision == "fp16" else ""))
     if not use_torch:
         report.skip("PyTorch step", "needs a GPU machine with PyTorch")
     return report

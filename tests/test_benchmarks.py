@@ -192,17 +192,45 @@ def test_gpu_check_script_syntax():
     assert r.returncode == 2 and "usage" in r.stderr.lower()
 
 
-def test_train_precision_bf16_adds_checked_bf16_step_rows(tmp_path, capsys):
+@pytest.mark.parametrize("precision, dtype", [("bf16", "bfloat16"), ("fp16", "float16")])
+def test_train_precision_adds_checked_16bit_step_rows(precision, dtype, tmp_path, capsys):
     if _missing("train"):
         pytest.skip("train needs nn")
-    rc = main(["train", "--quick", "--no-progress", "--precision", "bf16", "--json", str(tmp_path / "t.json")])
+    rc = main(["train", "--quick", "--no-progress", "--precision", precision, "--json", str(tmp_path / "t.json")])
     assert rc == 0
     doc = json.loads((tmp_path / "t.json").read_text())
     models = {r["model"] for r in doc["results"]}
-    bf16 = [r for r in doc["results"] if r["layer"] == "STEP bf16"]
-    assert len(models) == 2 and {r["model"] for r in bf16} == models and all(r["step_ms"] > 0 for r in bf16)
-    loss_checks = [c for c in doc["checks"] if c["name"].endswith("bfloat16 loss = fp32 loss")]
+    half = [r for r in doc["results"] if r["layer"] == f"STEP {precision}"]
+    assert len(models) == 2 and {r["model"] for r in half} == models and all(r["step_ms"] > 0 for r in half)
+    loss_checks = [c for c in doc["checks"] if c["name"].endswith(f"{dtype} loss = fp32 loss")]
     assert len(loss_checks) == 2 and doc["checks_passed"]
+    assert "torch.autocast with the same dtype" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16", "fp16"])
+def test_train_torch_peer_runs_under_autocast_of_the_same_dtype(precision):
+    """The PyTorch peer of the STEP / STEP bf16 / STEP fp16 rows, on the CPU here (on a GPU the suite runs
+    it on CUDA): its logits come out in the autocast dtype, fp16 scales its loss, and its first loss is
+    nn's FP32 loss of the same weights and batch to 16-bit precision."""
+    pytest.importorskip("torch")
+    if _missing("train"):
+        pytest.skip("train needs nn")
+    import nn
+    from benchmarks import train, train_torch
+    ctx = harness.Context(quick=True, repeats=1)
+    runs = train.models(ctx)[:1 if precision == "fp16" else 2]  # oneDNN has no fp16 LSTM on the CPU
+    for label, layers, x, labels, _ in runs:
+        t = train_torch.time_torch(ctx, layers, train._state(layers), x, labels, train.LR, train.MOMENTUM,
+                                   precision, device="cpu")
+        assert t["logits_dtype"] == {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}[precision], label
+        assert (t["scale"] > 1.0) == (precision == "fp16") and t["ms"] > 0
+        y = gpublas.to_device(x)
+        for _, m in layers:
+            y = m(y)
+        want = nn.SoftmaxCrossEntropy()(y, labels)
+        assert abs(t["first_loss"] - want) <= (2 ** -6 if precision != "fp32" else 1e-5) * want, label
+    with pytest.raises(ValueError, match="precision"):
+        train_torch.time_torch(ctx, runs[0][1], {}, runs[0][2], runs[0][3], 0.1, 0.9, "fp8", device="cpu")
 
 
 def test_train_without_nn_reports_skipped(tmp_path, monkeypatch, capsys):

@@ -1,0 +1,124 @@
+"""train's PyTorch peer: the same model, weights and SGD step in torch.nn on the same device. In FP32
+for the STEP row; for the STEP bf16 / fp16 rows under torch.autocast with the same 16-bit dtype (and,
+for fp16, torch.amp.GradScaler, as nn's step uses nn.amp.GradScaler), so that every ratio compares
+like with like: 16-bit GEMMs and convolutions on both sides, losses and weights in FP32."""
+import statistics
+import time
+
+import numpy as np
+
+import gpublas
+
+AUTOCAST = {"bf16": "bfloat16", "fp16": "float16"}   # --precision -> torch dtype name (fp32: no autocast)
+
+
+def available():
+    """True where the peer can run: the cuda backend with a CUDA build of PyTorch."""
+    if gpublas.backend() != "cuda":
+        return False
+    try:
+        import torch
+        return torch.cuda.is_available()
+    except Exception:
+        return False
+
+
+def torch_model(layers, state, device="cuda"):
+    """The same model in torch.nn on `device` with the same weights, or None for a layer it cannot mirror."""
+    import torch
+
+    import nn
+
+    from .train import LastStateLSTM
+
+    mods = []
+    for name, m in layers:
+        if isinstance(m, nn.Conv2d):
+            t = torch.nn.Conv2d(m.in_channels, m.out_channels, m.kernel_size, m.stride, m.padding,
+                                bias=m.bias is not None)
+        elif isinstance(m, nn.MaxPool2d):
+            t = torch.nn.MaxPool2d(m.kernel_size, m.stride, m.padding)
+        elif isinstance(m, nn.Dense):
+            t = torch.nn.Linear(m.in_features, m.out_features, bias=m.bias is not None)
+        elif isinstance(m, (nn.ReLU, nn.Tanh, nn.Sigmoid)):
+            t = {"ReLU": torch.nn.ReLU, "Tanh": torch.nn.Tanh, "Sigmoid": torch.nn.Sigmoid}[type(m).__name__]()
+        elif isinstance(m, nn.Flatten):
+            t = torch.nn.Flatten()
+        elif isinstance(m, nn.Dropout):
+            t = torch.nn.Identity()
+        elif isinstance(m, LastStateLSTM):
+            t = _last_state_lstm(m.lstm.input_size, m.lstm.hidden_size)
+        else:
+            return None
+        sd = {k.split(".", 1)[1]: torch.from_numpy(v) for k, v in state.items() if k.split(".", 1)[0] == name}
+        t.load_state_dict(sd)
+        mods.append(t)
+    return torch.nn.Sequential(*mods).to(device)
+
+
+def _last_state_lstm(i, h):
+    import torch
+
+    class LastState(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = torch.nn.LSTM(i, h)
+
+        def forward(self, x):
+            return self.lstm(x)[1][0][0]
+
+    return LastState()
+
+
+def time_torch(ctx, layers, state, x, labels, lr, momentum, precision="fp32", device="cuda"):
+    """The same step in PyTorch: {"ms": median ms per step, "first_loss", "logits_dtype" (the model
+    output's dtype: float32, or the autocast dtype), "scale" (GradScaler's after the run, 1.0 when
+    disabled)}; None when the model has a layer PyTorch cannot mirror here. A step is zero_grad,
+    forward and cross-entropy under torch.autocast(device, dtype) (cross-entropy in FP32, autocast's
+    rule), scaler.scale(loss).backward(), scaler.step(opt), scaler.update(); on the GPU timed with
+    CUDA events, elsewhere (tests) with the host clock."""
+    import torch
+
+    if precision not in ("fp32", *AUTOCAST):
+        raise ValueError(f"time_torch: precision must be fp32, bf16 or fp16, got {precision!r}")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    model = torch_model(layers, state, device)
+    if model is None:
+        return None
+    low = getattr(torch, AUTOCAST[precision]) if precision in AUTOCAST else None
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
+    scaler = torch.amp.GradScaler(device, enabled=precision == "fp16")
+    tx, ty = torch.from_numpy(x).to(device), torch.from_numpy(labels.astype(np.int64)).to(device)
+    lossf = torch.nn.CrossEntropyLoss()
+    out = {}
+
+    def step():
+        opt.zero_grad()
+        with torch.autocast(device, dtype=low or torch.bfloat16, enabled=low is not None):
+            logits = model(tx)
+            loss = lossf(logits, ty)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        out["logits_dtype"] = str(logits.dtype).replace("torch.", "")
+        return loss.item()
+
+    out["first_loss"] = step()
+    for _ in range(ctx.warmup):
+        step()
+    times = []
+    for _ in range(ctx.repeats):
+        if device == "cuda":
+            b, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            b.record()
+            step()
+            e.record()
+            e.synchronize()
+            times.append(b.elapsed_time(e))
+        else:
+            t0 = time.perf_counter()
+            step()
+            times.append((time.perf_counter() - t0) * 1e3)
+    out.update(ms=statistics.median(times), scale=scaler.get_scale() if scaler.is_enabled() else 1.0)
+    return out
