@@ -29,8 +29,6 @@ def torch_model(layers, state, device="cuda"):
 
     import nn
 
-    from .train import LastStateLSTM
-
     mods = []
     for name, m in layers:
         if isinstance(m, nn.Conv2d):
@@ -46,7 +44,7 @@ def torch_model(layers, state, device="cuda"):
             t = torch.nn.Flatten()
         elif isinstance(m, nn.Dropout):
             t = torch.nn.Identity()
-        elif isinstance(m, LastStateLSTM):
+        elif isinstance(getattr(m, "lstm", None), nn.LSTM):  # train.LastStateLSTM: its output is h_T
             t = _last_state_lstm(m.lstm.input_size, m.lstm.hidden_size)
         else:
             return None
