@@ -144,10 +144,11 @@ template <class R> __host__ __device__ __forceinline__ bool operator<=(gcomplex<
 template <class R> __host__ __device__ __forceinline__ bool operator>=(gcomplex<R> a, gcomplex<R> b) { return b <= a; }
 template <class R> __host__ __device__ __forceinline__ gcomplex<R> conj(gcomplex<R> a) { return {a.x, -a.y}; }
 template <class T> __host__ __device__ __forceinline__ T conj(T a) { return a; }  // a real number is its own
-// cuBLAS's |re| + |im| (the magnitude icamax, scasum use)
+// cuBLAS's |re| + |im| (the magnitude icamax, scasum, LAPACK's pivoting use); |a| for a real number
 template <class R> __host__ __device__ __forceinline__ R abs1(gcomplex<R> a) {
     return (a.x < (R)0 ? -a.x : a.x) + (a.y < (R)0 ? -a.y : a.y);
 }
+template <class T> __host__ __device__ __forceinline__ T abs1(T a) { return a < (T)0 ? -a : a; }
 
 // Warp shuffles move a complex number as its two parts (the hardware shuffles 32-bit words).
 template <class R>

@@ -2,7 +2,8 @@
 // pivot choice), and the row interchanges of its solve (gpublas/lapack.py). A batch is contiguous:
 // matrix b at LU + b * n * n, its pivots at piv + b * n (0-based: row k was swapped with row piv[k],
 // as scipy.linalg.lu_factor), info[b] = 0, or k + 1 for the first column k whose pivot is exactly 0.
-// Element arithmetic is `real`'s operators and abs1 (|re| + |im| for a complex `real`, as LAPACK).
+// Element arithmetic is `real`'s operators and common.cuh's abs1 (|re| + |im| for a complex `real`, as
+// LAPACK's icamax in cgetf2), so cfloat and cdouble are instantiations; pivots compare as `magnitude`.
 //
 // getrf_shared: one block of 32 x GETRF_ROWS threads per matrix (n <= GETRF_SHARED; blockDim.y 1 on the
 //   simulator, where a thread costs more than an element), held in shared memory
@@ -22,22 +23,24 @@
 #define GETRF_ROWS 8
 #define LASWP_THREADS 128
 
-__device__ __forceinline__ real abs1(real v) { return v < (real)0 ? -v : v; }
+typedef decltype(abs1(real())) magnitude;  // real for float and double, R for gcomplex<R>
 
 // L's entries a / p as (a * s) * r with r = 1 / (p * s), one division per column: s = 1, or a power of two
-// lifting a subnormal pivot into the normal range where 1 / p itself would overflow (then |a| <= |p|
-// keeps a * s small), so the quotients stay finite as LAPACK getf2's division gives them. A zero pivot
-// (a zero column: its |max| is 0) gives r = 0.
-__device__ __forceinline__ float pivot_lift(float p) { return p < 1.2e-38f && p > -1.2e-38f ? 4294967296.0f : 1.0f; }
-__device__ __forceinline__ double pivot_lift(double p) { return p < 2.3e-308 && p > -2.3e-308 ? 1.8446744073709552e19 : 1.0; }
+// lifting a subnormal pivot (abs1(p) below the smallest normal number) into the normal range where
+// 1 / p itself would overflow (then abs1(a) <= abs1(p) keeps a * s small), so the quotients stay finite
+// as LAPACK getf2's division gives them. A zero pivot (a zero column: its max is 0) gives r = 0.
+__device__ __forceinline__ float pivot_lift(float m) { return m < 1.2e-38f ? 4294967296.0f : 1.0f; }
+__device__ __forceinline__ double pivot_lift(double m) { return m < 2.3e-308 ? 1.8446744073709552e19 : 1.0; }
 struct Multiplier {
     real s, r;
-    __device__ __forceinline__ explicit Multiplier(real p) : s(pivot_lift(p)), r(p != (real)0 ? (real)1 / (p * s) : (real)0) {}
+    Multiplier() = default;  // the simulator's loop fission keeps a per-thread copy across a barrier
+    __device__ __forceinline__ explicit Multiplier(real p)
+        : s(pivot_lift(abs1(p))), r(p != (real)0 ? (real)1 / (p * s) : (real)0) {}
     __device__ __forceinline__ real operator()(real a) const { return a * s * r; }
 };
 
-struct PivotFirst {  // larger |value| wins, equal ones go to the lower row
-    __device__ __forceinline__ bool operator()(real bv, int bi, real av, int ai) const {
+struct PivotFirst {  // larger abs1(value) wins, equal ones go to the lower row
+    __device__ __forceinline__ bool operator()(magnitude bv, int bi, magnitude av, int ai) const {
         return bv > av || (bv == av && bi < ai);
     }
 };
@@ -52,10 +55,10 @@ __device__ void getrf_steps(real* A, int lda, int n, int* __restrict__ piv, int*
                 const Multiplier m(A[(k - 1) * lda + k - 1]);
                 for (int i = k + tx; i < n; i += 32) A[i * lda + k - 1] = m(A[i * lda + k - 1]);
             }
-            real best = (real)-1;
+            magnitude best = (magnitude)-1;
             int row = n;
             for (int i = k + tx; i < n; i += 32) {
-                const real v = abs1(A[i * lda + k]);
+                const magnitude v = abs1(A[i * lda + k]);
                 if (PivotFirst()(v, i, best, row)) { best = v; row = i; }
             }
             warp_reduce_pair(best, row, PivotFirst());

@@ -7,19 +7,20 @@
     gpublas.trsv(a, x, lower=True)                 # x = inv(tril(a)) @ x, in place
 
 Arguments as scipy.linalg.blas's ?symv / ?syr / ?trmv / ?trsv: lower (default False: the upper
-triangle of a), trans (False/'N', True/'T'), unit_diagonal (scipy's diag=1), alpha and beta. x may be
-any 1-D view (a strided one is the column x[:, None] of the level-3 routines). BLAS semantics: beta == 0
-never reads y; alpha == 0 reads neither a nor x. symv and syr also take complex64 / complex128 (cuBLAS's
-csymv / csyr, Z too: symmetric, nothing conjugated; alpha and beta may be complex).
+triangle of a), trans (False/'N', True/'T', 'C': conjugate transpose), unit_diagonal (scipy's diag=1),
+alpha and beta. x may be any 1-D view (a strided one is the column x[:, None] of the level-3 routines).
+BLAS semantics: beta == 0 never reads y; alpha == 0 reads neither a nor x. Every routine also takes
+complex64 / complex128: symv and syr are cuBLAS's csymv / csyr (Z too: symmetric, nothing conjugated;
+alpha and beta may be complex), trmv and trsv ctrmv / ctrsv (trans 'C' the conjugate transpose).
 """
 from .blas2 import TYPES
 from .blas3_sym import symm, syrk
 from .blas3_tri import trmm, trsm
-from .checks import FLOATS, check_operands
+from .checks import check_operands
 
 
-def _vector(routine, a, x, types=FLOATS):
-    check_operands(routine, types, a=a, x=x)
+def _vector(routine, a, x):
+    check_operands(routine, TYPES, a=a, x=x)
     if a.ndim != 2 or x.ndim != 1 or a.shape != (x.shape[0], x.shape[0]):
         raise ValueError(f"{routine}: a must be n x n and x of length n; got a {a.shape} and x {x.shape}")
 
@@ -27,7 +28,7 @@ def _vector(routine, a, x, types=FLOATS):
 def symv(a, x, y=None, *, alpha=1.0, beta=0.0, lower=False, stream=None):
     """y = alpha a @ x + beta y with a symmetric, stored in its `lower` (else upper) triangle; returns y
     (new when not given)."""
-    _vector("symv", a, x, TYPES)
+    _vector("symv", a, x)
     if y is not None and y.shape != x.shape:
         raise ValueError(f"symv: y has shape {y.shape}, expected {x.shape} for a {a.shape}")
     c = symm(a, x[:, None], None if y is None else y[:, None], lower=lower, alpha=alpha, beta=beta, stream=stream)
@@ -37,7 +38,7 @@ def symv(a, x, y=None, *, alpha=1.0, beta=0.0, lower=False, stream=None):
 def syr(x, a, *, alpha=1.0, lower=False, stream=None):
     """a += alpha outer(x, x) on the `lower` (else upper) triangle of a, in place (the other triangle is
     not touched); returns a."""
-    _vector("syr", a, x, TYPES)
+    _vector("syr", a, x)
     syrk(x[:, None], a, lower=lower, alpha=alpha, beta=1.0, stream=stream)
     return a
 

@@ -6,8 +6,9 @@ the GEMM kernels through gpublas.gemm / gemm_batched).
     gpublas.trsm_batched(a3, b3, lower=True)              # every (a3[i], b3[i]) pair, in place
 
 Arguments as scipy.linalg.blas's ?trsm / ?trmm: side 'left' (op(a) @ x) or 'right' (x @ op(a)), lower
-(default False: the upper triangle of a is read, the other never), trans (False/'N', True/'T'; 'C' is
-'T' for real types), unit_diagonal (ones assumed, the diagonal never read), alpha.
+(default False: the upper triangle of a is read, the other never), trans (False/0/'N', True/1/'T',
+2/'C': the conjugate transpose, 'T' for real types), unit_diagonal (ones assumed, the diagonal never
+read), alpha (complex for complex types). Types S, D, C, Z.
 
 Every case reduces to side 'left' with op(a) = a by views, never copies: side 'right' solves
 op(a)^T x^T = b^T (b.T, a view), a transpose is a.T with the other triangle. Then it recurses on
@@ -18,13 +19,20 @@ multiplies with GEMM. So all but about LEAF / n of the FLOPs are GEMM's, in GEMM
 halves. BLAS semantics: alpha == 0 writes zeros without reading a or b.
 
 Complex types are an instantiation of the same code: the kernels use only `real`'s operators, the
-launchers pass dtypes through. A conjugate transpose ('C', which parse_trans folds into 'T' for real
-types) is the same views plus a conj flag for trsm_leaf / tri_fill and trans 'C' on the swapped view in
-mm's GEMM calls; hemm is symm with tri_fill's mirror conjugated.
+launchers pass dtypes through. A conjugate transpose is the transpose's views read conjugated: every
+routine solves with A = conj(view) when op is 'C' (on either side: x a^H = b is conj(a) x^T = b^T), so
+trsm_leaf and tri_fill take a conj flag (the elements conjugated as loaded) and mm's GEMMs get trans 'C'
+on the swapped view (conj(v) = op_C(v.T)). A conjugated copy of a would be as simple and cost O(n^2)
+beside the O(n^2 m) solve, but a new n x n array per call (a whole stack's for trsm_batched) and a
+second pass over a; the flag costs neither, and complex GEMM copies its operands' parts out anyway
+(gemm_complex), negating the imaginary part for 'C' on the way. hemm is symm with tri_fill's mirror
+conjugated.
 """
+import numpy as np
+
 from . import source
 from .array import empty
-from .blas2 import gemv, ger
+from .blas2 import TYPES, gemv, ger, gerc
 from .blas3 import gemm, gemm_batched
 from .checks import check_operands, swap_last
 from .launch import ceil_div, get_kernel
@@ -45,16 +53,36 @@ def parse_side(routine, side):
     return s[0] == "l"
 
 
+def parse_op(routine, trans):
+    """op(a) as 'N' (a), 'T' (a.T) or 'C' (a.conj().T) from False/True/0/1/2 (scipy's trans_a) or
+    'N'/'T'/'C' in either case."""
+    if isinstance(trans, str) and trans.upper() in ("N", "T", "C"):
+        return trans.upper()
+    if not isinstance(trans, str) and trans in (False, True, 0, 1, 2):
+        return "NTC"[int(trans)]
+    raise ValueError(f"{routine}: trans must be False, True, 'N', 'T' or 'C', got {trans!r}")
+
+
 def parse_trans(routine, trans):
-    """op(a) as False (a) or True (a.T) from False/True/0/1/2 or 'N'/'T'/'C' (for real types 'C', conjugate
-    transpose, is 'T'; complex types give it its conjugate)."""
-    if isinstance(trans, str):
-        if trans.upper() not in ("N", "T", "C"):
-            raise ValueError(f"{routine}: trans must be False, True, 'N', 'T' or 'C', got {trans!r}")
-        return trans.upper() != "N"
-    if trans not in (False, True, 0, 1, 2):
-        raise ValueError(f"{routine}: trans must be False, True, 'N', 'T' or 'C', got {trans!r}")
-    return bool(trans)
+    """op(a) as False (a) or True (a.T or a.conj().T): whether op transposes."""
+    return parse_op(routine, trans) != "N"
+
+
+def op_flags(routine, trans, dtype):
+    """(transposed, conjugated) of op(a) for a of `dtype`: 'C' conjugates complex types only."""
+    op = parse_op(routine, trans)
+    return op != "N", op == "C" and dtype.kind == "c"
+
+
+def check_alpha(routine, alpha, dtype):
+    """alpha as the kernels take it: complex for complex types; a real type's alpha must be real."""
+    if dtype.kind == "c":
+        return complex(alpha)
+    if isinstance(alpha, (complex, np.complexfloating)):
+        if alpha.imag:
+            raise TypeError(f"{routine}: alpha = {alpha} is complex but the operands are {dtype}")
+        alpha = alpha.real
+    return float(alpha)
 
 
 def strides(x):
@@ -79,22 +107,26 @@ def check_writable(routine, name, x, *inputs):
 
 
 # -- GEMM on views ----------------------------------------------------------------------------------
-def mm(a, b, c, alpha, beta, stream=None):
-    """c = alpha a @ b + beta c on views: gemm_batched for stacks, gemv when c has one column, ger for a
-    rank-one update of c, else gemm; returns c. An input sharing memory with c (column blocks of one matrix) goes
-    through a copy first."""
+def mm(a, b, c, alpha, beta, stream=None, conj=False):
+    """c = alpha op(a) @ b + beta c on views, op(a) = a, or conj(a) with conj (trans 'C' on a's swapped
+    view): gemm_batched for stacks, gemv when c has one column, ger (gerc) for a rank-one update of c,
+    else gemm; returns c. An input sharing memory with c (column blocks of one matrix) goes through a copy
+    first."""
     if may_share_memory(a, c):
         a = a.copy(stream)
     if may_share_memory(b, c):
         b = b.copy(stream)
+    at, op = (swap_last(a), "C") if conj else (a, "N")   # op(at) = conj(a) or a
     if c.ndim == 3:
-        gemm_batched(a, b, c, alpha=alpha, beta=beta, stream=stream)
+        gemm_batched(at, b, c, alpha=alpha, beta=beta, trans_a=op, stream=stream)
     elif c.shape[1] == 1:
-        gemv(a, b[:, 0], c[:, 0], alpha=alpha, beta=beta, stream=stream)
+        gemv(at, b[:, 0], c[:, 0], alpha=alpha, beta=beta, trans=op, stream=stream)
+    elif a.shape[1] == 1 and beta == 1 and conj:   # c += alpha conj(a) b, as c.T += alpha b^T conj(a)^T
+        gerc(alpha, b[0, :], a[:, 0], c.T, stream=stream)
     elif a.shape[1] == 1 and beta == 1:
         ger(alpha, a[:, 0], b[0, :], c, stream=stream)
     else:
-        gemm(a, b, c, alpha=alpha, beta=beta, stream=stream)
+        gemm(at, b, c, alpha=alpha, beta=beta, trans_a=op, stream=stream)
     return c
 
 
@@ -104,9 +136,10 @@ def split(n):
     return ceil_div(n // 2, LEAF) * LEAF if n > LEAF else 0
 
 
-def tri_dense(a, lower, unit=False, mirror=False, stream=None):
+def tri_dense(a, lower, unit=False, mirror=False, stream=None, conj=False):
     """The dense n x n matrix (contiguous, new) of a triangle of the view a: the other triangle zeros,
-    or mirrored (mirror: a symmetric matrix stored in one triangle); unit puts ones on the diagonal."""
+    or mirrored (mirror: a symmetric matrix stored in one triangle); unit puts ones on the diagonal;
+    conj conjugates every element read."""
     n = a.shape[0]
     d = empty((n, n), a.dtype)
     if n:
@@ -114,7 +147,7 @@ def tri_dense(a, lower, unit=False, mirror=False, stream=None):
         bx, by = TRI_BLOCK
         k = get_kernel("triangular", "tri_fill", a.dtype)
         k((ceil_div(n, bx), min(ceil_div(n, by), MAX_GRID_Y)), (bx, by), n, a, sar, sac, int(lower), int(mirror),
-          int(unit), d, stream=stream, views=True)
+          int(unit), int(conj), d, stream=stream, views=True)
     return d
 
 
@@ -130,7 +163,7 @@ def tri_update(t, beta, c, lower, stream=None):
 
 
 # -- trsm --------------------------------------------------------------------------------------------
-def _trsm_leaf(a, b, lower, unit, alpha, stream):
+def _trsm_leaf(a, b, lower, unit, alpha, conj, stream):
     n, nrhs = b.shape[-2:]
     batch = b.shape[0] if b.ndim == 3 else 1
     if n == 0 or nrhs == 0 or batch == 0:
@@ -139,32 +172,34 @@ def _trsm_leaf(a, b, lower, unit, alpha, stream):
     sbr, sbc, zb = strides(b)
     k = get_kernel("triangular", "trsm_leaf", b.dtype)
     k((batch, min(ceil_div(nrhs, TRSM_THREADS), MAX_GRID_Y)), TRSM_THREADS, n, nrhs, alpha, a, sar, sac, za, b, sbr, sbc, zb,
-      int(lower), int(unit), stream=stream, views=True)
+      int(lower), int(unit), int(conj), stream=stream, views=True)
 
 
-def _trsm(a, b, lower, unit, alpha, stream):
-    """b = alpha inv(A) b with A the lower (else upper) triangle of the view a, side left, in place."""
+def _trsm(a, b, lower, unit, alpha, conj, stream):
+    """b = alpha inv(A) b with A the lower (else upper) triangle of the view a (conjugated with conj),
+    side left, in place."""
     k = split(a.shape[-1])
     if not k:
-        return _trsm_leaf(a, b, lower, unit, alpha, stream)
+        return _trsm_leaf(a, b, lower, unit, alpha, conj, stream)
     a11, a22, b1, b2 = a[..., :k, :k], a[..., k:, k:], b[..., :k, :], b[..., k:, :]
     if lower:   # x1 = inv(A11) alpha b1; x2 = inv(A22) (alpha b2 - A21 x1)
-        _trsm(a11, b1, lower, unit, alpha, stream)
-        mm(a[..., k:, :k], b1, b2, -1.0, alpha, stream)
-        _trsm(a22, b2, lower, unit, 1.0, stream)
+        _trsm(a11, b1, lower, unit, alpha, conj, stream)
+        mm(a[..., k:, :k], b1, b2, -1.0, alpha, stream, conj)
+        _trsm(a22, b2, lower, unit, 1.0, conj, stream)
     else:       # x2 = inv(A22) alpha b2; x1 = inv(A11) (alpha b1 - A12 x2)
-        _trsm(a22, b2, lower, unit, alpha, stream)
-        mm(a[..., :k, k:], b2, b1, -1.0, alpha, stream)
-        _trsm(a11, b1, lower, unit, 1.0, stream)
+        _trsm(a22, b2, lower, unit, alpha, conj, stream)
+        mm(a[..., :k, k:], b2, b1, -1.0, alpha, stream, conj)
+        _trsm(a11, b1, lower, unit, 1.0, conj, stream)
 
 
 def _trsm_checked(routine, a, b, side, lower, trans, unit_diagonal, alpha, stream, ndim):
-    check_operands(routine, a=a, b=b)
+    dtype = check_operands(routine, TYPES, a=a, b=b)
     if a.ndim != ndim or b.ndim != ndim:
         raise ValueError(f"{routine}: a and b must be {ndim}-D, got a {a.shape} and b {b.shape}")
     if ndim == 3 and a.shape[0] != b.shape[0]:
         raise ValueError(f"{routine}: batch sizes differ: a {a.shape}, b {b.shape}")
-    left, trans = parse_side(routine, side), parse_trans(routine, trans)
+    left, (trans, conj) = parse_side(routine, side), op_flags(routine, trans, dtype)
+    alpha = check_alpha(routine, alpha, dtype)
     check_square(routine, a, b.shape[-2] if left else b.shape[-1])
     check_writable(routine, "b", b, ("a", a))
     if b.size == 0:
@@ -172,7 +207,7 @@ def _trsm_checked(routine, a, b, side, lower, trans, unit_diagonal, alpha, strea
     if alpha == 0:
         return b.fill(0, stream)
     at = swap_last(a) if trans != (not left) else a   # left: op(a); right: op(a)^T, solving for b.T
-    _trsm(at, b if left else swap_last(b), lower != (trans != (not left)), unit_diagonal, alpha, stream)
+    _trsm(at, b if left else swap_last(b), lower != (trans != (not left)), unit_diagonal, alpha, conj, stream)
     return b
 
 
@@ -190,26 +225,28 @@ def trsm_batched(a, b, *, side="left", lower=False, trans=False, unit_diagonal=F
 
 
 # -- trmm --------------------------------------------------------------------------------------------
-def _trmm(a, b, c, lower, unit, alpha, stream):
-    """c = alpha A b with A the lower (else upper) triangle of the view a, side left; c a separate output."""
+def _trmm(a, b, c, lower, unit, alpha, conj, stream):
+    """c = alpha A b with A the lower (else upper) triangle of the view a (conjugated with conj), side
+    left; c a separate output."""
     k = split(a.shape[-1])
     if not k:
-        return mm(tri_dense(a, lower, unit, stream=stream), b, c, alpha, 0.0, stream)
-    _trmm(a[:k, :k], b[:k], c[:k], lower, unit, alpha, stream)
-    _trmm(a[k:, k:], b[k:], c[k:], lower, unit, alpha, stream)
+        return mm(tri_dense(a, lower, unit, stream=stream, conj=conj), b, c, alpha, 0.0, stream)
+    _trmm(a[:k, :k], b[:k], c[:k], lower, unit, alpha, conj, stream)
+    _trmm(a[k:, k:], b[k:], c[k:], lower, unit, alpha, conj, stream)
     if lower:   # c2 += alpha A21 b1
-        mm(a[k:, :k], b[:k], c[k:], alpha, 1.0, stream)
+        mm(a[k:, :k], b[:k], c[k:], alpha, 1.0, stream, conj)
     else:       # c1 += alpha A12 b2
-        mm(a[:k, k:], b[k:], c[:k], alpha, 1.0, stream)
+        mm(a[:k, k:], b[k:], c[:k], alpha, 1.0, stream, conj)
 
 
 def trmm(a, b, *, side="left", lower=False, trans=False, unit_diagonal=False, alpha=1.0, stream=None):
     """c = alpha op(a) @ b (side 'left') or alpha b @ op(a) ('right') with a triangular (the `lower`,
     else upper, triangle of a read); returns c, a new array (cuBLAS's out-of-place trmm)."""
-    check_operands("trmm", a=a, b=b)
+    dtype = check_operands("trmm", TYPES, a=a, b=b)
     if a.ndim != 2 or b.ndim != 2:
         raise ValueError(f"trmm: a and b must be 2-D, got a {a.shape} and b {b.shape}")
-    left, trans = parse_side("trmm", side), parse_trans("trmm", trans)
+    left, (trans, conj) = parse_side("trmm", side), op_flags("trmm", trans, dtype)
+    alpha = check_alpha("trmm", alpha, dtype)
     check_square("trmm", a, b.shape[0] if left else b.shape[1])
     c = empty(b.shape, b.dtype)
     if c.size == 0:
@@ -217,5 +254,5 @@ def trmm(a, b, *, side="left", lower=False, trans=False, unit_diagonal=False, al
     if alpha == 0:
         return c.fill(0, stream)
     flip = trans != (not left)
-    _trmm(a.T if flip else a, b if left else b.T, c if left else c.T, lower != flip, unit_diagonal, alpha, stream)
+    _trmm(a.T if flip else a, b if left else b.T, c if left else c.T, lower != flip, unit_diagonal, alpha, conj, stream)
     return c

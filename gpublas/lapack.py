@@ -10,7 +10,8 @@ for a few dozen rows, not for one large matrix). piv holds 0-based pivot rows (i
 scipy.linalg.lu_factor's. A matrix with an exactly zero pivot is still factored (as LAPACK does) and
 reported: a SingularMatrixWarning names it, or with info=True the per-matrix LAPACK info array
 (0, or k + 1 for the first zero pivot U[k, k]) is returned on the device instead, without waiting.
-A 2-D a is a batch of one and gives a 2-D lu and a 1-D piv.
+A 2-D a is a batch of one and gives a 2-D lu and a 1-D piv. Types S, D, C, Z: complex matrices pivot on
+the largest |re| + |im| of a column (LAPACK cgetrf's icamax), and getrs solves with a, a.T or a.conj().T.
 """
 import warnings
 
@@ -18,7 +19,8 @@ import numpy as np
 
 from . import source
 from .array import empty
-from .blas3_tri import parse_trans, strides, trsm_batched
+from .blas2 import TYPES
+from .blas3_tri import parse_op, strides, trsm_batched
 from .checks import check_operands
 from .errors import SingularMatrixWarning
 from .launch import ceil_div, get_kernel, simulated
@@ -35,7 +37,7 @@ def getrf_batched(a, *, info=False, stream=None):
     """(lu, piv) of every square matrix of a (batch, n, n): unit lower L below the diagonal of lu, U on
     and above it, piv[i, k] the row swapped with row k; a is not modified. With info=True returns
     (lu, piv, info) and leaves reporting singular matrices to the caller."""
-    check_operands("getrf_batched", a=a)
+    check_operands("getrf_batched", TYPES, a=a)
     if a.ndim not in (2, 3) or a.shape[-1] != a.shape[-2]:
         raise ValueError(f"getrf_batched: a must be a stack of square matrices (batch, n, n) or one (n, n), "
                          f"got shape {a.shape}")
@@ -79,11 +81,11 @@ def _laswp(piv, b3, forward, stream):
 
 
 def getrs_batched(lu, piv, b, *, trans=False, stream=None):
-    """Solves a[i] x = b[i] (trans False/'N') or a[i].T x = b[i] (True/'T') for every matrix with
-    (lu, piv) from getrf_batched; b is (batch, n, nrhs) or (batch, n) (one right-hand side each; for a
-    2-D lu, (n, nrhs) or (n,)), overwritten by x and returned."""
-    check_operands("getrs_batched", lu=lu, b=b)
-    trans = parse_trans("getrs_batched", trans)
+    """Solves a[i] x = b[i] (trans False/'N'), a[i].T x = b[i] (True/'T') or a[i].conj().T x = b[i] ('C')
+    for every matrix with (lu, piv) from getrf_batched; b is (batch, n, nrhs) or (batch, n) (one
+    right-hand side each; for a 2-D lu, (n, nrhs) or (n,)), overwritten by x and returned."""
+    check_operands("getrs_batched", TYPES, lu=lu, b=b)
+    op = parse_op("getrs_batched", trans)
     if lu.ndim not in (2, 3) or lu.shape[-1] != lu.shape[-2]:
         raise ValueError(f"getrs_batched: lu must be (batch, n, n) or (n, n), got shape {lu.shape}")
     lu3 = lu if lu.ndim == 3 else lu.reshape((1,) + lu.shape)
@@ -102,12 +104,12 @@ def getrs_batched(lu, piv, b, *, trans=False, stream=None):
     b3 = b3 if b3.ndim == 3 else b3[None]
     if b3.size == 0 or batch == 0:
         return b
-    if not trans:   # a = P^T L U: x = inv(U) inv(L) P b
+    if op == "N":   # a = P^T L U: x = inv(U) inv(L) P b
         _laswp(piv, b3, True, stream)
         trsm_batched(lu3, b3, lower=True, unit_diagonal=True, stream=stream)
         trsm_batched(lu3, b3, lower=False, stream=stream)
-    else:           # a^T = U^T L^T P: x = P^T inv(L^T) inv(U^T) b
-        trsm_batched(lu3, b3, lower=False, trans=True, stream=stream)
-        trsm_batched(lu3, b3, lower=True, trans=True, unit_diagonal=True, stream=stream)
+    else:           # op(a) = op(U) op(L) P (op a transpose, conjugated for 'C'): x = P^T inv(op(L)) inv(op(U)) b
+        trsm_batched(lu3, b3, lower=False, trans=op, stream=stream)
+        trsm_batched(lu3, b3, lower=True, trans=op, unit_diagonal=True, stream=stream)
         _laswp(piv, b3, False, stream)
     return b

@@ -41,7 +41,8 @@ def test_family_compiles_with_nvcc(root, family, real, tmp_path, archs=(80, 90))
 # The other element types the array layer builds: int32 and int64 arithmetic and comparisons (elementwise),
 # int reductions (int64 sums), astype and copies into every dtype (memory), 16-bit floats (maps,
 # reductions, casts, transposes, the simulator's GEMMs), index arrays (gather), a mask's prefix sum (scan) and complex
-# numbers (maps, sums, casts, level 1 and 2, geam and dgmm, the triangle kernels of the symmetric routines).
+# numbers (maps, sums, casts, level 1 and 2, geam and dgmm, the triangle kernels of the symmetric
+# and triangular routines, batched LU).
 # These build for sm_80 only, the older target and so the one that catches a missing feature guard: the
 # float/double builds above cover sm_90's register allocation, and tests/test_sass.py builds gemm_half's
 # 16-bit kernels for sm_90a (half the nvcc time of two targets).
@@ -59,7 +60,8 @@ def test_family_compiles_with_nvcc(root, family, real, tmp_path, archs=(80, 90))
                                           ("elementwise", "cdouble"), ("reduce", "cfloat"), ("reduce", "cdouble"),
                                           ("blas1", "cfloat"), ("blas1", "cdouble"),
                                           ("gemv", "cfloat"), ("gemv", "cdouble"), ("geam", "cfloat"),
-                                          ("geam", "cdouble"), ("triangular", "cfloat"), ("triangular", "cdouble")])
+                                          ("geam", "cdouble"), ("triangular", "cfloat"), ("triangular", "cdouble"),
+                                          ("getrf", "cfloat"), ("getrf", "cdouble")])
 def test_array_dtypes_compile_with_nvcc(family, real, tmp_path):
     test_family_compiles_with_nvcc(None, family, real, tmp_path, archs=(80,))
 
