@@ -14,7 +14,7 @@ from scipy.linalg import blas as sblas
 from scipy.linalg import lu_factor, lu_solve
 
 import gpublas
-from gpublas import blas3_tri, lapack
+from gpublas import blas3_tri
 from gpublas.launch import get_kernel
 from reference import assert_close
 
@@ -227,18 +227,6 @@ def test_pivots_on_abs_re_plus_abs_im(dtype):
     np.testing.assert_array_equal(piv.get(), want_piv)
     assert piv.get()[0] == 2
     assert_close(lu, want_lu, k=8)
-
-
-@pytest.mark.parametrize("n", [7, 33])
-def test_getrf_with_the_gpu_block_shape(rng, sim_order, monkeypatch, n):
-    # the simulator launches one warp per matrix; a GPU 32 x ROWS threads, whose rows share the update
-    monkeypatch.setattr(lapack, "SIM_ROWS", lapack.ROWS)
-    a = crandn(rng, (2, n, n), np.complex128)
-    lu, piv = gpublas.getrf_batched(dev(a))
-    for i in range(2):
-        want_lu, want_piv = lu_factor(a[i])
-        np.testing.assert_array_equal(piv.get()[i], want_piv)
-        assert_close(lu.get()[i], want_lu, k=8 * n)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -39,11 +39,12 @@ def test_getrf_getrs_match_scipy(rng, sim_order, dtype, n):
             assert_close(x[i], want[i], rtol=cond * 64 * np.finfo(dtype).eps, atol=cond * 64 * np.finfo(dtype).eps)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
 @pytest.mark.parametrize("n", [7, 33])
-def test_getrf_with_the_gpu_block_shape(rng, sim_order, monkeypatch, n):
+def test_getrf_with_the_gpu_block_shape(rng, sim_order, monkeypatch, n, dtype):
     # the simulator launches one warp per matrix; a GPU 32 x ROWS threads, whose rows share the update
     monkeypatch.setattr(lapack, "SIM_ROWS", lapack.ROWS)
-    a = rng.standard_normal((2, n, n))
+    a = rng.standard_normal((2, n, n)) + (1j * rng.standard_normal((2, n, n)) if dtype == np.complex128 else 0)
     lu, piv = gpublas.getrf_batched(gpublas.to_device(a))
     for i in range(2):
         want_lu, want_piv = lu_factor(a[i])
