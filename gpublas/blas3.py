@@ -29,7 +29,7 @@ import math
 import numpy as np
 
 from . import gemm_complex, gemm_plan
-from .array import empty
+from .array import DeviceArray, empty
 from .dtypes import HALVES
 from .blas1 import dot, scale_output
 from .blas2 import gemv
@@ -39,6 +39,7 @@ from .layout import broadcast_shape, broadcast_strides, may_overlap_itself, may_
 
 KERNELS = gemm_plan.KERNELS
 GEMM_FLOATS = (np.dtype(np.float32), np.dtype(np.float64)) + HALVES  # float16 / bfloat16: tensor cores, FP32 sums
+_GEMM_FLOAT_SET = frozenset(GEMM_FLOATS)
 MAX_GRID_Z = 65535  # batches per launch
 ROWS_PER_LAUNCH = 65535 * 16  # grid.y <= 65,535 with the smallest row tile (16 rows: naive, tiled)
 
@@ -66,6 +67,10 @@ def _check_overlap(routine, c, *inputs):
 def _dtypes(routine, a, b, c, out_dtype):
     """(operand dtype, C's dtype): a and b of one dtype; C of theirs, or float32 for 16-bit operands (cuBLAS's
     GemmEx with FP32 compute): out_dtype= for a new C, else c's own."""
+    dtype = a.dtype if type(a) is DeviceArray else None
+    if (out_dtype is None and dtype in _GEMM_FLOAT_SET and type(b) is DeviceArray and b.dtype == dtype
+            and (c is None or (type(c) is DeviceArray and c.dtype == dtype))):
+        return dtype, dtype  # the common call, one float dtype throughout: nothing below can refuse it
     dtype = check_operands(routine, GEMM_FLOATS, a=a, b=b)
     if c is not None:
         check_operands(routine, GEMM_FLOATS, c=c)
@@ -99,13 +104,13 @@ def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, str
     if gemm_complex.is_complex(a, b, c):
         return gemm_complex.gemm(gemm, a, b, c, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b,
                                  stream=stream, kernel=kernel)
-    trans_a, trans_b = (gemm_complex.trans_op(t, "gemm") != "N" for t in (trans_a, trans_b))
+    trans_a, trans_b = gemm_complex.trans_op(trans_a, "gemm") != "N", gemm_complex.trans_op(trans_b, "gemm") != "N"
     dtype, out = _dtypes("gemm", a, b, c, out_dtype)
-    for name, x in (("a", a), ("b", b)) + ((("c", c),) if c is not None else ()):
-        if x.ndim != 2:
+    for name, x in (("a", a), ("b", b), ("c", c)):
+        if x is not None and x.ndim != 2:
             raise ValueError(f"gemm: {name} must be 2-D, got shape {x.shape}; use gemm_batched for stacks")
     m, n, k = _check_inner("gemm", a, b, trans_a, trans_b)
-    c = _output("gemm", a, c, (m, n), beta, [("a", a), ("b", b)], out)
+    c = _output("gemm", a, c, (m, n), beta, (("a", a), ("b", b)), out)
     _run(a, b, c, m, n, k, 1, alpha, beta, trans_a, trans_b, dtype, kernel, stream)
     return c
 
@@ -171,7 +176,8 @@ def _launch(plan, p, a, b, c, alpha, beta, stream):
     """Runs a Plan: one launch per chunk (_chunks) over a grid of the plan's tiles; split-K as its slices'
     products into a workspace W (splits, m, n) (one batched launch for the full slices, one for the
     last), then gemm_splitk_reduce sums them in slice order and applies alpha and beta."""
-    kern = get_kernel(plan.family, plan.kernel, plan.dtype, **dict(plan.defines))
+    kern = get_kernel(plan.family, plan.kernel, plan.dtype, **dict(plan.defines)) if plan.defines else \
+        get_kernel(plan.family, plan.kernel, plan.dtype)
     if plan.shared:
         kern.allow_shared(plan.shared)  # above the default 48 KB: an opt-in, once per kernel
     (lda, ldb, ldc), item = p.lds, a.dtype.itemsize
@@ -182,6 +188,9 @@ def _launch(plan, p, a, b, c, alpha, beta, stream):
                 if plan.flags else (rows, n, k, alpha, pa, lda, pb, ldb, beta, pc, ldc, *strides))
         kern((ceil_div(n, bn), ceil_div(rows, bm), nz), plan.block, *args, shared=plan.shared, stream=stream)
 
+    if plan.splits == 1 and p.batch <= MAX_GRID_Z and p.m <= ROWS_PER_LAUNCH:  # one launch: the common case
+        run(p.m, p.n, p.k, alpha, a.ptr, b.ptr, beta, c.ptr, ldc, p.strides, p.batch)
+        return
     for pa, pb, pc, nz, rows in _chunks(a, b, c, p.batch, p.lds, p.strides, p.m, p.trans_a):
         if plan.splits == 1:
             run(rows, p.n, p.k, alpha, pa, pb, beta, pc, ldc, p.strides, nz)

@@ -61,6 +61,7 @@ _HALF = source.int_defines("gemm_half.cu", "HALF_")  # gemm_half_mma's tile and 
 DIRECT_TILE = (4, 8)  # gemm.cu's DIRECT_TM x DIRECT_TN
 MAX_SPLITS = 16
 INDEX_LIMIT = 2 ** 31
+MAX_CACHED = 4096  # plans kept (a training loop needs a few dozen; the cache empties when full)
 
 
 class Plan(NamedTuple):
@@ -251,8 +252,25 @@ def kernel_name(kernel, p):
     return name
 
 
+_PLANS = {}  # (kernel, $GPUBLAS_GEMM_KERNEL, target, SMs, Problem) -> Plan
+
+
 def plan(kernel, p):
-    """The Plan for problem p (a Problem) with kernel= `kernel` (None: $GPUBLAS_GEMM_KERNEL or auto)."""
+    """The Plan for problem p (a Problem) with kernel= `kernel` (None: $GPUBLAS_GEMM_KERNEL or auto): made once
+    per kernel argument, environment value, target (and SM count on a GPU) and Problem, which holds every other
+    input of the table (shape, transposes, leading dimensions, batch strides, dtypes, alignment), then looked
+    up; a refusal is raised again each time, never kept."""
+    where = target()
+    key = (kernel, os.environ.get(ENV_KERNEL), where, where[0] != "sim" and multiprocessors(), p)
+    found = _PLANS.get(key)
+    if found is None:
+        if len(_PLANS) >= MAX_CACHED:
+            _PLANS.clear()
+        found = _PLANS[key] = _plan(kernel, p)
+    return found
+
+
+def _plan(kernel, p):
     name = kernel_name(kernel, p)
     dtype = np.dtype(p.dtype)
     if name in LADDER:

@@ -164,6 +164,34 @@ def test_dispatcher_and_forcing(rng, monkeypatch):
         gpublas.gemm(da, db)
 
 
+def test_plans_are_kept_per_problem_environment_and_target(monkeypatch):
+    # a product's Plan is made once and looked up after; what it depends on outside the Problem (the kernel
+    # argument, $GPUBLAS_GEMM_KERNEL, the target) is part of the key, and a refusal is never kept
+    p = gemm_plan.Problem(8, 64, 16, 1, False, True, (16, 16, 64), (0, 0, 0), np.dtype(np.float32), True,
+                          np.dtype(np.float32))
+    monkeypatch.delenv(gemm_plan.ENV_KERNEL, raising=False)
+    auto = gemm_plan.plan(None, p)
+    assert gemm_plan.plan(None, p) is auto
+    assert gemm_plan.plan(None, p._replace(trans_b=False)).kernel == auto.kernel  # another key, same table row
+    assert gemm_plan.plan("naive", p).name == "naive"
+    monkeypatch.setenv(gemm_plan.ENV_KERNEL, "tiled")
+    assert gemm_plan.plan(None, p).name == "tiled"
+    monkeypatch.setenv(gemm_plan.ENV_KERNEL, "fastest")
+    for _ in range(2):
+        with pytest.raises(ValueError, match="unknown kernel 'fastest'"):
+            gemm_plan.plan(None, p)
+    monkeypatch.delenv(gemm_plan.ENV_KERNEL)
+    assert gemm_plan.plan(None, p) is auto
+    if gpublas.backend() == "sim":
+        assert gemm_plan.plan("wgmma", p).name == "wgmma"  # the simulator runs it: kept for ("sim", 0)
+    monkeypatch.setattr(gemm_plan, "target", lambda: ("sm_80", 80))  # a build without wgmma: refused, not looked up
+    with pytest.raises(ValueError, match="sm_90a"):
+        gemm_plan.plan("wgmma", p)
+    monkeypatch.setattr(gemm_plan, "target", lambda: ("sm_75", 75))
+    with pytest.raises(ValueError, match="TF32 tensor cores"):
+        gemm_plan.plan("tf32", p)
+
+
 @pytest.mark.parametrize("kernel", ["wmma", "tf32"])
 def test_tf32_kernels_refuse_float64(kernel):
     a = gpublas.zeros((4, 4), np.float64)
