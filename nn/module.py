@@ -134,8 +134,9 @@ class Module:
 
     @property
     def dtype(self):
-        ps = self.parameters()
-        return ps[0].dtype if ps else getattr(self, "_dtype", np.dtype(np.float32))
+        for _, p in self.named_parameters():  # the first parameter's: no list of them all (layers ask per call)
+            return p.dtype
+        return getattr(self, "_dtype", np.dtype(np.float32))
 
     def to(self, dtype):
         """Converts every parameter to `dtype` (on the device); gradients restart at 0. float16 and

@@ -76,7 +76,7 @@ class LSTM(Module):
         h0, c0 = amp.cast(sdtype, *self._state(state, N, dtype))
         h_n, c_n = gpublas.empty((L, N, H), sdtype), gpublas.empty((L, N, H), sdtype)
         layers = []
-        (inp,) = amp.cast(low, x.reshape(T * N, x.shape[2]))
+        (inp,) = amp.cast(low, _rows(x))
         for k in range(L):
             b_ih, b_hh = self._w("bias_ih", k), self._w("bias_hh", k)
             w_ih, w_hh = amp.cast(low, self._w("weight_ih", k).data, self._w("weight_hh", k).data)
@@ -86,7 +86,8 @@ class LSTM(Module):
             K.gemm(inp, w_ih, ws.gates2, trans_b=True)
             hbuf = gpublas.empty((T + 1, N, H), sdtype)
             hlow = hbuf if low == sdtype else gpublas.empty((T + 1, N, H), low)  # h_t for the GEMMs
-            h_t, hl_t = _steps(hbuf), _steps(hlow)
+            h_t = _steps(hbuf)
+            hl_t = h_t if hlow is hbuf else _steps(hlow)
             if h0 is None:
                 h_t[0].fill(0)
                 c_t[0].fill(0)
@@ -102,16 +103,16 @@ class LSTM(Module):
                 if t > 0 or h0 is not None:  # h_{-1} = 0 contributes nothing
                     K.gemm(hl_t[t], w_hh, g_t[t], beta=1.0, trans_b=True)
                 K.lstm_gates_forward(g_t[t], b_ih, b_hh, c_t[t], h_t[t + 1], c_t[t + 1])
-            h_n[k].copy_from(h_t[T])
-            c_n[k].copy_from(c_t[T])
+            _at(h_n, k).copy_from(h_t[T])
+            _at(c_n, k).copy_from(c_t[T])
             # cached per layer: the layer's input (for dW_ih), the weights the GEMMs used (the
             # parameters or their 16-bit copies), the activated gates and every h (in the GEMMs'
             # dtype) and c including the initial ones (the gate gradients need i, f, g, o, c_{t-1}
             # and c_t; dW_hh needs h_{t-1}); hlow[1:] is also the layer's output
             layers.append((inp, w_ih, w_hh, gates, hlow, cbuf))
-            inp = hlow[1:].reshape(T * N, H)
+            out = hlow._view((T, N, H), hlow.strides, hlow.strides[0])  # hlow[1:]
+            inp = _rows(out)
         self.cache = (layers, (T, N), h0 is not None, x.dtype)
-        out = hlow[1:]
         if self.batch_first:
             out = K.swap01(out, gpublas.empty((N, T, H), out.dtype))
         return out, amp.cast(dtype, h_n, c_n)  # a 16-bit LSTM's h_n, c_n rounded once from the FP32 state
@@ -153,14 +154,14 @@ class LSTM(Module):
             inp, w_ih, w_hh, gates, hlow, cbuf = layers[k]
             ws = self._work[k]
             g_t, c_t, dg_t, dl_t = ws.gates_t, ws.cbuf_t, ws.dgates_t, ws.dlow_t
-            dc, dh_rec = self.dc0[k], self.dh0[k]     # running dL/dc_t and recurrent dL/dh_t buffers
+            dc, dh_rec = _at(self.dc0, k), _at(self.dh0, k)  # running dL/dc_t and recurrent dL/dh_t buffers
             if d_cn is not None:
-                dc.copy_from(d_cn[k])
+                dc.copy_from(_at(d_cn, k))
             else:
                 dc.fill(0)
             has_rec = d_hn is not None
             if has_rec:
-                dh_rec.copy_from(d_hn[k])
+                dh_rec.copy_from(_at(d_hn, k))
             for t in reversed(range(T)):
                 # dgates[t] from dh_t = d_out[t] + (recurrent part), and dc_t -> dc_{t-1} in place
                 K.lstm_gates_backward(g_t[t], c_t[t], c_t[t + 1], d_t[t], dh_rec if has_rec else None, dc, dg_t[t])
@@ -173,12 +174,14 @@ class LSTM(Module):
             # a = x W_ih^T + h_prev W_hh^T + b  =>  dW_ih = dg^T x, dW_hh = dg^T h_prev, db = sum dg
             # (into the FP32 .grad: a float32 C accumulates 16-bit products under autocast)
             K.gemm(dg2, inp, self._w("weight_ih", k).grad, beta=1.0, trans_a=True)
-            K.gemm(dg2, hlow[0:T].reshape(T * N, H), self._w("weight_hh", k).grad, beta=1.0, trans_a=True)
+            K.gemm(dg2, hlow._view((T * N, H), hlow.strides[1:]), self._w("weight_hh", k).grad, beta=1.0,
+                   trans_a=True)  # h_0 .. h_{T-1}: hlow[0:T] as rows (hlow is contiguous)
             for b in (self._w("bias_ih", k), self._w("bias_hh", k)):
                 if b is not None:
                     K.bias_grad_sum(ws.dgates2, b.grad, 4 * H, 1)
             # dL/dx = dg W_ih: the next layer down's d_out (in the state's dtype, for its gate kernels)
-            d_out = K.gemm(dg2, w_ih, gpublas.empty((T * N, inp.shape[1]), sdtype)).reshape(T, N, inp.shape[1])
+            d_out = gpublas.empty((T, N, inp.shape[1]), sdtype)
+            K.gemm(dg2, w_ih, _rows(d_out))
             d_t = _steps(d_out) if k else None
         (d_out,) = amp.cast(x_dtype, d_out)  # dx in the input's dtype
         self.dh0, self.dc0 = amp.cast(dtype, self.dh0, self.dc0)  # and the state's gradients in the state's
@@ -187,10 +190,20 @@ class LSTM(Module):
         return d_out
 
 
+def _at(buf, t):
+    """buf[t], built from its layout directly (no indexing machinery: a step asks for many)."""
+    return buf._view(buf.shape[1:], buf.strides[1:], t * buf.strides[0])
+
+
 def _steps(buf):
-    """[buf[0], buf[1], ...]: buf's views along its first axis, built from its layout directly."""
-    shape, strides, stride = buf.shape[1:], buf.strides[1:], buf.strides[0]
-    return [buf._view(shape, strides, t * stride) for t in range(buf.shape[0])]
+    """[buf[0], buf[1], ...]: buf's views along its first axis."""
+    return [_at(buf, t) for t in range(buf.shape[0])]
+
+
+def _rows(x):
+    """A (T, N, K) array as (T*N, K) rows: a view of a contiguous one (built directly), else reshape's copy."""
+    T, N, K = x.shape
+    return x._view((T * N, K), x.strides[1:]) if x.c_contiguous else x.reshape(T * N, K)
 
 
 class _Workspace:
