@@ -132,8 +132,8 @@ def im2col(x, cols, geom):
     kh, kw, _, _, _, _, _, _, OH, OW = geom
     if cols.shape != (C * kh * kw, N * OH * OW):
         raise ValueError(f"im2col: cols {cols.shape}, expected {(C * kh * kw, N * OH * OW)}")
-    get_kernel("conv", "im2col_nchw", _same("im2col", x, cols))(
-        grid_1d(cols.size), BLOCK, x, cols, *_conv_sizes(N, C, H, W, geom), fd(N * OH * OW))
+    get_kernel("conv", "im2col_nchw", _same("im2col", x, cols))(  # a thread item per (c, column): kh*kw elements
+        grid_1d(C * N * OH * OW), BLOCK, x, cols, *_conv_sizes(N, C, H, W, geom), fd(N * OH * OW))
     return cols
 
 

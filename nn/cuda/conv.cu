@@ -5,8 +5,10 @@
 // cols is (K, N*P): row k = (c, i, j) of the kernel window, column (n, p) of the output, so that
 // weight (C_out, K) @ cols = Y (C_out, N*P) in one GEMM.
 //
-// im2col_nchw:      grid-stride loop, one thread per cols element (k, n, p), p fastest so that
-//                   consecutive threads write consecutive columns: cols = x at the tap or 0 in padding.
+// im2col_nchw:      grid-stride loop, one thread per (c, n, p): the column (n, p) of input channel c's
+//                   kh*kw rows of cols, tap by tap (x at the tap or 0 in padding); p fastest so that
+//                   consecutive threads write consecutive columns of each row. The index math (two
+//                   divisions, then the tap's offsets added) is paid once per kh*kw elements.
 // col2im_nchw:      grid-stride loop, one thread per dx element (n, c, h, w): GATHERS every (i, j, oh, ow)
 //                   whose tap lands on (h, w) and sums dcols there, in a fixed order (no atomics, so the
 //                   result does not depend on thread order). Writes (not adds) dx.
@@ -36,19 +38,28 @@ __device__ __forceinline__ ConvGeom conv_geom(unsigned long long N, unsigned lon
                     FastDivmod(sh), FastDivmod(sw), FastDivmod(OH), FastDivmod(OW), ph, pw, dh, dw};
 }
 
-// cols element e = k * NP + q with k = (c * kh + i) * kw + j and q = (n * OH + oh) * OW + ow: one division
-// by NP = N * OH * OW, then two independent chains of two (a chain of five would be as many latencies)
+// thread item e = c * NP + q with q = (n * OH + oh) * OW + ow: one division by NP, one chain of two for q;
+// then the kh*kw taps of channel c write rows k = (c * kh + i) * kw + j, the tap's input row and column
+// stepping by dh and dw
 template <class I>
 __device__ __forceinline__ void im2col_loop(const real* __restrict__ x, real* __restrict__ cols, I total,
                                             const ConvGeom& g, const FastDivmod& NP) {
+    const int kh = g.kh.d, kw = g.kw.d, H = g.H.d, W = g.W.d;
     GRID_STRIDE_LOOP(I, e, total) {
-        I q, ow, oh, j, i;
-        const I k = div_mod(e, NP, q);
+        I q, ow, oh;
+        const I c = div_mod(e, NP, q);
         const I n = div_mod(div_mod(q, g.OW, ow), g.OH, oh);
-        const I c = div_mod(div_mod(k, g.kw, j), g.kh, i);
-        const int h = (int)oh * g.sh.d - g.ph + (int)i * g.dh, w = (int)ow * g.sw.d - g.pw + (int)j * g.dw;
-        cols[e] = (h >= 0 && h < g.H.d && w >= 0 && w < g.W.d)
-                      ? x[((n * (I)g.C.d + c) * (I)g.H.d + (I)h) * (I)g.W.d + (I)w] : convert<real>(0.0f);
+        const real* xc = x + (n * (I)g.C.d + c) * (I)H * (I)W;
+        real* out = cols + c * (I)(kh * kw) * (I)NP.d + q;
+        const int h0 = (int)oh * g.sh.d - g.ph, w0 = (int)ow * g.sw.d - g.pw;
+        for (int i = 0; i < kh; ++i) {
+            const int h = h0 + i * g.dh;
+            const bool row_in = h >= 0 && h < H;
+            for (int j = 0; j < kw; ++j, out += NP.d) {
+                const int w = w0 + j * g.dw;
+                *out = (row_in && w >= 0 && w < W) ? xc[(I)h * (I)W + (I)w] : convert<real>(0.0f);
+            }
+        }
     }
 }
 
@@ -59,8 +70,8 @@ extern "C" __global__ void im2col_nchw(const real* __restrict__ x, real* __restr
                                        unsigned long long NP_) {
     const ConvGeom g = conv_geom(N, C, H, W, kh, kw, sh, sw, ph, pw, dh, dw, OH, OW);
     const FastDivmod NP(NP_);  // N * OH * OW
-    const long long total = (long long)g.C.d * g.kh.d * g.kw.d * NP.d;
-    if (small_index(total) && small_index((long long)g.N.d * g.C.d * g.H.d * g.W.d))
+    const long long total = (long long)g.C.d * NP.d;  // thread items; cols has kh*kw times as many elements
+    if (small_index(total * g.kh.d * g.kw.d) && small_index((long long)g.N.d * g.C.d * g.H.d * g.W.d))
         im2col_loop<unsigned>(x, cols, (unsigned)total, g, NP);
     else
         im2col_loop<long long>(x, cols, total, g, NP);
