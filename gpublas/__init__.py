@@ -53,8 +53,8 @@ from .blas2 import gemv, ger, gerc
 from .blas3 import gemm, gemm_batched, matmul
 # --- triangular and symmetric routines, cuBLAS's extensions, batched LU (issue 23) ---
 from .blas3_tri import trmm, trsm, trsm_batched
-from .blas3_sym import symm, syr2k, syrk
-from .blas2_tri import symv, syr, trmv, trsv
+from .blas3_sym import hemm, her2k, herk, symm, syr2k, syrk
+from .blas2_tri import hemv, her, symv, syr, trmv, trsv
 from .blas_ext import dgmm, geam
 from .lapack import getrf_batched, getrs_batched
 from . import numpy_dispatch as _numpy_dispatch  # noqa: E402,F401 (np.sum(a), np.exp(a) on DeviceArrays)

@@ -199,7 +199,8 @@ def iamax(x, stream=None):
 
 def iamin(x, stream=None):
     """The 0-based index of the first element with the smallest |x[i]| (cuBLAS i?amin, minus one; complex x:
-    the smallest |re| + |im|); NaN elements never win. Raises ValueError for an empty vector; an all-NaN vector gives 0."""
+    the smallest |re| + |im|); NaN elements never win. Raises ValueError for an empty vector; an all-NaN
+    vector gives 0."""
     return _arg_index("iamin", x, stream)
 
 

@@ -1,9 +1,10 @@
-"""Symmetric level-3 BLAS: symm, syrk and syr2k (kernels: cuda_src/triangular.cu for the triangles; the
-FLOPs in the GEMM kernels through gpublas.gemm).
+"""Symmetric and Hermitian level-3 BLAS: symm, syrk, syr2k; hemm, herk, her2k (kernels: cuda_src/triangular.cu
+for the triangles; the FLOPs in the GEMM kernels through gpublas.gemm).
 
     c = gpublas.symm(a, b, lower=True)                 # a @ b with a symmetric, its lower triangle read
     gpublas.syrk(a, c, lower=True, beta=1.0)           # tril(c) += a @ a.T, in place
     c = gpublas.syr2k(a, b, trans=True)                # triu(c) = a.T @ b + b.T @ a, a new c
+    gpublas.herk(z, c, trans="C", alpha=2.0)           # triu(c) = 2 z^H @ z, complex z, in place
 
 Arguments as scipy.linalg.blas's ?symm / ?syrk / ?syr2k: lower (default False: the upper triangle),
 side 'left' / 'right' (symm), trans (syrk, syr2k: False for a @ a.T, True for a.T @ a), alpha, beta.
@@ -17,13 +18,20 @@ the whole of symm's 2 m^2 n FLOPs is GEMM's. syrk and syr2k recurse on halves of
 of LEAF: the off-diagonal block of the triangle is one GEMM (two for syr2k), the diagonal blocks recurse
 down to LEAF rows, whose products go through a small dense GEMM into a temporary that tri_update adds
 into c's triangle. All but about LEAF / n of the FLOPs are GEMM's.
+
+The Hermitian routines (complex only, as cuBLAS's chemm / cherk / cher2k and Z) are the same code: hemm
+densifies a Hermitian (the mirrored triangle conjugated, the diagonal's imaginary parts taken as 0), herk and
+her2k run the recursion with products a @ b^H (GEMM's trans 'C'), take trans 'N' or 'C' ('T' refused), a real
+beta (and alpha for herk), and set the imaginary parts of c's diagonal to 0, as BLAS does.
 """
 from .array import empty
 from .creation import zeros
 from .blas1 import scale_output
 from .blas2 import TYPES
+from .blas3 import gemm
 from .blas3_tri import check_writable, mm, parse_side, parse_trans, split, tri_dense, tri_update
 from .checks import check_operands
+from .dtypes import COMPLEX
 
 
 def _output(routine, c, shape, beta, dtype, inputs):
@@ -38,59 +46,75 @@ def _output(routine, c, shape, beta, dtype, inputs):
     return c
 
 
-def symm(a, b, c=None, *, side="left", lower=False, alpha=1.0, beta=0.0, stream=None):
-    """c = alpha a @ b + beta c (side 'left') or alpha b @ a + beta c ('right') with a symmetric, stored in
-    its `lower` (else upper) triangle; returns c (new when not given)."""
-    check_operands("symm", TYPES, a=a, b=b, **({} if c is None else dict(c=c)))
+def _symm(routine, a, b, c, side, lower, alpha, beta, stream):
+    check_operands(routine, COMPLEX if routine == "hemm" else TYPES, a=a, b=b, **({} if c is None else dict(c=c)))
     if a.ndim != 2 or b.ndim != 2:
-        raise ValueError(f"symm: a and b must be 2-D, got a {a.shape} and b {b.shape}")
-    left = parse_side("symm", side)
+        raise ValueError(f"{routine}: a and b must be 2-D, got a {a.shape} and b {b.shape}")
+    left = parse_side(routine, side)
     order = b.shape[0] if left else b.shape[1]
     if a.shape != (order, order):
-        raise ValueError(f"symm: side {'left' if left else 'right'} needs a of shape ({order}, {order}) for "
+        raise ValueError(f"{routine}: side {'left' if left else 'right'} needs a of shape ({order}, {order}) for "
                          f"b {b.shape}, got a {a.shape}")
-    c = _output("symm", c, b.shape, beta, b.dtype, [("a", a), ("b", b)])
+    c = _output(routine, c, b.shape, beta, b.dtype, [("a", a), ("b", b)])
     if c.size == 0:
         return c
     if alpha == 0 or order == 0:
         return scale_output(c, beta, stream=stream)
-    full = tri_dense(a, lower, mirror=True, stream=stream)
+    full = hermitian_dense(a, lower, stream) if routine == "hemm" else tri_dense(a, lower, mirror=True, stream=stream)
     return mm(full, b, c, alpha, beta, stream) if left else mm(b, full, c, alpha, beta, stream)
 
 
-def _syr2k(a, b, c, alpha, beta, stream):
-    """The lower triangle of the view c = alpha (a b^T + b a^T) + beta c (b None: alpha a a^T, syrk)."""
+def symm(a, b, c=None, *, side="left", lower=False, alpha=1.0, beta=0.0, stream=None):
+    """c = alpha a @ b + beta c (side 'left') or alpha b @ a + beta c ('right') with a symmetric, stored in
+    its `lower` (else upper) triangle; returns c (new when not given)."""
+    return _symm("symm", a, b, c, side, lower, alpha, beta, stream)
+
+
+def _product(a, b, c, alpha, beta, herm, stream):
+    """c = alpha a @ b.T + beta c on views, or with herm alpha a @ b^H (complex GEMM, trans_b 'C')."""
+    if herm:
+        return gemm(a, b, c, alpha=alpha, beta=beta, trans_b="C", stream=stream)
+    return mm(a, b.T, c, alpha, beta, stream)
+
+
+def _syr2k(a, b, c, alpha, beta, stream, herm=False):
+    """The lower triangle of the view c = alpha (a b^T + b a^T) + beta c (b None: alpha a a^T, syrk); with herm
+    alpha a b^H + conj(alpha) b a^H + beta c (b None: alpha a a^H, herk)."""
     n, k = c.shape[0], split(c.shape[0])
+    alpha2 = complex(alpha).conjugate() if herm else alpha   # the second product's scalar
     if not k:
-        if b is None:
-            t = mm(a, a.T, empty((n, n), c.dtype), alpha, 0.0, stream)
-        else:
-            t = mm(a, b.T, empty((n, n), c.dtype), alpha, 0.0, stream)
-            mm(b, a.T, t, alpha, 1.0, stream)
+        t = _product(a, a if b is None else b, empty((n, n), c.dtype), alpha, 0.0, herm, stream)
+        if b is not None:
+            _product(b, a, t, alpha2, 1.0, herm, stream)
         return tri_update(t, beta, c, True, stream)
     b1, b2 = (a[:k], a[k:]) if b is None else (b[:k], b[k:])
-    _syr2k(a[:k], None if b is None else b1, c[:k, :k], alpha, beta, stream)
-    _syr2k(a[k:], None if b is None else b2, c[k:, k:], alpha, beta, stream)
-    mm(a[k:], b1.T, c[k:, :k], alpha, beta, stream)
+    _syr2k(a[:k], None if b is None else b1, c[:k, :k], alpha, beta, stream, herm)
+    _syr2k(a[k:], None if b is None else b2, c[k:, k:], alpha, beta, stream, herm)
+    _product(a[k:], b1, c[k:, :k], alpha, beta, herm, stream)
     if b is not None:
-        mm(b2, a[:k].T, c[k:, :k], alpha, 1.0, stream)
+        _product(b2, a[:k], c[k:, :k], alpha2, 1.0, herm, stream)
 
 
-def _rank_k(routine, a, b, c, trans, lower, alpha, beta, stream):
+def _operands(routine, a, b, c, types):
     operands = dict(a=a) if b is None else dict(a=a, b=b)
-    dtype = check_operands(routine, TYPES, **operands, **({} if c is None else dict(c=c)))
+    dtype = check_operands(routine, types, **operands, **({} if c is None else dict(c=c)))
     for name, x in operands.items():
         if x.ndim != 2:
             raise ValueError(f"{routine}: {name} must be 2-D, got shape {x.shape}")
     if b is not None and b.shape != a.shape:
         raise ValueError(f"{routine}: a {a.shape} and b {b.shape} must have the same shape")
+    return dtype, list(operands.items())
+
+
+def _rank_k(routine, a, b, c, trans, lower, alpha, beta, stream):
+    dtype, inputs = _operands(routine, a, b, c, TYPES)
     if dtype.kind == "c" and (str(trans).upper() == "C" or not isinstance(trans, (bool, str)) and trans == 2):
         raise ValueError(f"{routine}: trans {trans!r} (conjugate transpose) is not defined for a complex symmetric "
-                         f"{routine}; pass 'N' or 'T' (cuBLAS refuses it too)")
+                         f"{routine}; pass 'N' or 'T' (cuBLAS refuses it too; her{routine[3:]} is the Hermitian one)")
     trans = parse_trans(routine, trans)
     opa, opb = (a.T, None if b is None else b.T) if trans else (a, b)   # op(a) is n x k
     n = opa.shape[0]
-    c = _output(routine, c, (n, n), beta, a.dtype, list(operands.items()))
+    c = _output(routine, c, (n, n), beta, a.dtype, inputs)
     if n == 0:
         return c
     ct = c if lower else c.T   # the upper triangle of c is the lower triangle of c.T
@@ -111,3 +135,80 @@ def syr2k(a, b, c=None, *, trans=False, lower=False, alpha=1.0, beta=0.0, stream
     """c = alpha (op(a) @ op(b).T + op(b) @ op(a).T) + beta c on the `lower` (else upper) triangle of c;
     returns c (new when not given; its other triangle zeros)."""
     return _rank_k("syr2k", a, b, c, trans, lower, alpha, beta, stream)
+
+
+# -- Hermitian: hemm, herk, her2k ----------------------------------------------------------------------
+def _real(routine, name, x):
+    if complex(x).imag != 0:
+        raise ValueError(f"{routine}: {name} = {x} must be real (cuBLAS's {routine} takes a real {name})")
+    return complex(x).real
+
+
+def _diagonal_imag(c):
+    """The imaginary parts of the diagonal of the n x n complex view c, as a (strided) view."""
+    im = c.imag
+    return im._view((c.shape[0],), (im.strides[0] + im.strides[1],))
+
+
+def hermitian_dense(a, lower, stream=None):
+    """The dense Hermitian matrix (contiguous, new) stored in the `lower` (else upper) triangle of the complex view
+    a, the imaginary parts of its diagonal taken as 0 (BLAS's rule): tri_fill's mirror, then the mirrored
+    triangle's imaginary parts negated (tri_update with beta -1 on the .imag view) and the diagonal's zeroed."""
+    d = tri_dense(a, lower, mirror=True, stream=stream)
+    if d.size:
+        tri_update(None, -1.0, d.imag, not lower, stream)
+        _diagonal_imag(d).fill(0, stream)
+    return d
+
+
+def hemm(a, b, c=None, *, side="left", lower=False, alpha=1.0, beta=0.0, stream=None):
+    """c = alpha a @ b + beta c (side 'left') or alpha b @ a + beta c ('right') with a Hermitian, stored in its
+    `lower` (else upper) triangle, its diagonal's imaginary parts taken as 0; complex64 / complex128 only
+    (cuBLAS's chemm / zhemm); returns c (new when not given)."""
+    return _symm("hemm", a, b, c, side, lower, alpha, beta, stream)
+
+
+def _her_rank_k(routine, a, b, c, trans, lower, alpha, beta, stream):
+    dtype, inputs = _operands(routine, a, b, c, COMPLEX)
+    if str(trans).upper() == "T" or type(trans) is int and trans == 1:
+        raise ValueError(f"{routine}: trans {trans!r} (transpose) is not defined for the Hermitian {routine}; pass "
+                         f"'N' or 'C' (cuBLAS refuses it too; syr{routine[3:]} is the symmetric one)")
+    conj_t = parse_trans(routine, trans)               # op(a) = a^H (n x k) for 'C' / True / 2
+    beta = _real(routine, "beta", beta)
+    if b is None:
+        alpha = _real(routine, "alpha", alpha)
+    n = a.shape[1] if conj_t else a.shape[0]
+    c = _output(routine, c, (n, n), beta, dtype, inputs)
+    if n == 0:
+        return c
+    # the triangle computed is the lower one of ct: c, or c.T = conj(c) for the upper triangle, whose products are
+    # the conjugates: op(a) op(b)^H becomes conj(op(a)) conj(op(b))^H with alpha conjugated. conj(a^H) = a.T is a
+    # view; conj(a) (trans 'N', upper) is a new array
+    ct = c if lower else c.T
+    if alpha == 0 or a.shape[0 if conj_t else 1] == 0:
+        if beta == 1:
+            return c   # BLAS's quick return: c untouched, the imaginary parts of its diagonal too
+        tri_update(None, beta, ct, True, stream)
+    else:
+        if lower:
+            op = (lambda x: x.conj().T) if conj_t else (lambda x: x)
+        else:
+            op, alpha = ((lambda x: x.T) if conj_t else (lambda x: x.conj())), complex(alpha).conjugate()
+        _syr2k(op(a), None if b is None else op(b), ct, alpha, beta, stream, herm=True)
+    _diagonal_imag(c).fill(0, stream)
+    return c
+
+
+def herk(a, c=None, *, trans=False, lower=False, alpha=1.0, beta=0.0, stream=None):
+    """c = alpha op(a) @ op(a)^H + beta c on the `lower` (else upper) triangle of c, with op(a) = a (n x k) or
+    a^H (trans 'C' or True, a k x n), alpha and beta real, the imaginary parts of c's diagonal set to 0;
+    complex64 / complex128 only (cuBLAS's cherk / zherk); returns c (new when not given; its other triangle
+    zeros)."""
+    return _her_rank_k("herk", a, None, c, trans, lower, alpha, beta, stream)
+
+
+def her2k(a, b, c=None, *, trans=False, lower=False, alpha=1.0, beta=0.0, stream=None):
+    """c = alpha op(a) @ op(b)^H + conj(alpha) op(b) @ op(a)^H + beta c on the `lower` (else upper) triangle of
+    c, beta real, the imaginary parts of c's diagonal set to 0 (cuBLAS's cher2k / zher2k); returns c (new when
+    not given; its other triangle zeros)."""
+    return _her_rank_k("her2k", a, b, c, trans, lower, alpha, beta, stream)

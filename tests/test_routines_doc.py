@@ -50,6 +50,18 @@ def abs1(x):
     return abs(x.real) + abs(x.imag)
 
 
+def hermitian(a, lower=False):
+    """The Hermitian matrix stored in a's `lower` (else upper) triangle, its diagonal's imaginary parts taken as 0."""
+    t = np.tril(a, -1) if lower else np.triu(a, 1)
+    return t + t.conj().T + np.diag(a.diagonal().real)
+
+
+def _her(rng, a, x, dtype):
+    want = a + np.triu(np.outer(x, x.conj()))
+    want[np.diag_indices(len(x))] = want.diagonal().real
+    assert_close(gpublas.her(dev(x), dev(a)), want, k=2)
+
+
 def _rot(rng, x, y, dtype):
     dx, dy = dev(x), dev(y)
     c, s = gpublas.rotg(3.0, 4.0, dtype=dtype)
@@ -95,6 +107,9 @@ RECIPES = {
     "symv": lambda rng, a, x, y, t: assert_close(gpublas.symv(dev(a), dev(x), lower=True),
                                                  (np.tril(a) + np.tril(a, -1).T) @ x, k=5),
     "syr": lambda rng, a, x, y, t: assert_close(gpublas.syr(dev(x), dev(a)), a + np.triu(np.outer(x, x)), k=2),
+    "hemv": lambda rng, a, x, y, t: assert_close(gpublas.hemv(dev(a), dev(x), lower=True), hermitian(a, True) @ x,
+                                                 k=5),
+    "her": lambda rng, a, x, y, t: _her(rng, a, x, t),
     "trmv": lambda rng, a, x, y, t: assert_close(gpublas.trmv(dev(a), dev(x)), np.triu(a) @ x, k=5),
     "trsv": lambda rng, a, x, y, t: assert_close(gpublas.trsv(dev(_tri(rng, 5, t)), dev(x), lower=True),
                                                  scipy.linalg.solve_triangular(_tri(rng, 5, t), x, lower=True), k=64),
@@ -106,6 +121,10 @@ RECIPES = {
     "syrk": lambda rng, a, x, y, t: assert_close(gpublas.syrk(dev(a)), np.triu(a @ a.T), k=5),
     "syr2k": lambda rng, a, x, y, t: assert_close(gpublas.syr2k(dev(a), dev(a.T), lower=True),
                                                   np.tril(a @ a + a.T @ a.T), k=10),
+    "hemm": lambda rng, a, x, y, t: assert_close(gpublas.hemm(dev(a), dev(a)), hermitian(a) @ a, k=5),
+    "herk": lambda rng, a, x, y, t: assert_close(gpublas.herk(dev(a), trans="C"), np.triu(a.conj().T @ a), k=5),
+    "her2k": lambda rng, a, x, y, t: assert_close(gpublas.her2k(dev(a), dev(a.T), lower=True),
+                                                  np.tril(a @ a.T.conj().T + a.T @ a.conj().T), k=10),
     "trmm": lambda rng, a, x, y, t: assert_close(gpublas.trmm(dev(a), dev(a), side="right"), a @ np.triu(a), k=5),
     "trsm": lambda rng, a, x, y, t: assert_close(gpublas.trsm(dev(_tri(rng, 5, t)), dev(a)),
                                                  scipy.linalg.solve_triangular(_tri(rng, 5, t), a), k=64),
