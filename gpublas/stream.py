@@ -10,24 +10,35 @@ import threading
 from . import backends
 from .errors import GraphError
 
-_local = threading.local()  # .stack: the streams entered with `with`; .graph: the Graph captured
+class _Local(threading.local):
+    """Per thread: `stack` the streams entered with `with`, `graph` the Graph captured. Every thread
+    starts with both set (threading.local runs __init__ per thread), so reading them at every launch
+    and allocation costs an attribute load, not getattr's AttributeError for a thread that never
+    entered a stream."""
+
+    def __init__(self):
+        self.stack = []
+        self.graph = None
+
+
+_local = _Local()
 
 
 def capturing():
     """The Graph this thread is capturing (inside `with gpublas.graph()`), or None."""
-    return getattr(_local, "graph", None)
+    return _local.graph
 
 
 def refuse_in_capture(what, why="the host would wait for captured work, which does not run until a replay"):
     """Raises GraphError naming `what` (and why a graph cannot hold it) when this thread is capturing."""
-    if getattr(_local, "graph", None) is not None:
+    if _local.graph is not None:
         raise GraphError(f"{what} cannot be captured in a graph: {why}; do it before or after "
                          "`with gpublas.graph()`")
 
 
 def current_stream():
     """The innermost stream entered with `with`, or None (the default stream)."""
-    stack = getattr(_local, "stack", None)
+    stack = _local.stack
     return stack[-1] if stack else None
 
 
@@ -45,7 +56,6 @@ class Stream:
         self.backend.stream_synchronize(self.handle)
 
     def __enter__(self):
-        _local.stack = getattr(_local, "stack", [])
         _local.stack.append(self)
         return self
 
