@@ -117,20 +117,23 @@ def plan(shape, *arrays, flat=True):
     return "_nd", nd_args(shape, *arrays)
 
 
+_FLOAT_ARGS = frozenset(d for d, row in dtypes.TABLE.items() if row.arg in "fd")  # float32, float64
+
+
 def _scalar(value, dtype):
     """A Python scalar for a kernel's `real` parameter of `dtype` (int kernels take ints, 16-bit
     floats the bits of the value rounded to their dtype, complex kernels a complex)."""
+    if dtype in _FLOAT_ARGS:  # a set: `in` a tuple of dtypes would compare with each
+        return float(value)
     if dtype.kind == "c":
         return complex(value)
     if dtype in dtypes.HALVES:
         return dtypes.scalar_arg(dtype, value)
-    if dtype.kind != "f":
-        value = int(value)
-        info = np.iinfo(dtype)
-        if not info.min <= value <= info.max:
-            raise OverflowError(f"Python integer {value} out of bounds for {dtype}")
-        return value
-    return float(value)
+    value = int(value)  # the integer kernels
+    info = np.iinfo(dtype)
+    if not info.min <= value <= info.max:
+        raise OverflowError(f"Python integer {value} out of bounds for {dtype}")
+    return value
 
 
 # -- launchers: one per kernel ---------------------------------------------------------------------
@@ -204,10 +207,10 @@ def check_complex(op, dtype, what, runs=COMPLEX_BINARY):
                         "sqrt abs conj)")
 
 
-def _converted(x, kernel):
+def _converted(x, scalar, kernel):
     """An operand in the kernel's dtype: an array converted (the narrower operand, as NumPy's loop
     converts it), a scalar as it is (the launcher converts it)."""
-    return x if is_scalar(x) or x.dtype == kernel else x.astype(kernel)
+    return x if scalar or x.dtype is kernel or x.dtype == kernel else x.astype(kernel)
 
 
 def _target(out, shape, result, what):
@@ -220,33 +223,41 @@ def _target(out, shape, result, what):
 
 def binary(op, a, b, out=None, what="binary operation"):
     """a (op) b for arrays and scalars (at least one array), broadcasting, with NumPy's type promotion
-    (gpublas.promotion): each operand converted to the kernel dtype, the result converted to `out`'s."""
-    a, b = _operand(a, what), _operand(b, what)
-    scalar_a, scalar_b = is_scalar(a), is_scalar(b)  # asked once: this runs at every operator
+    (gpublas.promotion): each operand converted to the kernel dtype, the result converted to `out`'s.
+    Every operator runs this: the common case (two arrays of one dtype and shape, no out) takes no
+    branch it does not need."""
+    scalar_a, scalar_b = is_scalar(a), is_scalar(b)  # asked once each
     if scalar_a and scalar_b:
         raise TypeError(f"{what}: at least one operand must be an array (both are scalars)")
+    if not scalar_a:
+        a = as_array(a, what)
+    if not scalar_b:
+        b = as_array(b, what)
     loop, result, kernel = promotion.resolve(UFUNCS[op], a, b, what)
-    if kernel.kind == "c":
-        check_complex(op, kernel, what)
-    if loop.kind in "iu":
-        for s in (a, b):
-            if not promotion.fits(s, loop):
-                raise OverflowError(f"{what}: Python integer {s} out of bounds for {loop}")
-    if op == POW and loop.kind in "iub" and scalar_b and b < 0:
-        raise ValueError(f"{what}: integers to negative integer powers are not allowed (NumPy's rule)")
-    shape = a.shape if scalar_b else b.shape if scalar_a else broadcast_shape(a.shape, b.shape)
-    target = _target(out, shape, result, what)
-    buf = target if target.dtype == kernel else DeviceArray(shape, kernel)
-    a, b = _converted(a, kernel), _converted(b, kernel)
+    if kernel.kind in "ic":  # complex and integer loops have rules of their own (bool, uint8 compute in int32)
+        if kernel.kind == "c":
+            check_complex(op, kernel, what)
+        if loop.kind in "iu":
+            for s in (a, b):
+                if not promotion.fits(s, loop):
+                    raise OverflowError(f"{what}: Python integer {s} out of bounds for {loop}")
+        if op == POW and loop.kind in "iub" and scalar_b and b < 0:
+            raise ValueError(f"{what}: integers to negative integer powers are not allowed (NumPy's rule)")
+    shape = a.shape if scalar_b else b.shape if scalar_a or a.shape == b.shape else broadcast_shape(a.shape, b.shape)
+    target = DeviceArray(shape, result) if out is None else _target(out, shape, result, what)
+    buf = target if target.dtype is kernel or target.dtype == kernel else DeviceArray(shape, kernel)
+    a, b = _converted(a, scalar_a, kernel), _converted(b, scalar_b, kernel)
     if op not in SCALAR_FORMS:  # no array-scalar opcode: the scalar as a 0-d array, broadcast
         a, b = (DeviceArray((), kernel).fill(x) if is_scalar(x) else x for x in (a, b))
         scalar_a = scalar_b = False
+    if buf is out:  # only `out` can overlap an operand: a new array overlaps nothing
+        a, b = a if scalar_a else unalias(a, buf), b if scalar_b else unalias(b, buf)
     if scalar_b:
-        launch_unary(SCALAR_FORMS[op][0], unalias(a, buf), buf, b)
+        launch_unary(SCALAR_FORMS[op][0], a, buf, b)
     elif scalar_a:
-        launch_unary(SCALAR_FORMS[op][1], unalias(b, buf), buf, a)
+        launch_unary(SCALAR_FORMS[op][1], b, buf, a)
     else:
-        launch_binary(op, unalias(a, buf), unalias(b, buf), buf)
+        launch_binary(op, a, b, buf)
     return target if buf is target else impl.copy_to(target, buf)
 
 
@@ -259,7 +270,7 @@ def compare(op, a, b, out=None, what="comparison"):
     loop, _, kernel = promotion.resolve(COMPARISONS[op], a, b, what)
     check_complex(op, kernel, what, COMPLEX_COMPARE)
     kernel = kernel if promotion.fits(b, loop) else np.dtype(np.int64)
-    a, b = _converted(a, kernel), _converted(b, kernel)
+    a, b = _converted(a, False, kernel), _converted(b, is_scalar(b), kernel)
     out = make_out(out, broadcast_shape(a.shape, a.shape if is_scalar(b) else b.shape), BOOL, what)
     return launch_compare(op, unalias(a, out), b if is_scalar(b) else unalias(b, out), out)
 

@@ -32,8 +32,8 @@ def ceil_div(a, b):
 def grid_1d(n, block=BLOCK, cap=GRID_STRIDE_BLOCKS):
     """Blocks of `block` threads for a grid-stride loop over n elements: enough for one element per
     thread (eight on the sim), at most `cap`; 0 for n == 0 (the launch is skipped)."""
-    per_block = block * (SIM_ELEMENTS_PER_THREAD if simulated() else 1)
-    return min(ceil_div(int(n), per_block), cap)
+    blocks = -(-int(n) // (block * SIM_ELEMENTS_PER_THREAD if simulated() else block))  # ceil_div, at every launch
+    return blocks if blocks < cap else cap
 
 
 def fast_divisor(d):
