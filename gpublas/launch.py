@@ -36,6 +36,16 @@ def grid_1d(n, block=BLOCK, cap=GRID_STRIDE_BLOCKS):
     return blocks if blocks < cap else cap
 
 
+def geometry_1d(n, cap=GRID_STRIDE_BLOCKS):
+    """(grid, block) for a grid-stride loop over n elements whose kernel takes any block size: BLOCK
+    threads per block, except on the sim when n needs fewer threads than a block (eight elements
+    each): then as few whole warps as cover n. A simulated thread costs a function call whether or
+    not it finds an element (x + y of 1 element: 256 calls, half of the launch's 2 us run)."""
+    if n < BLOCK * SIM_ELEMENTS_PER_THREAD and simulated():
+        return (1 if n else 0), (-(-int(n) // (32 * SIM_ELEMENTS_PER_THREAD)) or 1) * 32
+    return grid_1d(n, BLOCK, cap), BLOCK
+
+
 def fast_divisor(d):
     """Divisor d (0 <= d < 2^31) packed with its multiplier for common.cuh's FastDivmod:
     d | m << 32 with m = ceil(2^(31 + ceil(log2 d)) / d), passed as one unsigned long long argument

@@ -5,7 +5,7 @@ import pytest
 
 import gpublas
 import nn
-from gpublas import LaunchError
+from gpublas import LaunchError, launch
 from gpublas.elementwise import grid_for
 from nn import kernels as K
 
@@ -61,3 +61,20 @@ def test_cached_plan_behaves_as_a_fresh_launch():
     assert (1, 1025, 0) not in k._plans
     with pytest.raises(TypeError, match="takes 3 arguments"):
         k(3, 256, a, 1.0)                         # a cached shape still checks its arguments
+
+
+@pytest.mark.parametrize("n", [1, 255, 256, 257, 2047, 2048, 2049])
+def test_elementwise_blocks_shrink_to_whole_warps_on_the_sim(n):
+    x = gpublas.to_device(np.arange(n, dtype=np.float32))
+    y = gpublas.to_device(np.full(n, 0.5, np.float32))
+    with gpublas.profile() as p:
+        z = x + y
+    grid, block = launch.geometry_1d(n)
+    if gpublas.backend() == "sim":  # as few whole warps as cover n at 8 elements a thread, then full blocks
+        want = ((1, 1, 1), (-(-n // 256) * 32, 1, 1)) if n < 2048 else ((grid_for(n), 1, 1), (256, 1, 1))
+    else:
+        want = ((grid_for(n), 1, 1), (256, 1, 1))
+    assert (grid, block) == (want[0][0], want[1][0])
+    assert _launches(p) == {("binary_real", *want): 1}
+    np.testing.assert_array_equal(z.get(), np.arange(n, dtype=np.float32) + 0.5)
+    assert launch.geometry_1d(0)[0] == 0
