@@ -25,10 +25,6 @@ DTYPES = dtypes.DTYPES
 SRC_CODES = {d: r.src for d, r in dtypes.TABLE.items()}  # the SRC_* numbers of cuda_src/memory.cu
 
 
-def _check_dtype(dtype):
-    return dtypes.row(dtype).dtype
-
-
 def _shape(shape):
     if type(shape) is tuple:  # the launchers' case (a shape computed from arrays): taken as it is
         for s in shape:
@@ -131,20 +127,21 @@ class DeviceArray:
     def __init__(self, shape, dtype=np.float32, *, _mem=None, _offset=0, _strides=None, _base=None):
         # a view (_base given, from _view) has its base's dtype and int tuples derived from its base's
         # layout: only a new array's arguments need checking and converting
-        self.shape = _shape(shape) if _base is None else shape
-        self.dtype = _check_dtype(dtype) if _base is None else dtype
-        self.size = math.prod(self.shape)
-        self.nbytes = self.size * self.dtype.itemsize
+        if _base is None:
+            shape, dtype = _shape(shape), dtypes.canonical(dtype)
+        self.shape, self.dtype = shape, dtype
+        self.size = math.prod(shape)
+        self.nbytes = self.size * dtype.itemsize
         if _mem is None:
-            self.backend = backends.current()
+            self.backend = backend = backends.current()
             stream = current_stream()
-            _mem = self.backend.pool.malloc(self.nbytes, None if stream is None else stream.handle)
+            _mem = backend.pool.malloc(self.nbytes, None if stream is None else stream.handle)
         else:
             self.backend = _mem.pool.backend if _mem.pool is not None else backends.current()
         self._mem = _mem
         self._offset = _offset  # bytes from the allocation's start to element [0, ..., 0]
         if _strides is None:
-            self.strides = layout.c_strides(self.shape, self.dtype.itemsize)
+            self.strides = layout.c_strides(shape, dtype.itemsize)
             self.c_contiguous = True
         else:
             self.strides = tuple(int(s) for s in _strides) if _base is None else _strides
@@ -334,7 +331,7 @@ class DeviceArray:
     def astype(self, dtype):
         """A new C-contiguous array converted to `dtype` (any of DTYPES; as C casts: floats to ints
         truncate toward zero, anything nonzero is True)."""
-        dtype = _check_dtype(dtype)
+        dtype = dtypes.canonical(dtype)
         if dtype == self.dtype:
             return self.copy()
         return impl.copy_to(DeviceArray(self.shape, dtype), self)

@@ -63,6 +63,18 @@ def row(dtype):
                         f"{', '.join(str(d) for d in DTYPES)}") from None
 
 
+_CANONICAL = {**{d: d for d in TABLE}, **{d.type: d for d in TABLE}}  # np.float32 and its dtype -> the dtype
+
+
+def canonical(dtype):
+    """The dtype gpublas holds for `dtype` (a dtype, scalar type or name), or row's TypeError; a dtype
+    or scalar type costs one dict lookup (every new array asks)."""
+    try:
+        return _CANONICAL[dtype]
+    except (KeyError, TypeError):
+        return row(dtype).dtype
+
+
 def complex_of(dtype):
     """The complex dtype of real float `dtype`'s precision (NumPy's: float32 -> complex64, anything
     else -> complex128); a complex dtype is its own."""

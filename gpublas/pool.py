@@ -55,10 +55,13 @@ class Allocation:
                 self.pool._release(self)
 
     def __del__(self):
-        try:
-            self.free()
-        except Exception:  # interpreter shutdown: the backend may be gone
-            pass
+        if not self.freed:  # free(), without its frame: every temporary array ends here
+            self.freed = True
+            if self.pool is not None:
+                try:
+                    self.pool._release(self)
+                except Exception:  # interpreter shutdown: the backend may be gone
+                    pass
 
 
 class MemoryPool:
@@ -152,7 +155,11 @@ class MemoryPool:
                 return
             self.in_use -= alloc.nbytes
             if alloc.others is None:
-                self._cached.setdefault((alloc.nbytes, alloc.stream), []).append(alloc._ptr)
+                free_list = self._cached.get((alloc.nbytes, alloc.stream))
+                if free_list is None:
+                    self._cached[alloc.nbytes, alloc.stream] = [alloc._ptr]
+                else:
+                    free_list.append(alloc._ptr)
                 return
             events = []
             for stream in [alloc.stream, *alloc.others]:
