@@ -15,11 +15,12 @@
 //                 n with stride 8; the 8 partials per column meet in shared memory, combined in the
 //                 fixed order y = 0..7. Block b covers 32 inner positions of outer index b / tiles.
 //                 val = result + beta * val (beta == 0: val is only written).
-// reduce_serial:  no barrier, block 256 (x), grid-stride over the outer * inner outputs of an (outer, n,
-//                 inner) array, one thread per output: it walks its n values in the order k = 0..n-1
-//                 (stride inner, so adjacent threads read adjacent addresses when inner > 1). For short
-//                 reduced axes, where a block or warp reduce would idle most of its threads and pay its
-//                 barriers for a few elements (the simulator runs it without fibers). Writes as reduce_cols.
+// reduce_serial:  no barrier, block 256 (x; on the sim as few whole warps as cover few outputs), grid-stride
+//                 over the outer * inner outputs of an (outer, n, inner) array, one thread per output: it
+//                 walks its n values in the order k = 0..n-1 (stride inner, so adjacent threads read adjacent
+//                 addresses when inner > 1). For short reduced axes, where a block or warp reduce would idle
+//                 most of its threads and pay its barriers for a few elements (the simulator runs it without
+//                 fibers). Writes as reduce_cols.
 // softmax_rows:   block 32..256 threads, one block per row: max, sum of exp(x - max) (two block
 //                 reduces), then y = exp(x - max) / sum; stable for large logits.
 // logsumexp_rows: as softmax_rows, writing max + log(sum of exp(x - max)) per row (a max that is not

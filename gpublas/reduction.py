@@ -20,7 +20,7 @@ import numpy as np
 from . import dtypes, source
 from .array import DeviceArray, provide
 from .checks import as_array, check_float, normalize_axes
-from .launch import BLOCK, ceil_div, get_kernel, grid_1d, simulated
+from .launch import ceil_div, geometry_1d, get_kernel, simulated
 
 _OPS = source.int_defines("reduce.cu", "RED_")
 SUM, MAX, MIN = _OPS["RED_SUM"], _OPS["RED_MAX"], _OPS["RED_MIN"]
@@ -86,7 +86,7 @@ def launch_reduce_cols(op, x, outer, n, inner, val, idx, scale=1, beta=0):
 def launch_reduce_serial(op, x, outer, n, inner, val, idx, scale=1, beta=0):
     """As launch_reduce_cols, with one thread per output walking its n values (no barrier)."""
     k = get_kernel("reduce", "reduce_serial", x.dtype)
-    k(grid_1d(outer * inner), BLOCK, x, val, idx, op, outer, n, inner, scale, beta)
+    k(*geometry_1d(outer * inner), x, val, idx, op, outer, n, inner, scale, beta)
 
 
 def launch_softmax_rows(x, y, rows, n):
