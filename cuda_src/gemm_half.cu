@@ -15,14 +15,16 @@
 //   operands straight from shared memory; then 64 mma.sync. Epilogue from registers: two adjacent columns of
 //   a lane as one store (a float2, or two 16-bit values) in interior tiles when C and ldc allow it, checked
 //   scalar stores elsewhere.
-// gemm_half_wgmma: Hopper's warpgroup MMA (sm_90a; nn, nt, tt): 2 warpgroups, one wgmma m64n256k16 each per
-//   16 of K with A' from registers (ldmatrix, either layout) and B' (256 K-contiguous rows, the 64-byte
-//   swizzle) from the stages through a descriptor, HALF_WGMMA_STAGES stages; nn computes D = C^T (A' = B^T,
-//   B' = A). The mapping of threads to D is gemm_tf32_wgmma's (gemm_tf32.cu), K steps twice as deep.
-#include <type_traits>  // std::is_same, std::integral_constant
+// gemm_half_wgmma: Hopper's warpgroup MMA (sm_90a; every orientation): gemm_wgmma.cuh's body, whose header
+//   states the thread mapping: 2 warpgroups, one wgmma m64n256k16 each per 16 of K with A' from registers
+//   (ldmatrix, either layout) and B' (256 rows of N', K-contiguous with the 64-byte swizzle, or for tn
+//   MN-major with the 128-byte swizzle, imm-trans-b 1) from the stages through a descriptor,
+//   HALF_WGMMA_STAGES stages; nn computes D = C^T (A' = B^T, B' = A).
+#include <type_traits>  // std::is_same
 
 #include "common.cuh"
 #include "gemm_pipeline.cuh"
+#include "gemm_wgmma.cuh"
 #include "mma.cuh"
 
 #ifndef out_real
@@ -198,82 +200,76 @@ extern "C" __global__ void __launch_bounds__(256) gemm_half_mma_tn_elem(GEMM_HAL
 extern "C" __global__ void __launch_bounds__(256) gemm_half_mma_tt_elem(GEMM_HALF_PARAMS) { gemm_half_body<true, true, false>(GEMM_HALF_ARGS); }
 
 // ---------------------------------------------------------------------------------------------------
-// gemm_half_wgmma: Hopper's warpgroup MMA (sm_90a)
+// gemm_half_wgmma: Hopper's warpgroup MMA (gemm_wgmma.cuh's body; sm_90a)
 // ---------------------------------------------------------------------------------------------------
-// D = A' B' with B' (N' x K) K-contiguous in shared memory, read by the tensor cores through a descriptor,
-// and A' (M' x K) loaded to registers by half_load_a (either layout): nt and tt compute D = C (A' = op(A),
-// B' = B, stored N x K); nn computes D = C^T (A' = B^T from B's k-major tile, B' = A, stored M x K). tn
-// (neither operand K-contiguous) would need wgmma's transposed B layout, which is not built: the planner
-// sends it to gemm_half_mma. Block: D tile 128 x 256, 2 warpgroups; warp w of warpgroup wg owns D rows
-// 64 wg + 16 w .. + 15, all 256 columns (128 accumulators a thread). Per K step of 32 each warp loads its
-// A' fragments (2 ldmatrix), fences, issues two wgmma, commits, and waits only for the previous step's
-// (wait_group 1); A' alternates between two register sets by step parity; the copies run 3 stages ahead
-// (v2_mainloop's ASYNC_READS). Epilogue from registers: half_store_d.
+// gemm_wgmma.cuh states the thread mapping. 16-bit wgmma reads B' in either major order, so every
+// orientation runs: nt, tt with B' = B K-contiguous, nn with B' = A K-contiguous (D = C^T), and tn with B'
+// = B stored K x N in a HalfTileMN (wgmma's MN-major layout, imm-trans-b 1). A' through half_load_a (one
+// ldmatrix, .trans when k-major, per k-step), HALF_WGMMA_STAGES stages, the epilogue half_store_d's.
+
+// The k-major B' tile of tn (s[k][n]: BK = 32 K rows of OUTER N values) in the layout wgmma reads MN-major
+// (mma.cuh's wgmma_desc_sw128_mn): 1024-byte atoms of 8 K rows x 64 N values, row k % 8 of an atom 128 bytes
+// with its 16-byte chunks XORed with k % 8 (the 128-byte swizzle; as HalfTile's k-major XOR, so the 16-byte
+// cp.async copies stay whole and 8 consecutive chunks of a row fill the 32 banks); the OUTER / 64 atoms of
+// one 8-row K group side by side (LBO: 1024 bytes apart), K groups 8 OUTER values apart (SBO); k-step ks
+// (K rows 16 ks ..: two groups) starts 2 SBO in.
+template <int OUTER>
+struct HalfTileMN {
+    static constexpr bool KMAJOR = true;
+    static constexpr int ROWS = BK, COLS = OUTER, PITCH = COLS, ELEMS = ROWS * PITCH, PERIOD = 8;
+    static constexpr unsigned LBO = 64 * 8 * 2, SBO = 8 * OUTER * 2;  // bytes
+    static_assert(OUTER % 64 == 0, "whole atoms along N");
+    static __device__ __forceinline__ int offset(int r, int c) {
+        return (r >> 3) * (8 * PITCH) + (c >> 6) * 512 + (r & 7) * 64 + ((c & 63) ^ (r & 7) << 3);
+    }
+    static __device__ __forceinline__ unsigned long long wgmma_desc(unsigned addr, int ks) {
+        return wgmma_desc_sw128_mn(addr + 2 * SBO * ks, LBO, SBO);
+    }
+};
+
+// gemm_wgmma.cuh's pieces for 16-bit inputs (C of O; the planner launches K = 0 to scale C).
+template <bool BF16>
+struct HalfWgmma {
+    static constexpr bool K_ZERO = true;
+    template <class Tile>
+    static __device__ __forceinline__ void load_a(unsigned (&a)[2][4], const real* s, int o, int lane) {
+#pragma unroll
+        for (int ks = 0; ks < 2; ++ks) half_load_a<Tile>(a[ks], s, o, ks, lane);
+    }
+    template <bool TRANS_B>
+    static __device__ __forceinline__ void mma(float (&d)[128], const unsigned (&a)[4], unsigned long long desc) {
+        wgmma_m64n256k16_rs<BF16, TRANS_B>(d, a, desc);
+    }
+    template <class TileP, bool SWAP, class Tile, class O>
+    static __device__ __forceinline__ void store(Tile tile, O* __restrict__ C, int ldc, float alpha, float beta, int p0,
+                                                 int g, int t, bool edge, int m_left, int n_left) {
+        half_store_d<SWAP, 1, 32>(tile, C, ldc, alpha, beta, p0, 0, g, t, edge, m_left, n_left);
+    }
+};
+
 template <bool TA, bool TB, bool VEC, class T, class O>
 __device__ __forceinline__ void gemm_half_wgmma_body(int M, int N, int K, float alpha, const T* __restrict__ A,
                                                      int lda, const T* __restrict__ B, int ldb, float beta,
                                                      O* __restrict__ C, int ldc, long long stride_a,
                                                      long long stride_b, long long stride_c) {
 #if defined(GPUBLAS_HAS_WGMMA)
-    if constexpr (sizeof(T) == 2 && !(TA && !TB)) {
-        constexpr bool BF16 = std::is_same<T, __nv_bfloat16>::value;
-        constexpr bool SWAP = !TB;  // nn: D = C^T
-        typedef typename V2Pick<SWAP, V2Config<128, 256, 2, 4, 2, 4, HALF_WGMMA_STAGES>,
-                                V2Config<256, 128, 4, 2, 2, 4, HALF_WGMMA_STAGES>>::type Cfg;  // C tile
-        typedef HalfTile<Cfg::BM, TA> TileA;
-        typedef HalfTile<Cfg::BN, !TB> TileB;
-        typedef typename V2Pick<SWAP, TileA, TileB>::type TileP;  // A': registers
-        typedef typename V2Pick<SWAP, TileB, TileA>::type TileQ;  // B': descriptor
-        static_assert(!TileQ::KMAJOR && TileQ::ROWS == 256, "B' is 256 K-contiguous rows: one m64n256 operand");
-        extern __shared__ __align__(16) unsigned short v2_half_wgmma_smem[];
-        const unsigned window = shared_address(v2_half_wgmma_smem);
-        unsigned short* smem = v2_half_wgmma_smem + (((window + 1023) & ~1023u) - window) / 2;  // 1024-byte aligned
-        auto As = reinterpret_cast<T (*)[TileA::ELEMS]>(smem);
-        auto Bs = reinterpret_cast<T (*)[TileB::ELEMS]>(smem + Cfg::STAGES * TileA::ELEMS);
-        const V2Block<Cfg, TA, TB> blk(M, N, A, lda, B, ldb, C, ldc, stride_a, stride_b, stride_c);
-        const int m_left = blk.m_left, n_left = blk.n_left;
-        const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-        const int p0 = threadIdx.x / 128 * 64 + threadIdx.x / 32 % 4 * 16;  // this warp's first row of D
-
-        float acc[128];
-#pragma unroll
-        for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
-
-        unsigned p[2][2][4];  // [step parity][k-step][register]: held until the wait that retires its products
-        int odd = 0;
-        auto step = [&](const T* sa, const T* sb, auto parity) {
-            constexpr int X = decltype(parity)::value;
-#pragma unroll
-            for (int ks = 0; ks < 2; ++ks) half_load_a<TileP>(p[X][ks], SWAP ? sb : sa, p0, ks, lane);
-            const unsigned q = shared_address(SWAP ? sa : sb);
-            wgmma_fence(acc);
-#pragma unroll
-            for (int ks = 0; ks < 2; ++ks) wgmma_m64n256k16_rs<BF16>(acc, p[X][ks], wgmma_desc_sw64(q + 32 * ks));
-            wgmma_commit();
-            wgmma_wait<1>(acc);  // the previous step's products are done: its stage and fragments are free
-            wgmma_fence_operands(p[1 - X]);
-        };
-        auto compute = [&](const T* sa, const T* sb) {
-            if (odd) step(sa, sb, std::integral_constant<int, 1>());
-            else step(sa, sb, std::integral_constant<int, 0>());
-            odd ^= 1;
-        };
-        if (K > 0)  // K = 0: C = beta C, as gemm_half_mma
-            v2_mainloop<Cfg, TileA, TileB, BK, VEC, decltype(compute), true>(  // true: wgmma reads the stages
-                M, N, K, A, lda, B, ldb, m_left, n_left, As, Bs, compute);
-        wgmma_wait<0>(acc);
-
-        // acc[4j + e] is mma.m16n8's D element e of column group j (mma.cuh): one P tile, 32 Q tiles
-        half_store_d<SWAP, 1, 32>([&](int, int j) { return acc + 4 * j; }, C, ldc, alpha, beta, p0, 0, g, t,
-                                  blk.edge(), m_left, n_left);
+    if constexpr (sizeof(T) == 2) {
+        extern __shared__ __align__(16) unsigned char v2_half_wgmma_smem[];
+        typedef WgmmaConfig<TA, TB, HALF_WGMMA_STAGES> Cfg;
+        typedef HalfTile<Cfg::BM, TA> TileA;  // s[k][m] (A stored K x M) or s[m][k]
+        typedef typename V2Pick<TA && !TB, HalfTile<Cfg::BN, !TB>, HalfTileMN<Cfg::BN>>::type TileB;  // tn: MN-major
+        wgmma_gemm<Cfg, TileA, TileB, TA, TB, VEC, HalfWgmma<std::is_same<T, __nv_bfloat16>::value>>(
+            v2_half_wgmma_smem, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stride_a, stride_b, stride_c);
     }
 #endif
 }
 
-// One block per SM (128 accumulators a thread). No tn: see above.
+// One block per SM (128 accumulators a thread).
 extern "C" __global__ void __launch_bounds__(256) gemm_half_wgmma_nn_vec(GEMM_HALF_PARAMS) { gemm_half_wgmma_body<false, false, true>(GEMM_HALF_ARGS); }
 extern "C" __global__ void __launch_bounds__(256) gemm_half_wgmma_nt_vec(GEMM_HALF_PARAMS) { gemm_half_wgmma_body<false, true, true>(GEMM_HALF_ARGS); }
+extern "C" __global__ void __launch_bounds__(256) gemm_half_wgmma_tn_vec(GEMM_HALF_PARAMS) { gemm_half_wgmma_body<true, false, true>(GEMM_HALF_ARGS); }
 extern "C" __global__ void __launch_bounds__(256) gemm_half_wgmma_tt_vec(GEMM_HALF_PARAMS) { gemm_half_wgmma_body<true, true, true>(GEMM_HALF_ARGS); }
 extern "C" __global__ void __launch_bounds__(256) gemm_half_wgmma_nn_elem(GEMM_HALF_PARAMS) { gemm_half_wgmma_body<false, false, false>(GEMM_HALF_ARGS); }
 extern "C" __global__ void __launch_bounds__(256) gemm_half_wgmma_nt_elem(GEMM_HALF_PARAMS) { gemm_half_wgmma_body<false, true, false>(GEMM_HALF_ARGS); }
+extern "C" __global__ void __launch_bounds__(256) gemm_half_wgmma_tn_elem(GEMM_HALF_PARAMS) { gemm_half_wgmma_body<true, false, false>(GEMM_HALF_ARGS); }
 extern "C" __global__ void __launch_bounds__(256) gemm_half_wgmma_tt_elem(GEMM_HALF_PARAMS) { gemm_half_wgmma_body<true, true, false>(GEMM_HALF_ARGS); }

@@ -14,14 +14,13 @@
 //   truncation toward zero: a cvt.rna rounding would cost one instruction per fragment register, 64 per 64
 //   mma). Epilogue from registers: float2 stores (two adjacent columns of a lane) in interior tiles when C
 //   and ldc allow 8-byte alignment, checked scalar stores elsewhere; beta == 0 never reads C.
-// gemm_tf32_wgmma: the same product through Hopper's warpgroup MMA (sm_90a; nn, nt, tt only): 2
-//   warpgroups, one wgmma m64n256k8 each per 8 of K with A from registers and B from the stages through a
-//   descriptor, 5 stages in 121 KB. Its thread mapping is stated above gemm_wgmma_body.
-#include <type_traits>  // std::integral_constant
-
+// gemm_tf32_wgmma: the same product through Hopper's warpgroup MMA (sm_90a; nn, nt, tt only): gemm_wgmma.cuh's
+//   body (its header states the thread mapping): 2 warpgroups, one wgmma m64n256k8 each per 8 of K with A
+//   from registers and B from the stages through a descriptor, 5 stages in 121 KB.
 #include "common.cuh"
 #include "gemm_common.cuh"
 #include "gemm_pipeline.cuh"
+#include "gemm_wgmma.cuh"
 #include "mma.cuh"
 
 // ---------------------------------------------------------------------------------------------------
@@ -206,23 +205,32 @@ extern "C" __global__ void __launch_bounds__(256) gemm_tf32_large_tn_elem(GEMM_V
 extern "C" __global__ void __launch_bounds__(256) gemm_tf32_large_tt_elem(GEMM_V2_PARAMS) { gemm_tf32_body<true, true, false>(GEMM_V2_ARGS); }
 
 // ---------------------------------------------------------------------------------------------------
-// gemm_tf32_wgmma: TF32 tensor cores through Hopper's wgmma (mma.cuh; float only, sm_90a on the cuda
-// backend, elsewhere an empty body the launcher refuses)
+// gemm_tf32_wgmma: TF32 tensor cores through Hopper's wgmma (gemm_wgmma.cuh's body; float only, sm_90a on
+// the cuda backend, elsewhere an empty body the launcher refuses)
 // ---------------------------------------------------------------------------------------------------
-// D = A' B' with B' (N' x K) K-contiguous in shared memory, read by the tensor cores through a descriptor,
-// and A' (M' x K) loaded to registers by tf32_load_p (so either layout): nt and tt compute D = C (A' =
-// op(A), B' = B, stored N x K); nn computes D = C^T (A' = B^T from B's k-major tile, B' = A, stored M x K).
-// tn has no K-contiguous operand, which wgmma needs for TF32: the launcher refuses it ('tf32' takes it).
-// Block: D tile 128 x 256 (C tile 128 x 256, or 256 x 128 for nn), 256 threads = 2 warpgroups; warpgroup
-// wg owns D rows 64 wg .. 64 wg + 63, its warp w rows 16 w .. of those, all 256 columns: one
-// m64n256k8 wgmma per k-step of 8 (128 accumulators a thread). K in steps of 16 through WGMMA_STAGES
-// cp.async stages of Tf32Tiles (B' K-contiguous: the 64-byte swizzle wgmma reads) in dynamic shared
-// memory rounded up to 1024 bytes. Per K step each warp loads its A' fragments (2 ldmatrix or 4 LDS.64),
-// fences, issues two wgmma, commits, and waits only for the previous step's (wait_group 1), so the next
-// step's barrier and loads overlap this step's products; the copies run 3 stages ahead, refilling a
-// stage two steps after its products were issued (v2_mainloop's ASYNC_READS).
-// Epilogue from registers: tf32_store_d, as gemm_tf32_large's.
+// gemm_wgmma.cuh states the thread mapping. TF32 wgmma reads B' K-major only, so tn (no K-contiguous
+// operand) is not built: the launcher refuses it ('tf32' takes it). A' through tf32_load_p (2 ldmatrix or 4
+// LDS.64 a K step of 16), WGMMA_STAGES stages of Tf32Tiles in 121 KB, the epilogue tf32_store_d's.
 #define WGMMA_STAGES 5
+
+// gemm_wgmma.cuh's pieces for TF32 (float C; the planner scales C itself when K is 0).
+struct Tf32Wgmma {
+    static constexpr bool K_ZERO = false;
+    template <class Tile>
+    static __device__ __forceinline__ void load_a(unsigned (&a)[2][4], const float* s, int o, int lane) {
+        tf32_load_p<Tile, 1>(reinterpret_cast<unsigned (&)[1][2][4]>(a), s, o, lane);
+    }
+    template <bool TRANS_B>
+    static __device__ __forceinline__ void mma(float (&d)[128], const unsigned (&a)[4], unsigned long long desc) {
+        static_assert(!TRANS_B, "TF32 wgmma reads B K-major only");
+        wgmma_m64n256k8_tf32_rs(d, a, desc);
+    }
+    template <class TileP, bool SWAP, class Tile>
+    static __device__ __forceinline__ void store(Tile tile, float* __restrict__ C, int ldc, float alpha, float beta,
+                                                 int p0, int g, int t, bool edge, int m_left, int n_left) {
+        tf32_store_d<TileP, SWAP, 1, 32>(tile, C, ldc, alpha, beta, p0, 0, g, t, edge, m_left, n_left);
+    }
+};
 
 template <bool TA, bool TB, bool VEC, class T>
 __device__ __forceinline__ void gemm_wgmma_body(int M, int N, int K, T alpha, const T* __restrict__ A, int lda,
@@ -230,56 +238,10 @@ __device__ __forceinline__ void gemm_wgmma_body(int M, int N, int K, T alpha, co
                                                 long long stride_a, long long stride_b, long long stride_c) {
 #if defined(GPUBLAS_HAS_WGMMA)
     if constexpr (sizeof(T) == 4 && !(TA && !TB)) {
-        constexpr bool SWAP = !TB;  // nn: D = C^T
-        typedef typename V2Pick<SWAP, V2Config<128, 256, 2, 4, 2, 4, WGMMA_STAGES>,
-                                V2Config<256, 128, 4, 2, 2, 4, WGMMA_STAGES>>::type Cfg;  // C tile
-        typedef Tf32Tile<Cfg::BM, TA> TileA;
-        typedef Tf32Tile<Cfg::BN, !TB> TileB;
-        typedef typename V2Pick<SWAP, TileA, TileB>::type TileP;  // A': registers
-        typedef typename V2Pick<SWAP, TileB, TileA>::type TileQ;  // B': descriptor
-        static_assert(!TileQ::KMAJOR && TileQ::ROWS == 256, "B' is 256 K-contiguous rows: one m64n256 operand");
-        extern __shared__ __align__(16) float v2_wgmma_smem[];
-        const unsigned window = shared_address(v2_wgmma_smem);
-        float* smem = v2_wgmma_smem + (((window + 1023) & ~1023u) - window) / 4;  // 1024-byte aligned stages
-        auto As = reinterpret_cast<float (*)[TileA::ELEMS]>(smem);
-        auto Bs = reinterpret_cast<float (*)[TileB::ELEMS]>(smem + Cfg::STAGES * TileA::ELEMS);
-        const V2Block<Cfg, TA, TB> blk(M, N, A, lda, B, ldb, C, ldc, stride_a, stride_b, stride_c);
-        const int m_left = blk.m_left, n_left = blk.n_left;
-        const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-        const int p0 = threadIdx.x / 128 * 64 + threadIdx.x / 32 % 4 * 16;  // this warp's first row of D
-
-        float acc[128];
-#pragma unroll
-        for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
-
-        // A' fragments alternate between two register sets by step parity: the products issued with one set
-        // may still be reading it during the next step, so each set is held (fenced as an operand) until the
-        // wait that retires its products, and only refilled the step after.
-        unsigned p[2][1][2][4];
-        int odd = 0;
-        auto step = [&](const float* sa, const float* sb, auto parity) {
-            constexpr int X = decltype(parity)::value;
-            tf32_load_p<TileP, 1>(p[X], SWAP ? sb : sa, p0, lane);
-            const unsigned q = shared_address(SWAP ? sa : sb);
-            wgmma_fence(acc);
-#pragma unroll
-            for (int ks = 0; ks < 2; ++ks) wgmma_m64n256k8_tf32_rs(acc, p[X][0][ks], wgmma_desc_sw64(q + 32 * ks));
-            wgmma_commit();
-            wgmma_wait<1>(acc);  // the previous step's products are done: its stage and fragments are free
-            wgmma_fence_operands(p[1 - X][0]);
-        };
-        auto compute = [&](const float* sa, const float* sb) {
-            if (odd) step(sa, sb, std::integral_constant<int, 1>());
-            else step(sa, sb, std::integral_constant<int, 0>());
-            odd ^= 1;
-        };
-        v2_mainloop<Cfg, TileA, TileB, BK, VEC, decltype(compute), true>(  // true: wgmma reads the stages
-            M, N, K, A, lda, B, ldb, m_left, n_left, As, Bs, compute);
-        wgmma_wait<0>(acc);
-
-        // acc[4j + e] is mma.m16n8k8's D element e of column group j (mma.cuh): one P tile, 32 Q tiles
-        tf32_store_d<TileP, SWAP, 1, 32>([&](int, int j) { return acc + 4 * j; }, C, ldc, alpha, beta, p0, 0, g, t,
-                                         blk.edge(), m_left, n_left);
+        extern __shared__ __align__(16) unsigned char v2_wgmma_smem[];
+        typedef WgmmaConfig<TA, TB, WGMMA_STAGES> Cfg;
+        wgmma_gemm<Cfg, Tf32Tile<Cfg::BM, TA>, Tf32Tile<Cfg::BN, !TB>, TA, TB, VEC, Tf32Wgmma>(
+            v2_wgmma_smem, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, stride_a, stride_b, stride_c);
     }
 #endif
 }

@@ -135,6 +135,17 @@ __device__ __forceinline__ unsigned long long wgmma_desc_sw64(unsigned addr) {
            2ull << 62;
 }
 
+// 16-bit B may also be stored "MN-major" (imm-trans-b 1: N contiguous, as a k-major s[k][n] tile), PTX ISA
+// "Shared Memory Matrix Layout", canonical layout ((T, 8, m), (8, k)) : ((1, T, LBO), (8T, SBO)) with T = 8
+// 16-bit values a 16-byte chunk and the 128-byte swizzle: B is made of 1024-byte atoms of 8 K rows x 64 N
+// values (128 bytes a row), row k of an atom at byte 128 (k % 8) of it, its 16-byte chunk c of N at chunk
+// c ^ (k % 8) (address bits 4-6 ^= bits 7-9: the atom starts 1024-byte aligned). `lbo`: the bytes from one
+// atom to the next along N (64 values on); `sbo`: along K (8 rows on). Layout type 1 = 128-byte swizzle.
+__device__ __forceinline__ unsigned long long wgmma_desc_sw128_mn(unsigned addr, unsigned lbo, unsigned sbo) {
+    return (unsigned long long)((addr & 0x3FFFF) >> 4) | (unsigned long long)((lbo & 0x3FFFF) >> 4) << 16 |
+           (unsigned long long)((sbo & 0x3FFFF) >> 4) << 32 | 1ull << 62;
+}
+
 // Makes this thread's completed shared-memory writes (ordinary stores, or cp.async copies once waited for)
 // visible to the async proxy, through which wgmma reads shared memory (PTX ISA: a cross-proxy fence;
 // sm_90). A thread fences its own writes, then a barrier hands them to the warpgroups that read them.
@@ -227,25 +238,26 @@ __device__ __forceinline__ void wgmma_m64n256k8_tf32_rs(float (&d)[128], const u
 }
 
 // d += A B for 16-bit A 64 x 16 (registers a: warp w's rows 16w .. 16w + 15 in mma.m16n8k16's A layout) and
-// B 16 x 256 (descriptor desc_b, K-major as for TF32: imm-trans-b 0); BF16 true: bfloat16, else float16. D's
-// layout is the TF32 one above (m16n8's D over 32 column groups of 8).
-template <bool BF16>
+// B 16 x 256 (descriptor desc_b: K-major as for TF32, imm-trans-b 0, or with TRANS_B MN-major, imm-trans-b 1,
+// wgmma_desc_sw128_mn's layout); BF16 true: bfloat16, else float16. D's layout is the TF32 one above (m16n8's
+// D over 32 column groups of 8).
+template <bool BF16, bool TRANS_B = false>
 __device__ __forceinline__ void wgmma_m64n256k16_rs(float (&d)[128], const unsigned (&a)[4],
                                                     unsigned long long desc_b) {
 #if defined(__CUDA_ARCH_SIM__)
-    gpublas_sim::wgmma_m64nNk16_rs<256, BF16>(d, a, desc_b);
+    gpublas_sim::wgmma_m64nNk16_rs<256, BF16, TRANS_B>(d, a, desc_b);
 #elif defined(GPUBLAS_HAS_WGMMA)
     if constexpr (BF16)
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 " WGMMA_D128 ", {%128, %129, %130, %131}, "
-                     "%132, p, 1, 1, 0;\n}\n"
+                     "%132, p, 1, 1, %134;\n}\n"
                      : WGMMA_D128_OUT(d)
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1));
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1), "n"(int(TRANS_B)));
     else
         asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
                      "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 " WGMMA_D128 ", {%128, %129, %130, %131}, "
-                     "%132, p, 1, 1, 0;\n}\n"
+                     "%132, p, 1, 1, %134;\n}\n"
                      : WGMMA_D128_OUT(d)
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1));
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1), "n"(int(TRANS_B)));
 #endif
 }

@@ -21,7 +21,7 @@ dimensions, batch strides), `plan` returns one `Plan`, and blas3 launches what i
     mma          gemm_half.cu gemm_half_mma_... (16-bit)  cuda, float16/bfloat16 inputs, float or their own C:
                                                           always (sm_80+; the direct kernel is the one below it)
     wgmma        gemm_half.cu gemm_half_wgmma_...         never for 16-bit inputs: opt-in until measured on a
-                                                          GPU; sm_90a builds, not tn
+                                                          GPU; sm_90a builds, every orientation
 
 <copy> is `vec` (16-byte cp.async) when both operands' pointers are 16-byte aligned and their leading
 dimensions, batch strides and contiguous extents are multiples of 16 bytes, else `elem`. On the sim
@@ -229,9 +229,9 @@ def _refuse(name, p):
         return (f"kernel 'wgmma' needs Hopper's warpgroup MMA, built for sm_90a (a 9.0 device, nvcc 12.0 or newer, "
                 f"no other GPUBLAS_CUDA_ARCH); this backend builds for {where} (compute capability "
                 f"{cc // 10}.{cc % 10}), where the kernel's body is empty: use '{'mma' if half else 'tf32'}'")
-    if name == "wgmma" and p.trans_a and not p.trans_b:
-        return (f"kernel 'wgmma' needs op(A) or op(B) stored with K contiguous, which trans_a=True, trans_b=False "
-                f"lacks (wgmma reads B K-major only here): use '{'mma' if half else 'tf32'}'")
+    if name == "wgmma" and p.trans_a and not p.trans_b and not half:  # 16-bit wgmma reads B either way
+        return ("kernel 'wgmma' needs op(A) or op(B) stored with K contiguous for float32, which trans_a=True, "
+                "trans_b=False lacks (TF32 wgmma reads B K-major only): use 'tf32'")
     return ""
 
 
@@ -332,6 +332,6 @@ def _half(name, p, dtype, t, copy, defines):
         bm, bn = _HALF["HALF_BM"], _HALF["HALF_BN"]
         return Plan(name, "gemm_half", f"gemm_half_mma_{t}_{copy}", dtype, (bm, bn), (256,),
                     _HALF["HALF_STAGES"] * (bm + bn) * stage, defines=defines)
-    bm, bn = (128, 256) if p.trans_b else (256, 128)  # a 128 x 256 tile of D, which is C^T for nn
+    bm, bn = (128, 256) if p.trans_a or p.trans_b else (256, 128)  # a 128 x 256 tile of D, which is C^T for nn
     return Plan(name, "gemm_half", f"gemm_half_wgmma_{t}_{copy}", dtype, (bm, bn), (256,),
                 _HALF["HALF_WGMMA_STAGES"] * (bm + bn) * stage + 1024, defines=defines)

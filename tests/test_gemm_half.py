@@ -55,10 +55,12 @@ extern "C" __global__ void ldmatrix_trans_one(const unsigned short* S, unsigned*
 }
 
 // One warpgroup: D (64 x 256) = A (64 x 32) B (32 x 256) as two k-steps of 16. A and D row-major in global
-// memory, in and out of registers by the PTX ISA's layouts; Bsw: B^T (256 rows of 32 values, 64 bytes)
-// already in its 64-byte-swizzled order, copied as is to 1024-byte-aligned shared memory.
-template <bool BF16>
-__device__ void wgmma16_one(const unsigned short* A, const unsigned short* Bsw, float* D) {
+// memory, in and out of registers by the PTX ISA's layouts; Bsw: 16 KB of shared memory as the test placed
+// B in it, copied as is to 1024-byte-aligned shared memory: K-major (MN false: B^T, 256 rows of 32 values,
+// in the 64-byte-swizzled order) or MN-major (MN: 1024-byte atoms of 8 K rows x 64 N values in the
+// 128-byte-swizzled order, atoms lbo bytes apart along N and sbo along K).
+template <bool BF16, bool MN>
+__device__ void wgmma16_one(const unsigned short* A, const unsigned short* Bsw, float* D, int lbo, int sbo) {
     extern __shared__ __align__(16) unsigned short raw16[];
     const unsigned window = shared_address(raw16);
     unsigned short* s = raw16 + (((window + 1023) & ~1023u) - window) / 2;
@@ -74,14 +76,20 @@ __device__ void wgmma16_one(const unsigned short* A, const unsigned short* Bsw, 
         const unsigned a[4] = {pair(A[r0 * 32 + k], A[r0 * 32 + k + 1]), pair(A[(r0 + 8) * 32 + k], A[(r0 + 8) * 32 + k + 1]),
                                pair(A[r0 * 32 + k + 8], A[r0 * 32 + k + 9]),
                                pair(A[(r0 + 8) * 32 + k + 8], A[(r0 + 8) * 32 + k + 9])};
-        wgmma_m64n256k16_rs<BF16>(d, a, wgmma_desc_sw64(shared_address(s) + 32 * ks));
+        if (MN)  // k-step ks: K rows 16 ks .., two 8-row groups on
+            wgmma_m64n256k16_rs<BF16, true>(d, a, wgmma_desc_sw128_mn(shared_address(s) + 2 * sbo * ks, lbo, sbo));
+        else
+            wgmma_m64n256k16_rs<BF16>(d, a, wgmma_desc_sw64(shared_address(s) + 32 * ks));
         wgmma_commit();
         wgmma_wait<0>(d);
     }
     for (int i = 0; i < 128; ++i) D[(r0 + 8 * ((i >> 1) & 1)) * 256 + 8 * (i >> 2) + 2 * t + (i & 1)] = d[i];
 }
-extern "C" __global__ void wgmma16_bfloat16(const unsigned short* A, const unsigned short* B, float* D) { wgmma16_one<true>(A, B, D); }
-extern "C" __global__ void wgmma16_float16(const unsigned short* A, const unsigned short* B, float* D) { wgmma16_one<false>(A, B, D); }
+#define WGMMA16_PARAMS const unsigned short* A, const unsigned short* B, float* D, int lbo, int sbo
+extern "C" __global__ void wgmma16_bfloat16(WGMMA16_PARAMS) { wgmma16_one<true, false>(A, B, D, lbo, sbo); }
+extern "C" __global__ void wgmma16_float16(WGMMA16_PARAMS) { wgmma16_one<false, false>(A, B, D, lbo, sbo); }
+extern "C" __global__ void wgmma16_mn_bfloat16(WGMMA16_PARAMS) { wgmma16_one<true, true>(A, B, D, lbo, sbo); }
+extern "C" __global__ void wgmma16_mn_float16(WGMMA16_PARAMS) { wgmma16_one<false, true>(A, B, D, lbo, sbo); }
 """
 
 
@@ -138,8 +146,34 @@ def test_wgmma_m64n256k16_layouts_descriptor_and_swizzle(rng, dtype):
     bt = np.ascontiguousarray(b.T)  # 256 rows of 32 values: 64 bytes, swizzled by 16-byte chunks as floats
     bsw = swizzle64(bt.view(np.float32)).view(dtype)
     d = gpublas.zeros((64, 256), np.float32)
-    _module().get(f"wgmma16_{dtype.name}")(1, 128, gpublas.to_device(a), gpublas.to_device(bsw), d,
-                                           shared=256 * 32 * 2 + 1024)
+    _module().get(f"wgmma16_{dtype.name}")(1, 128, gpublas.to_device(a), gpublas.to_device(bsw), d, np.int32(0),
+                                           np.int32(0), shared=256 * 32 * 2 + 1024)
+    _check(d.get(), a, b, 32, np.dtype(np.float32))
+
+
+def mn_major_sw128(b, lbo, sbo):
+    """The 16-bit b (K x N, N contiguous) as wgmma reads it MN-major with the 128-byte swizzle (PTX ISA,
+    canonical layout ((8, 8, m), (8, k)) : ((1, 8, LBO), (64, SBO)) in values, then Swizzle<3, 4, 3> on byte
+    addresses): B[k, n] at byte lbo (n // 64) + sbo (k // 8) + 128 (k % 8) + 2 (n % 64), whose 16-byte chunk
+    (bits 4-6) is XORed with bits 7-9. Returns the shared-memory image as 16-bit values."""
+    kk, nn = np.meshgrid(np.arange(b.shape[0]), np.arange(b.shape[1]), indexing="ij")
+    byte = lbo * (nn // 64) + sbo * (kk // 8) + 128 * (kk % 8) + 2 * (nn % 64)
+    byte ^= ((byte >> 7) & 7) << 4
+    out = np.zeros(byte.max() // 2 + 1, b.dtype)
+    out[byte // 2] = b
+    return out
+
+
+@pytest.mark.parametrize("dtype", HALVES, ids=IDS)
+@pytest.mark.parametrize("lbo,sbo", [(4096, 1024), (1024, 4096)])  # N atoms apart by 4 KB, K groups by 1 KB; and back
+def test_wgmma_m64n256k16_reads_b_mn_major_through_the_128_byte_swizzle(rng, dtype, lbo, sbo):
+    a = rng.standard_normal((64, 32)).astype(dtype)
+    b = rng.standard_normal((32, 256)).astype(dtype)
+    image = mn_major_sw128(b, lbo, sbo)
+    assert image.size == 256 * 32  # 16 KB, every byte one of B's
+    d = gpublas.zeros((64, 256), np.float32)
+    _module().get(f"wgmma16_mn_{dtype.name}")(1, 128, gpublas.to_device(a), gpublas.to_device(image), d,
+                                              np.int32(lbo), np.int32(sbo), shared=256 * 32 * 2 + 1024)
     _check(d.get(), a, b, 32, np.dtype(np.float32))
 
 
@@ -149,8 +183,7 @@ def _operand(x, offset):
     return flat[offset:].reshape(x.shape)
 
 
-def _kernels(trans_a, trans_b):
-    return ["mma", "direct"] + ([] if trans_a and not trans_b else ["wgmma"])  # 16-bit wgmma here: not tn
+KERNELS = ["mma", "direct", "wgmma"]  # every orientation on each (wgmma's tn reads B MN-major)
 
 
 # a whole 128 x 256 block (pair stores), edges in M, N and K, odd shapes (one-element copies), unaligned views
@@ -162,7 +195,7 @@ def test_gemm_matches_numpy(rng, sim_order, dtype, trans_a, trans_b, m, n, k, of
     a = rng.standard_normal((k, m) if trans_a else (m, k)).astype(dtype)
     b = rng.standard_normal((n, k) if trans_b else (k, n)).astype(dtype)
     oa, ob = (a.T if trans_a else a), (b.T if trans_b else b)
-    for kernel in _kernels(trans_a, trans_b):
+    for kernel in KERNELS:
         for out in (np.dtype(np.float32), dtype):
             c = rng.standard_normal((m, n)).astype(out)
             got = gpublas.gemm(_operand(a, offset), _operand(b, offset), _operand(c, offset), alpha=0.5, beta=2.0,
@@ -215,7 +248,7 @@ def test_views_with_leading_dimensions_and_batches(rng, dtype, trans_a, trans_b)
     hb = rng.standard_normal((B, n, k + 3) if trans_b else (B, k, n + 3)).astype(dtype)
     a = gpublas.to_device(ha)[:, :, :m] if trans_a else gpublas.to_device(ha)[:, :, :k]
     b = gpublas.to_device(hb)[:, :, :k] if trans_b else gpublas.to_device(hb)[:, :, :n]
-    for kernel in _kernels(trans_a, trans_b):
+    for kernel in KERNELS:
         c = gpublas.to_device(np.full((B, m, n + 5), np.nan, np.float32))[:, :, 1:1 + n]
         gpublas.gemm_batched(a, b, c, trans_a=trans_a, trans_b=trans_b, kernel=kernel)
         for i in range(B):
@@ -260,8 +293,8 @@ def test_dtype_rules_and_refusals():
             gpublas.gemm(h, h, kernel=kernel)
     with pytest.raises(ValueError, match="'mma' multiplies float16 or bfloat16"):
         gpublas.gemm(f, f, kernel="mma")
-    with pytest.raises(ValueError, match="K contiguous.*use 'mma'"):
-        gpublas.gemm(h, h, trans_a=True, kernel="wgmma")
+    with pytest.raises(ValueError, match="K contiguous for float32.*use 'tf32'"):
+        gpublas.gemm(f, f, trans_a=True, kernel="wgmma")  # 16-bit tn runs: test_gemm_matches_numpy
 
 
 @pytest.mark.parametrize("where", [("sm_90", 90), ("compute_90", 90), ("sm_80", 80)])

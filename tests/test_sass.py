@@ -125,17 +125,20 @@ def test_half_mma_main_loop_is_hmma_16816_on_ldmatrix_fragments(half, t):
     assert res[name]["local"] == 0
 
 
-@pytest.mark.parametrize("t", ["nn", "nt", "tt"])
+@pytest.mark.parametrize("t", ["nn", "nt", "tn", "tt"])
 def test_half_wgmma_main_loop_is_hgmma_16_bit(half, t):
     # sm_90a: per K step of 32 one barrier, the next stage's cp.async, the warp's A' fragments (2 ldmatrix) and
     # two m64n256k16 warpgroup MMAs with 16-bit inputs, waiting only for the previous step's (both parities'
-    # code in the loop body)
+    # code in the loop body); tn's read B' MN-major (imm-trans-b 1: the descriptor operand's .tnspB), the
+    # others' K-major
     real, (funcs, res) = half
     name = f"gemm_half_wgmma_{t}_vec"
     loop = sass.main_loop(funcs[name])
     body, fig = sass.mix(loop), sass.loop_figures(loop)
     want = "HGMMA.64x256x16.F32" + (".BF16" if real == "__nv_bfloat16" else "")
     assert {op for _, op, _ in loop if op.startswith("HGMMA")} == {want}
+    transposed = {".tnspB" in rest for _, op, rest in loop if op.startswith("HGMMA")}
+    assert transposed == {t == "tn"}, transposed
     assert body["HGMMA"] == 4 and body["HMMA"] == 0 and body["LDGSTS"] > 0 and body["BAR"] == 1, body
     assert body["LD"] == 0 and body["LDS"] == 0 and body["LDSM"] == 4, body
     waits = [rest for _, op, rest in loop if op.startswith("WARPGROUP.DEPBAR")]

@@ -18,9 +18,10 @@
 // shared memory through a descriptor): computed at issue, so the asynchronous product has landed before
 // the next statement and fence / commit / wait need nothing. Each warp of the warpgroup exchanges its A
 // registers as mma.sync's do (warp w's rows 16w .. 16w + 15 come only from warp w), and each lane reads
-// its columns of B itself, through the descriptor as the hardware does: start address, stride byte offset
-// between 8-row groups, and the 64-byte swizzle (address bits 4-5 ^= bits 7-8) on shared-window addresses
-// (offsets into the block's dynamic shared memory: shared_window_address). Other layout types are refused.
+// its columns of B itself, through the descriptor as the hardware does: start address, leading and stride
+// byte offsets, K-major or (16-bit, imm-trans-b 1) MN-major, and the 128-, 64- or 32-byte swizzle on
+// shared-window addresses (offsets into the block's dynamic shared memory: shared_window_address); the
+// interleaved layout (type 0) is refused.
 // Limits: every lane of the warp must take part, as .aligned requires on the GPU (a lane that exited
 // makes the launch fail); the accumulation order inside one mma is K order, where the GPU's is its own,
 // so results can differ from a GPU's in the last bits of float, never in the TF32 rounding of inputs.
@@ -132,32 +133,42 @@ static inline unsigned shared_window_address(const void* p) {
     return unsigned(q - base);
 }
 
-// Byte `byte` (0 .. 31: the k-step's 8 TF32 or 16 16-bit values) of B's column col (row col of the K-major
-// tile) through descriptor desc, as the hardware reads it (start, stride byte offset, 64-byte swizzle);
-// nullptr (the launch failed) for another layout or past dynamic shared memory.
-static inline const char* wgmma_b_byte(uint64_t desc, unsigned col, unsigned byte) {
+// Where B[k][col] (ITEM bytes) sits, read through descriptor desc as the hardware does: the PTX ISA's
+// canonical swizzled layouts, W = 128, 64 or 32 bytes of swizzle (layout type 1, 2, 3), T = 16 / ITEM values
+// a 16-byte chunk. K-major (imm-trans-b 0; ((8, m), (T, 2k)) : ((W / 16 T, SBO), (1, T))): column col is a
+// row of W bytes, k along it, 8-row groups SBO bytes apart. MN-major (imm-trans-b 1, 16-bit only;
+// ((T, W / 16, m), (8, k)) : ((1, T, LBO), (W / 16 T, SBO))): K row k is W bytes of W / ITEM columns, 8-row
+// groups SBO bytes apart and the next W / ITEM columns LBO bytes on. Then the swizzle: address bits 4 ..
+// (the 16-byte chunk in a W-byte row) ^= bits 7 .. (the row in an 8-row atom). nullptr (the launch failed)
+// for the interleaved layout (type 0) or past dynamic shared memory.
+template <unsigned ITEM, bool MN_MAJOR>
+static inline const char* wgmma_b_at(uint64_t desc, unsigned k, unsigned col) {
     Worker* w = tls_worker;
-    if (desc >> 62 != 2) {
-        w->launch->fail("wgmma: only the 64-byte-swizzled K-major B layout (descriptor layout type 2) is simulated");
+    const unsigned type = unsigned(desc >> 62);
+    if (type == 0) {
+        w->launch->fail("wgmma: only the swizzled B layouts (descriptor layout type 1, 2, 3) are simulated");
         return nullptr;
     }
-    const unsigned start = unsigned(desc & 0x3FFF) << 4, sbo = unsigned(desc >> 32 & 0x3FFF) << 4;
+    const unsigned W = 256u >> type;  // 1: 128, 2: 64, 3: 32 bytes
+    const unsigned start = unsigned(desc & 0x3FFF) << 4, lbo = unsigned(desc >> 16 & 0x3FFF) << 4,
+                   sbo = unsigned(desc >> 32 & 0x3FFF) << 4;
     const char* base = static_cast<const char*>(dynamic_shared());
     const size_t size = w->dyn_smem.size() - size_t(base - w->dyn_smem.data());
-    unsigned addr = start + col / 8 * sbo + col % 8 * 64 + byte;
-    addr ^= (addr >> 7 & 3) << 4;  // the 64-byte swizzle
-    if (addr + 4 > size) {
+    unsigned addr = MN_MAJOR ? start + col * ITEM / W * lbo + k / 8 * sbo + k % 8 * W + col * ITEM % W
+                             : start + col / 8 * sbo + col % 8 * W + k * ITEM;
+    addr ^= (addr >> 7 & (W / 16 - 1)) << 4;  // the swizzle
+    if (addr + ITEM > size) {
         w->launch->fail("wgmma: the B descriptor reaches past the block's dynamic shared memory");
         return nullptr;
     }
     return base + addr;
 }
 
-// D (64 x N) += A (64 x K, the warps' registers) B (K x N, K-major in shared memory via desc), as
-// wgmma.mma_async m64nNk8 .tf32 (K = 8) or m64nNk16 .bf16/.f16 (K = 16, imm-trans-b 0) with A in registers;
-// d[i] = D[16w + g + 8 ((i >> 1) & 1)][8 (i >> 2) + 2t + (i & 1)]. A(slots, row, k) and B(bytes) read
-// one input of A and of B (B's at its address) as the tensor core does.
-template <int N, unsigned K, unsigned ITEM, class ReadA, class ReadB>
+// D (64 x N) += A (64 x K, the warps' registers) B (K x N in shared memory via desc), as wgmma.mma_async
+// m64nNk8 .tf32 (K = 8, B K-major) or m64nNk16 .bf16/.f16 (K = 16, B K-major or, MN_MAJOR, imm-trans-b 1)
+// with A in registers; d[i] = D[16w + g + 8 ((i >> 1) & 1)][8 (i >> 2) + 2t + (i & 1)]. A(slots, row, k) and
+// B(bytes) read one input of A and of B (B's at its address) as the tensor core does.
+template <int N, unsigned K, unsigned ITEM, bool MN_MAJOR, class ReadA, class ReadB>
 static inline void wgmma_rs(float (&d)[N / 2], const unsigned (&a)[4], uint64_t desc, const char* what, ReadA A,
                             ReadB B) {
     const MmaTf32Slot* slots = mma_exchange(a, 0, 0, what);
@@ -167,7 +178,7 @@ static inline void wgmma_rs(float (&d)[N / 2], const unsigned (&a)[4], uint64_t 
         const unsigned row = g + 8 * ((i >> 1) & 1), col = 8 * (i >> 2) + 2 * t + (i & 1);
         float acc = d[i];
         for (unsigned k = 0; k < K; ++k) {
-            const char* p = wgmma_b_byte(desc, col, ITEM * k);
+            const char* p = wgmma_b_at<ITEM, MN_MAJOR>(desc, k, col);
             if (!p) return;
             acc += A(slots, row, k) * B(p);
         }
@@ -177,16 +188,16 @@ static inline void wgmma_rs(float (&d)[N / 2], const unsigned (&a)[4], uint64_t 
 
 template <int N>
 static inline void wgmma_m64nNk8_tf32_rs(float (&d)[N / 2], const unsigned (&a)[4], uint64_t desc) {
-    wgmma_rs<N, 8, 4>(d, a, desc, "wgmma (wgmma_m64n256k8_tf32_rs)", mma_a, [](const char* p) {
+    wgmma_rs<N, 8, 4, false>(d, a, desc, "wgmma (wgmma_m64n256k8_tf32_rs)", mma_a, [](const char* p) {
         uint32_t bits;
         std::memcpy(&bits, p, 4);
         return tf32_input(bits);
     });
 }
 
-template <int N, bool BF16>
+template <int N, bool BF16, bool MN_MAJOR>
 static inline void wgmma_m64nNk16_rs(float (&d)[N / 2], const unsigned (&a)[4], uint64_t desc) {
-    wgmma_rs<N, 16, 2>(d, a, desc, "wgmma (wgmma_m64n256k16_rs)", mma_a16<BF16>, [](const char* p) {
+    wgmma_rs<N, 16, 2, MN_MAJOR>(d, a, desc, "wgmma (wgmma_m64n256k16_rs)", mma_a16<BF16>, [](const char* p) {
         uint16_t bits;
         std::memcpy(&bits, p, 2);
         return b16_input<BF16>(bits);
