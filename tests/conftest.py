@@ -50,3 +50,11 @@ def sim_order(request):
 @pytest.fixture
 def rng():
     return np.random.default_rng(1234)
+
+
+@pytest.fixture
+def leaf(monkeypatch):
+    """The triangular and symmetric routines' recursion LEAF set to 4, so that small matrices run several levels
+    of it (a test file's own `leaf` fixture, where it has one, takes precedence)."""
+    from gpublas import blas3_tri
+    monkeypatch.setattr(blas3_tri, "LEAF", 4)

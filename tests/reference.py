@@ -18,3 +18,30 @@ def assert_close(got, want, dtype=None, k=1, rtol=None, atol=None):
     r, a = tol(dtype, k)
     np.testing.assert_allclose(got, want, rtol=rtol if rtol is not None else r,
                                atol=atol if atol is not None else a)
+
+
+_BLAS_PREFIX = {np.dtype(np.float32): "s", np.dtype(np.float64): "d", np.dtype(np.complex64): "c",
+                np.dtype(np.complex128): "z"}
+
+
+def scipy_blas(name, dtype):
+    """scipy.linalg.blas's routine `name` for dtype: scipy_blas("symm", np.complex64) is cblas.csymm."""
+    from scipy.linalg import blas
+    return getattr(blas, _BLAS_PREFIX[np.dtype(dtype)] + name)
+
+
+def crandn(rng, shape, dtype):
+    """Standard normal complex samples (independent real and imaginary parts) as `dtype`."""
+    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+
+
+def other_triangle(n, lower):
+    """The indices of the triangle of an n x n matrix a routine told `lower` must neither read nor write."""
+    return np.triu_indices(n, 1) if lower else np.tril_indices(n, -1)
+
+
+def poison_other_triangle(a, lower):
+    """a with NaN in the triangle a routine told `lower` must not read."""
+    a = a.copy()
+    a[other_triangle(a.shape[0], lower)] = np.nan
+    return a

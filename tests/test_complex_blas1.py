@@ -7,7 +7,7 @@ from scipy.linalg import blas as sblas
 from scipy.linalg import lapack as slapack
 
 import gpublas
-from reference import assert_close
+from reference import assert_close, crandn
 
 DTYPES = [np.complex64, np.complex128]
 SIZES = [1, 2, 7, 31, 257, 3001]
@@ -15,10 +15,6 @@ SIZES = [1, 2, 7, 31, 257, 3001]
 
 def prefix(dtype):
     return "c" if np.dtype(dtype) == np.complex64 else "z"
-
-
-def crandn(rng, shape, dtype):
-    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
 
 
 def abs1(x):

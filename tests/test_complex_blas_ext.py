@@ -7,15 +7,11 @@ import numpy as np
 import pytest
 
 import gpublas
-from reference import assert_close
+from reference import assert_close, crandn
 
 DTYPES = [np.complex64, np.complex128]
 ALPHA, BETA = 1.5 - 0.5j, -0.5 + 2j
 OPS = {"N": lambda x: x, "T": lambda x: x.T, "C": lambda x: x.conj().T}
-
-
-def crandn(rng, shape, dtype):
-    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -1,62 +1,24 @@
-"""hemm, herk, her2k, hemv and her (cuBLAS's C and Z Hermitian routines) against scipy.linalg.blas (?hemm,
-?herk, ?her2k, ?hemv, ?her): both triangles, sides and trans 'N' / 'C', complex alpha (real for herk and her),
-real beta for herk / her2k, shapes 1, primes and 0, the recursion (LEAF 4 here; one n > 64 at the real LEAF into
-a view), the imaginary parts of a's diagonal ignored and of c's diagonal set to 0, beta == 0 over NaN c, alpha
-== 0 over NaN inputs, the triangle not named never read nor written, what cuBLAS refuses refused."""
+"""herk and her2k (cuBLAS's C and Z Hermitian rank-k updates) against scipy.linalg.blas (?herk, ?her2k; hemm
+is tested beside symm in test_complex_symmetric.py, hemv and her in test_complex_level2.py): both triangles,
+trans 'N' / 'C', complex alpha (real for herk), real beta, shapes 1, primes and 0, the recursion (LEAF 4 here;
+one n > 64 at the real LEAF into a view, with hemm there too), the imaginary parts of c's diagonal set to 0,
+beta == 0 over NaN c, alpha == 0 over NaN inputs, the triangle not named never read nor written, what cuBLAS
+refuses refused."""
 import itertools
 
 import numpy as np
 import pytest
-from scipy.linalg import blas as sblas
 
 import gpublas
-from gpublas import blas3_tri
-from reference import assert_close
+from reference import assert_close, crandn, other_triangle, poison_other_triangle, scipy_blas
 
 DTYPES = [np.complex64, np.complex128]
 SHAPES = [(1, 1), (7, 5), (2, 11), (13, 3)]
 ALPHA, BETA = 0.5 - 1.5j, -1 + 0.25j
 
 
-def blas(name, dtype):
-    return getattr(sblas, ("c" if np.dtype(dtype) == np.complex64 else "z") + name)
-
-
-def crandn(rng, shape, dtype):
-    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
-
-
 def dev(x):
     return gpublas.to_device(np.ascontiguousarray(x))
-
-
-def other_triangle(n, lower):
-    return np.triu_indices(n, 1) if lower else np.tril_indices(n, -1)
-
-
-def poison_other_triangle(a, lower):
-    a = a.copy()
-    a[other_triangle(a.shape[0], lower)] = np.nan
-    return a
-
-
-@pytest.fixture
-def leaf(monkeypatch):
-    monkeypatch.setattr(blas3_tri, "LEAF", 4)
-
-
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("side,lower", list(itertools.product(("left", "right"), (False, True))))
-def test_hemm(rng, dtype, side, lower):
-    for m, n in SHAPES:
-        k = m if side == "left" else n
-        a, b, c = (crandn(rng, s, dtype) for s in ((k, k), (m, n), (m, n)))   # a's diagonal: imaginary parts ignored
-        want = blas("hemm", dtype)(ALPHA, a, b, beta=BETA, c=c, side=int(side == "right"), lower=int(lower))
-        dc = dev(c)
-        got = gpublas.hemm(dev(poison_other_triangle(a, lower)), dev(b), dc, side=side, lower=lower, alpha=ALPHA,
-                           beta=BETA)
-        assert got is dc
-        assert_close(got, want, k=k)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -68,7 +30,7 @@ def test_herk_her2k(rng, leaf, sim_order, dtype, trans, lower):
         c = crandn(rng, (order, order), dtype)   # its diagonal's imaginary parts: set to 0
         args = dict(trans=2 if trans else 0, lower=int(lower))
         for name, ops, alpha in (("herk", (a,), 0.75), ("her2k", (a, b), ALPHA)):
-            want = blas(name, dtype)(alpha, *ops, beta=-0.5, c=c, **args)   # the other triangle: c's, untouched
+            want = scipy_blas(name, dtype)(alpha, *ops, beta=-0.5, c=c, **args)   # the other triangle: c's, untouched
             dc = dev(c)
             got = getattr(gpublas, name)(*map(dev, ops), dc, trans=trans, lower=lower, alpha=alpha, beta=-0.5)
             assert got is dc
@@ -87,15 +49,15 @@ def test_past_the_real_leaf_into_views(rng, dtype):
     dbig = dev(big)
     gpublas.her2k(dev(a)[:, ::2], dev(b), dbig[1:132, 4:135], trans="C", alpha=ALPHA, beta=0.5)
     want = big.copy()
-    want[1:132, 4:135] = blas("her2k", dtype)(ALPHA, a[:, ::2], b, beta=0.5, c=big[1:132, 4:135], trans=2)
+    want[1:132, 4:135] = scipy_blas("her2k", dtype)(ALPHA, a[:, ::2], b, beta=0.5, c=big[1:132, 4:135], trans=2)
     assert_close(dbig, want, k=18)
     dbig = dev(big)
     gpublas.herk(dev(a.T)[::2], dbig[1:132, 4:135], lower=True, alpha=-1.0, beta=0.5)
-    want[1:132, 4:135] = blas("herk", dtype)(-1.0, a.T[::2], beta=0.5, c=big[1:132, 4:135], lower=1)
+    want[1:132, 4:135] = scipy_blas("herk", dtype)(-1.0, a.T[::2], beta=0.5, c=big[1:132, 4:135], lower=1)
     assert_close(dbig, want, k=9)
     s = crandn(rng, (131, 131), dtype)
     got = gpublas.hemm(dev(s).T, dbig[1:132, 2:9], alpha=ALPHA)
-    assert_close(got, blas("hemm", dtype)(ALPHA, s.T, want[1:132, 2:9]), k=131)
+    assert_close(got, scipy_blas("hemm", dtype)(ALPHA, s.T, want[1:132, 2:9]), k=131)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -106,54 +68,18 @@ def test_beta_zero_and_alpha_zero_read_nothing(rng, leaf, dtype):
     for name, ops, lower, alpha in (("herk", (a,), True, 2.0), ("her2k", (a, b), False, ALPHA)):   # beta == 0
         got = getattr(gpublas, name)(*map(dev, ops), dev(nan_c), lower=lower, alpha=alpha).get()
         tri = np.tril_indices(n) if lower else np.triu_indices(n)
-        assert_close(got[tri], blas(name, dtype)(alpha, *ops, lower=int(lower))[tri], k=2 * k)
+        assert_close(got[tri], scipy_blas(name, dtype)(alpha, *ops, lower=int(lower))[tri], k=2 * k)
         assert np.isnan(got[other_triangle(n, lower)]).all()
-    sq = crandn(rng, (n, n), dtype)
-    assert_close(gpublas.hemm(dev(sq), dev(sq), dev(nan_c), alpha=ALPHA), blas("hemm", dtype)(ALPHA, sq, sq), k=n)
     # alpha == 0: c = beta c on the triangle (its diagonal made real), NaN inputs never read
     nan_in, c = np.full((n, k), np.nan, dtype), crandn(rng, (n, n), dtype)
     got = gpublas.herk(dev(nan_in), dev(c), alpha=0.0, beta=3.0).get()
-    assert_close(got, blas("herk", dtype)(0.0, nan_in, beta=3.0, c=c))
+    assert_close(got, scipy_blas("herk", dtype)(0.0, nan_in, beta=3.0, c=c))
     got = gpublas.her2k(dev(nan_in), dev(nan_in), dev(c), alpha=0.0, beta=1.0, lower=True).get()
     np.testing.assert_array_equal(got, c)   # BLAS's quick return: nothing written, the diagonal either
-    got = gpublas.hemm(dev(np.full((n, n), np.nan, dtype)), dev(nan_c[:, :3]), dev(c[:, :3]), alpha=0.0, beta=BETA)
-    assert_close(got, BETA * c[:, :3])
-
-
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("lower", [False, True])
-def test_hemv_her(rng, leaf, dtype, lower):
-    for n in (1, 2, 13):
-        a = crandn(rng, (n, n), dtype)
-        x, y = crandn(rng, 2 * n, dtype), crandn(rng, n, dtype)
-        dx = dev(x)
-        got = gpublas.hemv(dev(poison_other_triangle(a, lower)), dx[::2], lower=lower, alpha=ALPHA)
-        assert_close(got, blas("hemv", dtype)(ALPHA, a, x[::2], lower=int(lower)), k=n)
-        dy = dev(y)
-        assert gpublas.hemv(dev(a), dx[1::2], dy, lower=lower, alpha=ALPHA, beta=BETA) is dy
-        assert_close(dy, blas("hemv", dtype)(ALPHA, a, x[1::2], beta=BETA, y=y, lower=int(lower)), k=n)
-        da = dev(a)
-        assert gpublas.her(dx[::-2], da, alpha=0.25, lower=lower) is da
-        assert_close(da, blas("her", dtype)(0.25, x[::-2], a=a, lower=int(lower)), k=2)
-
-
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_hemv_her_read_nothing_they_need_not(rng, dtype):
-    n = 7
-    a, x = crandn(rng, (n, n), dtype), crandn(rng, n, dtype)
-    nan_a, nan_x = dev(np.full((n, n), np.nan, dtype)), dev(np.full(n, np.nan, dtype))
-    y = dev(np.full(n, np.nan, dtype))     # beta == 0: y never read
-    assert_close(gpublas.hemv(dev(a), dev(x), y, alpha=ALPHA), blas("hemv", dtype)(ALPHA, a, x), k=n)
-    y0 = crandn(rng, n, dtype)              # alpha == 0: neither a nor x read
-    assert_close(gpublas.hemv(nan_a, nan_x, dev(y0), alpha=0.0, beta=BETA), BETA * y0)
-    da = dev(a)
-    gpublas.her(nan_x, da, alpha=0.0)       # BLAS's quick return: a as it was
-    np.testing.assert_array_equal(da.get(), a)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_empty_shapes(rng, dtype):
-    assert gpublas.hemm(gpublas.zeros((0, 0), dtype), gpublas.zeros((0, 4), dtype)).shape == (0, 4)
     assert gpublas.herk(gpublas.zeros((0, 5), dtype)).shape == (0, 0)
     c = crandn(rng, (4, 4), dtype)          # k = 0: c = beta c on the triangle, its diagonal made real
     got = gpublas.her2k(gpublas.zeros((4, 0), dtype), gpublas.zeros((4, 0), dtype), dev(c), beta=0.5)

@@ -1,5 +1,5 @@
-"""symm, syrk, syr2k, symv and syr in complex64 and complex128 (cuBLAS's C and Z: symmetric, nothing
-conjugated) against scipy.linalg.blas (?symm, ?syrk, ?syr2k, ?syr; symv against NumPy, scipy has no csymv):
+"""symm, syrk and syr2k in complex64 and complex128 (cuBLAS's C and Z: symmetric, nothing conjugated) against
+scipy.linalg.blas (?symm, ?syrk, ?syr2k), with hemm beside symm (symv and syr are in test_complex_level2.py):
 complex alpha and beta, both triangles, sides and transposes, shapes 1, primes and 0, the recursion (LEAF 4
 here; one n > 64 at the real LEAF into a view), beta == 0 over NaN c, alpha == 0 over NaN inputs, the triangle
 not named never read nor written, trans 'C' refused."""
@@ -7,23 +7,13 @@ import itertools
 
 import numpy as np
 import pytest
-from scipy.linalg import blas as sblas
 
 import gpublas
-from gpublas import blas3_tri
-from reference import assert_close
+from reference import assert_close, crandn, other_triangle, poison_other_triangle, scipy_blas
 
 DTYPES = [np.complex64, np.complex128]
 SHAPES = [(1, 1), (7, 5), (2, 11)]
 ALPHA, BETA = 0.5 - 1.5j, -1 + 0.25j
-
-
-def blas(name, dtype):
-    return getattr(sblas, ("c" if np.dtype(dtype) == np.complex64 else "z") + name)
-
-
-def crandn(rng, shape, dtype):
-    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
 
 
 def dev(x):
@@ -36,27 +26,17 @@ def symmetric(a, lower):
     return t + t.T - np.diag(np.diag(a))
 
 
-def poison_other_triangle(a, lower):
-    a = a.copy()
-    a[np.triu_indices(a.shape[0], 1) if lower else np.tril_indices(a.shape[0], -1)] = np.nan
-    return a
-
-
-@pytest.fixture
-def leaf(monkeypatch):
-    monkeypatch.setattr(blas3_tri, "LEAF", 4)
-
-
+@pytest.mark.parametrize("name", ["symm", "hemm"])   # hemm: a Hermitian, its diagonal's imaginary parts ignored
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("side,lower", list(itertools.product(("left", "right"), (False, True))))
-def test_symm(rng, dtype, side, lower):
+def test_symm_hemm(rng, name, dtype, side, lower):
     for m, n in SHAPES:
         k = m if side == "left" else n
         a, b, c = (crandn(rng, s, dtype) for s in ((k, k), (m, n), (m, n)))
-        want = blas("symm", dtype)(ALPHA, a, b, beta=BETA, c=c, side=int(side == "right"), lower=int(lower))
+        want = scipy_blas(name, dtype)(ALPHA, a, b, beta=BETA, c=c, side=int(side == "right"), lower=int(lower))
         dc = dev(c)
-        got = gpublas.symm(dev(poison_other_triangle(a, lower)), dev(b), dc, side=side, lower=lower, alpha=ALPHA,
-                           beta=BETA)
+        got = getattr(gpublas, name)(dev(poison_other_triangle(a, lower)), dev(b), dc, side=side, lower=lower,
+                                     alpha=ALPHA, beta=BETA)
         assert got is dc
         assert_close(got, want, k=k)
 
@@ -70,13 +50,12 @@ def test_syrk_syr2k(rng, leaf, sim_order, dtype, trans, lower):
         c = crandn(rng, (order, order), dtype)
         args = dict(trans=int(bool(trans)), lower=int(lower))
         for name, ops in (("syrk", (a,)), ("syr2k", (a, b))):
-            want = blas(name, dtype)(ALPHA, *ops, beta=BETA, c=c, **args)   # the other triangle: c's, untouched
+            want = scipy_blas(name, dtype)(ALPHA, *ops, beta=BETA, c=c, **args)   # the other triangle: c's, untouched
             dc = dev(c)
             got = getattr(gpublas, name)(*map(dev, ops), dc, trans=trans, lower=lower, alpha=ALPHA, beta=BETA)
             assert got is dc
             assert_close(got, want, k=2 * n)
-            np.testing.assert_array_equal(got.get()[np.triu_indices(order, 1) if lower else np.tril_indices(order, -1)],
-                                          c[np.triu_indices(order, 1) if lower else np.tril_indices(order, -1)])
+            np.testing.assert_array_equal(got.get()[other_triangle(order, lower)], c[other_triangle(order, lower)])
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -88,7 +67,8 @@ def test_past_the_real_leaf_into_views(rng, dtype):
     dbig = dev(big)
     gpublas.syr2k(dev(a)[:, ::2], dev(b), dbig[1:132, 4:135], trans=True, lower=True, alpha=ALPHA, beta=BETA)
     want = big.copy()
-    want[1:132, 4:135] = blas("syr2k", dtype)(ALPHA, a[:, ::2], b, beta=BETA, c=big[1:132, 4:135], trans=1, lower=1)
+    want[1:132, 4:135] = scipy_blas("syr2k", dtype)(ALPHA, a[:, ::2], b, beta=BETA, c=big[1:132, 4:135], trans=1,
+                                                    lower=1)
     assert_close(dbig, want, k=18)
     s = crandn(rng, (131, 131), dtype)
     got = gpublas.symm(dev(s).T, dbig[1:132, 2:9], side="left", alpha=ALPHA)
@@ -103,55 +83,28 @@ def test_beta_zero_and_alpha_zero_read_nothing(rng, leaf, dtype):
     for name, ops, lower in (("syrk", (a,), True), ("syr2k", (a, b), False)):   # beta == 0: c never read
         got = getattr(gpublas, name)(*map(dev, ops), dev(nan_c), lower=lower, alpha=ALPHA).get()
         tri = np.tril_indices(n) if lower else np.triu_indices(n)
-        assert_close(got[tri], blas(name, dtype)(ALPHA, *ops, lower=int(lower))[tri], k=2 * k)
-        assert np.isnan(got[np.triu_indices(n, 1) if lower else np.tril_indices(n, -1)]).all()
+        assert_close(got[tri], scipy_blas(name, dtype)(ALPHA, *ops, lower=int(lower))[tri], k=2 * k)
+        assert np.isnan(got[other_triangle(n, lower)]).all()
     sq = crandn(rng, (n, n), dtype)
-    got = gpublas.symm(dev(sq), dev(sq), dev(nan_c), alpha=ALPHA, beta=0.0)
-    assert_close(got, blas("symm", dtype)(ALPHA, sq, sq), k=n)
+    for name in ("symm", "hemm"):
+        got = getattr(gpublas, name)(dev(sq), dev(sq), dev(nan_c), alpha=ALPHA, beta=0.0)
+        assert_close(got, scipy_blas(name, dtype)(ALPHA, sq, sq), k=n)
     # alpha == 0: c = beta c on the triangle, NaN inputs never read
     nan_in, c = np.full((n, k), np.nan, dtype), crandn(rng, (n, n), dtype)
     got = gpublas.syrk(dev(nan_in), dev(c), alpha=0.0, beta=BETA).get()
     assert_close(got, np.triu(BETA * c) + np.tril(c, -1))
     got = gpublas.syr2k(dev(nan_in), dev(nan_in), dev(c), alpha=0.0, beta=0.0, lower=True).get()
     assert_close(got, np.triu(c, 1))
-    got = gpublas.symm(dev(np.full((n, n), np.nan, dtype)), dev(nan_c[:, :3]), dev(c[:, :3]), alpha=0.0, beta=BETA)
-    assert_close(got, BETA * c[:, :3])
-
-
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("lower", [False, True])
-def test_symv_syr(rng, leaf, dtype, lower):
-    for n in (1, 2, 13):
-        a = crandn(rng, (n, n), dtype)
-        x, y = crandn(rng, 2 * n, dtype), crandn(rng, n, dtype)
-        dx = dev(x)
-        got = gpublas.symv(dev(poison_other_triangle(a, lower)), dx[::2], lower=lower, alpha=ALPHA)
-        assert_close(got, ALPHA * symmetric(a, lower) @ x[::2], k=n)
-        dy = dev(y)
-        assert gpublas.symv(dev(a), dx[1::2], dy, lower=lower, alpha=ALPHA, beta=BETA) is dy
-        assert_close(dy, ALPHA * symmetric(a, lower) @ x[1::2] + BETA * y, k=n)
-        da = dev(a)
-        assert gpublas.syr(dx[::-2], da, alpha=ALPHA, lower=lower) is da
-        assert_close(da, blas("syr", dtype)(ALPHA, x[::-2], a=a, lower=int(lower)), k=2)
-
-
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_symv_syr_read_nothing_they_need_not(rng, dtype):
-    n = 7
-    a, x = crandn(rng, (n, n), dtype), crandn(rng, n, dtype)
-    nan_a, nan_x = dev(np.full((n, n), np.nan, dtype)), dev(np.full(n, np.nan, dtype))
-    y = dev(np.full(n, np.nan, dtype))     # beta == 0: y never read
-    assert_close(gpublas.symv(dev(a), dev(x), y, alpha=ALPHA), ALPHA * symmetric(a, False) @ x, k=n)
-    y0 = crandn(rng, n, dtype)              # alpha == 0: neither a nor x read
-    assert_close(gpublas.symv(nan_a, nan_x, dev(y0), alpha=0.0, beta=BETA), BETA * y0)
-    da = dev(a)
-    gpublas.syr(nan_x, da, alpha=0.0)
-    np.testing.assert_array_equal(da.get(), a)
+    for name in ("symm", "hemm"):
+        got = getattr(gpublas, name)(dev(np.full((n, n), np.nan, dtype)), dev(nan_c[:, :3]), dev(c[:, :3]), alpha=0.0,
+                                     beta=BETA)
+        assert_close(got, BETA * c[:, :3])
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_empty_shapes(rng, dtype):
     assert gpublas.symm(gpublas.zeros((0, 0), dtype), gpublas.zeros((0, 4), dtype)).shape == (0, 4)
+    assert gpublas.hemm(gpublas.zeros((3, 3), dtype), gpublas.zeros((3, 0), dtype)).shape == (3, 0)
     assert gpublas.syrk(gpublas.zeros((0, 5), dtype)).shape == (0, 0)
     c = crandn(rng, (4, 4), dtype)          # k = 0: c = beta c on the triangle, a never read
     got = gpublas.syr2k(gpublas.zeros((4, 0), dtype), gpublas.zeros((4, 0), dtype), dev(c), beta=BETA)
