@@ -102,8 +102,8 @@ def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, str
     float32 c), float32. kernel: one of KERNELS or 'auto' (default: $GPUBLAS_GEMM_KERNEL, else auto).
     Complex operands take op(x) = x.conj().T too (trans 'C'; gpublas.gemm_complex: real GEMMs on the parts)."""
     if gemm_complex.is_complex(a, b, c):
-        return gemm_complex.gemm(gemm, a, b, c, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b,
-                                 stream=stream, kernel=kernel)
+        return gemm_complex.gemm("gemm", gemm_batched, a, b, c, alpha=alpha, beta=beta, trans_a=trans_a,
+                                 trans_b=trans_b, stream=stream, kernel=kernel)
     trans_a, trans_b = gemm_complex.trans_op(trans_a, "gemm") != "N", gemm_complex.trans_op(trans_b, "gemm") != "N"
     dtype, out = _dtypes("gemm", a, b, c, out_dtype)
     for name, x in (("a", a), ("b", b), ("c", c)):
@@ -120,8 +120,8 @@ def gemm_batched(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=Fa
     """gemm on stacks: c[i] = alpha * op(a[i]) @ op(b[i]) + beta * c[i] for a (batch, ., .), b (batch, ., .);
     strided batches, one launch (grid z = batch); dtypes and trans as gemm's."""
     if gemm_complex.is_complex(a, b, c):
-        return gemm_complex.gemm(gemm_batched, a, b, c, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b,
-                                 stream=stream, kernel=kernel)
+        return gemm_complex.gemm("gemm_batched", gemm_batched, a, b, c, alpha=alpha, beta=beta, trans_a=trans_a,
+                                 trans_b=trans_b, stream=stream, kernel=kernel)
     trans_a, trans_b = (gemm_complex.trans_op(t, "gemm_batched") != "N" for t in (trans_a, trans_b))
     operands = dict(a=a, b=b) if c is None else dict(a=a, b=b, c=c)
     dtype, out = _dtypes("gemm_batched", a, b, c, out_dtype)

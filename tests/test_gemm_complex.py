@@ -1,7 +1,8 @@
 """Complex gemm / gemm_batched (cgemm, zgemm) against scipy.linalg.blas in every (trans_a, trans_b)
-of N, T, C, 4M and 3M (gpublas.gemm_complex), shapes 0, 1, primes and non-tile multiples, views,
-complex and real alpha / beta, both sim thread orders; beta == 0 never reads c, alpha == 0 reads
-neither a nor b."""
+of N, T, C, 1M (4M's work in one real GEMM) and 3M (gpublas.gemm_complex), shapes 0, 1, primes and
+non-tile multiples, views (slices, transposes, reversed rows) of a, b and c, complex and real alpha /
+beta, both sim thread orders; beta == 0 never reads c, alpha == 0 reads neither a nor b; the passes
+each path runs (complex_parts.cu) and the real GEMM work (the 4M bound)."""
 import numpy as np
 import pytest
 from scipy.linalg import blas
@@ -27,10 +28,14 @@ def operand(rng, rows, cols, trans, dtype):
     return crandn(rng, (cols, rows) if trans != "N" else (rows, cols), dtype)
 
 
-@pytest.fixture(params=["4m", "3m"])
+def force(monkeypatch, algorithm):
+    """Makes every product take 1M ('1m') or 3M ('3m')."""
+    monkeypatch.setattr(gemm_complex, "THREE_M_MIN", dict.fromkeys(("sim", "cuda"), 1 if algorithm == "3m" else 10**9))
+
+
+@pytest.fixture(params=["1m", "3m"])
 def algorithm(request, monkeypatch):
-    if request.param == "3m":
-        monkeypatch.setattr(gemm_complex, "THREE_M_MIN", 1)
+    force(monkeypatch, request.param)
     return request.param
 
 
@@ -103,17 +108,111 @@ def test_real_gemm_takes_trans_letters(rng):
     np.testing.assert_allclose(got.get(), a.T @ b, rtol=1e-12)
 
 
-@pytest.mark.parametrize("three_m_min, products", [(10**9, 4), (1, 3)])
-def test_4m_and_3m_run_four_and_three_real_products(three_m_min, products, rng, monkeypatch):
-    """The 4M bound: a complex product runs at most 4 real GEMMs of its size (3 with 3M)."""
+@pytest.mark.parametrize("algo, products", [("1m", [(6, 6, 8, 1)]), ("3m", [(6, 3, 4, 3)])])
+def test_4m_bound_real_gemm_work(algo, products, rng, monkeypatch):
+    """The 4M bound: a complex product runs real GEMMs of 4 m n k multiply-adds in all (1M: one of
+    m x 2n x 2k), 3 m n k with 3M (one batched GEMM of three); M, N, K, batch per real GEMM."""
     from gpublas import blas3
-    monkeypatch.setattr(gemm_complex, "THREE_M_MIN", three_m_min)
+    force(monkeypatch, algo)
     sizes, run = [], blas3._run
-    monkeypatch.setattr(blas3, "_run", lambda *args: sizes.append(args[3:6]) or run(*args))
+    monkeypatch.setattr(blas3, "_run", lambda *args: sizes.append(args[3:7]) or run(*args))
     a, b = crandn(rng, (6, 4), np.complex64), crandn(rng, (4, 3), np.complex64)
     got = gpublas.gemm(gpublas.to_device(a), gpublas.to_device(b))
     np.testing.assert_allclose(got.get(), a @ b, **tol(np.complex64, 4))
-    assert sizes == [(6, 3, 4)] * products
+    assert sizes == products
+
+
+def _launches(fn):
+    with gpublas.profile() as p:
+        fn()
+    return {e.name: e.count for e in p.key_averages(group_by_shape=False) if e.kind == "kernel"}
+
+
+@pytest.mark.parametrize("algo, ta, c_view, beta, passes", [
+    ("1m", "N", False, 0.5, {"complex_split": 1}),              # a read and c written in place by the GEMM
+    ("1m", "C", False, 0.0, {"complex_split": 2}),              # op(a) copied into rows, conjugate in b's blocks
+    ("1m", "N", True, 0.0, {"complex_split": 1, "complex_combine": 1}),  # c strided along its rows
+    ("1m", "N", False, 1j, {"complex_split": 1, "complex_combine": 1}),  # complex beta
+    ("3m", "T", True, 1j, {"complex_split": 2, "complex_combine": 1})])
+def test_passes_each_path_runs(algo, ta, c_view, beta, passes, rng, monkeypatch):
+    """Speed by construction: one real GEMM launch and only these elementwise passes (complex_parts.cu)."""
+    force(monkeypatch, algo)
+    dtype = np.complex64
+    a, b = operand(rng, 9, 7, ta, dtype), crandn(rng, (7, 5), dtype)
+    c0 = crandn(rng, (9, 10), dtype)
+    c = gpublas.to_device(c0)
+    out = c[:, ::2] if c_view else c[:, :5]
+    da, db = gpublas.to_device(a), gpublas.to_device(b)
+    gpublas.gemm(da, db, out, beta=beta, trans_a=ta)  # compiled and warm
+    out.set(c0[:, ::2] if c_view else c0[:, :5])
+    counts = _launches(lambda: gpublas.gemm(da, db, out, alpha=2 - 1j, beta=beta, trans_a=ta))
+    gemms = {k: v for k, v in counts.items() if k.startswith("gemm")}
+    assert list(gemms.values()) == [1] and {k: v for k, v in counts.items() if k not in gemms} == passes
+    op_a = a if ta == "N" else (a.T if ta == "T" else a.conj().T)
+    ref = (2 - 1j) * op_a @ b + beta * (c0[:, ::2] if c_view else c0[:, :5])
+    np.testing.assert_allclose(out.get(), ref, **tol(dtype, 7))
+    if c_view:  # the columns between were not written
+        np.testing.assert_array_equal(c.get()[:, 1::2], c0[:, 1::2])
+
+
+LAYOUTS = ["contiguous", "column slice", "transposed", "reversed rows"]
+
+
+def _view(host, layout):
+    """A device view of `host` (2-D) in `layout`: its values are host's."""
+    if layout == "contiguous":
+        return gpublas.to_device(host)
+    if layout == "column slice":  # unit stride lost along rows
+        big = np.zeros((host.shape[0], 2 * host.shape[1] + 1), host.dtype)
+        big[:, 1::2] = host
+        return gpublas.to_device(big)[:, 1::2]
+    if layout == "transposed":
+        return gpublas.to_device(np.ascontiguousarray(host.T)).T
+    return gpublas.to_device(np.ascontiguousarray(host[::-1]))[::-1]
+
+
+@pytest.mark.parametrize("dtype", COMPLEX)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("beta", [0.0, -0.5, 0.25 - 1j])
+def test_operand_and_output_views(dtype, layout, beta, algorithm, rng):
+    """a, b and c each as a slice, a transposed view or reversed rows (read and written in place), every
+    trans; beta == 0 over a c of NaN."""
+    m, n, k = 11, 7, 13
+    for ta, tb in [("N", "N"), ("T", "C"), ("C", "N")]:
+        a, b = operand(rng, m, k, ta, dtype), operand(rng, k, n, tb, dtype)
+        c0 = np.full((m, n), np.nan, dtype) if beta == 0 else crandn(rng, (m, n), dtype)
+        c = _view(c0, layout)
+        got = gpublas.gemm(_view(a, layout), _view(b, layout), c, alpha=1.5 + 0.5j, beta=beta, trans_a=ta, trans_b=tb)
+        assert got is c
+        ref_gemm = blas.cgemm if dtype == np.complex64 else blas.zgemm
+        ref = ref_gemm(1.5 + 0.5j, a, b, trans_a=CODE[ta], trans_b=CODE[tb])
+        if beta != 0:
+            ref = ref + beta * c0
+        np.testing.assert_allclose(c.get(), ref, **tol(dtype, k))
+
+
+@pytest.mark.parametrize("dtype", COMPLEX)
+def test_split_and_combine_kernels(dtype, rng):
+    """complex_split's planes (coefficients, offsets, column stride) of a transposed view, and
+    complex_combine's 3M recombination with alpha and beta, against NumPy."""
+    x = crandn(rng, (2, 5, 3), dtype)  # op 'T': (2, 3, 5)
+    real = np.dtype(dtype).char.lower()
+    w = gemm_complex.workspace(2, 3, 10, np.dtype(real))
+    ld = w.strides[1] // w.itemsize
+    assert ld > 10 and ld & (ld - 1) and (ld * w.itemsize) % 16 == 0  # padded, no power of two, aligned
+    gemm_complex.split(gpublas.to_device(x), "T", w, ld, 2, [(0, 1.0, -2.0), (1, 0.5, 0.0)])
+    xt = np.swapaxes(x, 1, 2)
+    np.testing.assert_allclose(w.get()[:, :, 0::2], xt.real - 2 * xt.imag, **tol(dtype, 2))
+    np.testing.assert_array_equal(w.get()[:, :, 1::2], 0.5 * xt.real)
+    t = rng.standard_normal((3 * 2, 4, 6)).astype(real)  # T0, T1, T2 of a batch of 2
+    dt = gemm_complex.workspace(6, 4, 6, np.dtype(real))
+    dt[...] = gpublas.to_device(t)
+    gap = dt.strides[0] // dt.itemsize
+    c0 = crandn(rng, (2, 4, 6), dtype)
+    c = gpublas.to_device(c0)
+    gemm_complex.combine(dt, 1, 2 * gap, 4 * gap, True, 2 - 1j, 0.5j, c)
+    p, q = t[:2] - t[2:4], t[4:] - t[:2] - t[2:4]
+    np.testing.assert_allclose(c.get(), (2 - 1j) * (p + 1j * q) + 0.5j * c0, **tol(dtype, 4))
 
 
 @pytest.mark.parametrize("dtype", COMPLEX)
