@@ -1,8 +1,11 @@
 """compute: GEMM, GEMV, elementwise (axpy, x + y) and reduction (sum, dot) throughput, each beside
-NumPy on the host CPU in the same run and, on a GPU machine, beside cuBLAS through CuPy or PyTorch.
+NumPy on the host CPU in the same run and, on a GPU machine, beside cuBLAS through CuPy or PyTorch;
+complex GEMM (cgemm, zgemm) and the complex level-3 routines and batched LU (compute_tri) too.
 
-Every operation is checked against a float64 NumPy reference first, then timed. GFLOP/s count
-2*M*N*K for GEMM, 2*M*N for GEMV, 2n for axpy and dot, n for add and sum. GB/s count the bytes the
+Every operation is checked against a float64 (complex128) NumPy reference first, then timed. GFLOP/s
+count 2*M*N*K for GEMM (8*M*N*K for cgemm / zgemm), 2*M*N for GEMV, 2n for axpy and dot, n for add and
+sum. A complex GEMM also times the real GEMM of its shape and precision (float32 for cgemm, float64 for
+zgemm): 'x real' is its time over that one's, which the 4M bound keeps at 4 or below (3M: about 3). GB/s count the bytes the
 operation must read plus the bytes it writes (GEMM: A, B read and C written once; axpy: x, y read
 and y written; sum: x read). 'x NumPy' is NumPy's time over gpublas' (above 1: gpublas is faster);
 'x cuBLAS' is the peer's time over gpublas' (1.0: as fast as cuBLAS).
@@ -21,17 +24,22 @@ F32 = np.float32
 
 
 def cases(ctx):
-    """[(op, shape)] for this run: GEMM shapes as (M, N, K), GEMV (M, N), vectors (n,)."""
+    """[(op, shape)] for this run: GEMM shapes as (M, N, K), GEMV (M, N), vectors (n,). --sizes sets the
+    GEMM shapes, float32 and complex."""
     if ctx.sizes:
-        gemms = [parse_shape(s) for s in ctx.sizes]
+        gemms = complex_gemms = [parse_shape(s) for s in ctx.sizes]
     else:
         square = ctx.pick(gpu=[256, 512, 1024, 2048, 4096], sim=[64, 128, 256], quick=[64, 128])
         deep = ctx.pick(gpu=[(256, 4096, 1024), (512, 1024, 4096), (8192, 1024, 1024), (128, 1024, 1024)],
                         sim=[(32, 256, 128), (128, 64, 256)], quick=[(32, 256, 64)])
         gemms = [(n, n, n) for n in square] + list(deep)
+        square = ctx.pick(gpu=[256, 1024, 4096], sim=[128, 256], quick=[64])
+        complex_gemms = [(n, n, n) for n in square] + ctx.pick(gpu=[(8192, 1024, 1024)], sim=[(32, 256, 128)],
+                                                                quick=[])
     gemvs = ctx.pick(gpu=[(4096, 4096), (8192, 1024)], sim=[(256, 256), (512, 128)], quick=[(256, 256)])
     vectors = ctx.pick(gpu=[2**20, 2**24, 2**26], sim=[2**16, 2**20], quick=[2**18])
-    out = [("gemm", s) for s in gemms] + [("gemv", s) for s in gemvs]
+    out = [("gemm", s) for s in gemms] + [(p + "gemm", s) for p in "cz" for s in complex_gemms]
+    out += [("gemv", s) for s in gemvs]
     for op in ("axpy", "add", "sum", "dot"):
         out += [(op, (n,)) for n in vectors]
     return out + ([] if ctx.sizes else compute_tri.cases(ctx))
@@ -43,19 +51,25 @@ def cases(ctx):
 #   ref: the float64 reference of gpu()'s first call; tol: (rtol, atol); flops; bytes;
 #   peer(p): a callable running the same operation through peer p;
 #   result(): where gpu()'s result lands when it works in place (axpy).
-def _gemm(shape, rng):
+def _gemm(shape, rng, dtype=F32):
     m, n, k = shape
-    a, b = rng.uniform(-1, 1, (m, k)).astype(F32), rng.uniform(-1, 1, (k, n)).astype(F32)
-    da, db, dc = gpublas.to_device(a), gpublas.to_device(b), gpublas.empty((m, n), F32)
-    hc = np.empty((m, n), F32)
+    a, b = compute_tri.uniform(rng, (m, k), dtype), compute_tri.uniform(rng, (k, n), dtype)
+    da, db, dc = gpublas.to_device(a), gpublas.to_device(b), gpublas.empty((m, n), dtype)
+    hc = np.empty((m, n), dtype)
+    cplx, item = np.dtype(dtype).kind == "c", np.dtype(dtype).itemsize
 
     def peer(p):
         pa, pb, pc = p.array(a), p.array(b), p.array(hc)
         return lambda: p.gemm(pa, pb, out=pc)
 
-    return dict(gpu=lambda: gpublas.gemm(da, db, dc), host=lambda: np.matmul(a, b, out=hc),
-                ref=a.astype(np.float64) @ b, tol=(1e-4, 1e-4 * math.sqrt(k)),
-                flops=2.0 * m * n * k, bytes=4.0 * (m * k + k * n + m * n), peer=peer)
+    case = dict(gpu=lambda: gpublas.gemm(da, db, dc), host=lambda: np.matmul(a, b, out=hc),
+                ref=compute_tri.wide(a) @ b, tol=compute_tri._tol(dtype, k),
+                flops=(8.0 if cplx else 2.0) * m * n * k, bytes=item * (m * k + k * n + m * n), peer=peer)
+    if cplx:  # the real GEMM of this shape and precision, for 'x real'
+        real = gpublas.dtypes.real_of(dtype)
+        ra, rb, rc = gpublas.to_device(a.real.copy()), gpublas.to_device(b.real.copy()), gpublas.empty((m, n), real)
+        case["twin"] = lambda: gpublas.gemm(ra, rb, rc)
+    return case
 
 
 def _gemv(shape, rng):
@@ -132,13 +146,16 @@ def _dot(shape, rng):
                 flops=2.0 * n, bytes=4.0 * (2 * n + 1), peer=peer)
 
 
-BUILDERS = {"gemm": _gemm, "gemv": _gemv, "axpy": _axpy, "add": _add, "sum": _sum, "dot": _dot,
-            **compute_tri.BUILDERS}
-COMPUTE_BOUND = {"gemm", *compute_tri.OPS}  # the ops whose headline figure is GFLOP/s; the others' is GB/s
+BUILDERS = {"gemm": _gemm, "cgemm": lambda shape, rng: _gemm(shape, rng, np.complex64),
+            "zgemm": lambda shape, rng: _gemm(shape, rng, np.complex128), "gemv": _gemv, "axpy": _axpy, "add": _add,
+            "sum": _sum, "dot": _dot, **compute_tri.BUILDERS}
+# the ops whose headline figure is GFLOP/s; the others' is GB/s
+COMPUTE_BOUND = {"gemm", "cgemm", "zgemm", *compute_tri.OPS, *compute_tri.COMPLEX_OPS}
 
 
 def missing(op):
     """The gpublas pieces `op` needs that are not there yet (another issue lands them)."""
+    op = compute_tri.routine(op)[0]  # 'ztrsm' needs gpublas.trsm
     needs = {"gemm": ("gemm",), "gemv": ("gemv",), "axpy": ("axpy",), "add": (), "sum": ("sum",),
              "dot": ("dot",)}.get(op, (op,))
     out = [f"gpublas.{n}" for n in needs if not hasattr(gpublas, n)]
@@ -150,7 +167,7 @@ def missing(op):
 def shape_label(op, shape):
     if op in compute_tri.BUILDERS:
         return compute_tri.shape_label(op, shape)
-    if op == "gemm":
+    if op.endswith("gemm"):
         return "x".join(map(str, shape)) + ("" if len(set(shape)) > 1 else " (square)")
     return "x".join(map(str, shape))
 
@@ -177,6 +194,9 @@ def measure_op(report, ctx, op, shape, peer=None, rng=None, host=True):
     row["intensity"] = case["flops"] / case["bytes"]
     row["metric"] = "GFLOP/s" if op in COMPUTE_BOUND else "GB/s"
     row["rate"] = row["gflops"] if op in COMPUTE_BOUND else row["gbps"]
+    if "twin" in case:  # a complex GEMM's real twin, timed right after it
+        tt = measure(case["twin"], ctx)
+        row.update(real_ms=tt.median_ms, vs_real=t.median_ms / tt.median_ms)
     if host:
         th = measure_host(case["host"], ctx)
         row.update(numpy_ms=th.median_ms, numpy_spread_pct=th.spread_pct, vs_numpy=th.median_ms / t.median_ms)
@@ -201,7 +221,7 @@ def measure_op(report, ctx, op, shape, peer=None, rng=None, host=True):
 COLUMNS = [("op", "op", "s"), ("shape", "shape", "s"), ("ms", "ms", ".4f"), ("spread_pct", "±%", ".1f"),
            ("rate", "gpublas", ".2f"), ("metric", "unit", "s"), ("numpy_rate", "NumPy", ".2f"),
            ("vs_numpy", "x NumPy", ".2f"), ("peer_rate", "cuBLAS", ".2f"), ("vs_peer", "x cuBLAS", ".2f"),
-           ("vs_gemm", "x GEMM", ".2f")]
+           ("vs_gemm", "x GEMM", ".2f"), ("vs_real", "x real", ".2f")]
 
 
 def run(ctx):
@@ -212,8 +232,10 @@ def run(ctx):
         measure_op(report, ctx, op, shape, peer, rng)
     compute_tri.relate_to_gemm(report.rows)
     report.columns = COLUMNS
-    report.note("trsm, trmm, syrk: n^3 FLOPs, symm, syr2k: 2 n^3, getrf: 2/3 n^3 per matrix; 'x GEMM': the rate over "
-                "GEMM's at the same n (benchmarks/compute_tri.py)")
+    report.note("trsm, trmm, syrk: n^3 FLOPs, symm, syr2k: 2 n^3, getrf: 2/3 n^3 per matrix (complex: 4x); 'x GEMM': "
+                "the rate over the GEMM's of the same n and dtype (benchmarks/compute_tri.py)")
+    report.note("cgemm / zgemm: 8 MNK FLOPs; 'x real': the time over the real GEMM's of the same shape and "
+                "precision, measured right after (the 4M bound: 4 at most)")
     report.note("GFLOP/s for GEMM; GB/s (bytes read + written, 1e9/s) for GEMV, axpy, add, sum, dot")
     report.note("NumPy runs on the host CPU in the same process; 'x NumPy' > 1 means gpublas is faster")
     if peer is not None:

@@ -2,10 +2,13 @@
 trsm, trmm, symm, syrk, syr2k on n x n operands and getrf_batched on many small matrices, each beside
 SciPy's BLAS/LAPACK on the host (scipy.linalg.blas ?trsm ..., scipy.linalg.lu_factor per matrix) and,
 where the peer library has the routine, cuBLAS (trsm: solve_triangular; getrf: batched lu_factor).
+Each runs in float32 (rows named by the routine: 'trsm') and in complex64 and complex128 (cuBLAS's
+names: 'ctrsm', 'ztrsm'); symm, syrk and syr2k are symmetric in complex too (csymm: nothing conjugated).
 
 GFLOP/s count the routine's own FLOPs (trsm, trmm, syrk: n^3; symm, syr2k: 2 n^3; getrf: 2/3 n^3 per
-matrix), so 'x GEMM' (this rate over the compute suite's GEMM of the same n, when it ran) says how near
-GEMM speed the routine runs: the blocked routines put all but the diagonal blocks into GEMM.
+matrix; four times as many in complex, a complex multiply-add being four real ones), so 'x GEMM' (this
+rate over the GEMM's of the same n and dtype, gemm / cgemm / zgemm, when it ran) says how near GEMM
+speed the routine runs: the blocked routines put all but the diagonal blocks into GEMM.
 trsm overwrites b, so each timed call first restores b from a pristine copy (an n^2 copy beside n^3
 FLOPs; the host side pays the same, SciPy copying b).
 """
@@ -19,28 +22,69 @@ import gpublas
 
 F32 = np.float32
 OPS = ("trsm", "trmm", "symm", "syrk", "syr2k", "getrf_batched")
+PREFIX = {"c": np.dtype(np.complex64), "z": np.dtype(np.complex128)}  # the complex rows: 'ctrsm', 'ztrsm', ...
+COMPLEX_OPS = tuple(p + op for p in PREFIX for op in OPS)
+_BLAS = {np.dtype(np.float32): "s", np.dtype(np.float64): "d", **{d: p for p, d in PREFIX.items()}}
+
+
+def routine(op):
+    """(routine, dtype) of a row's op: 'trsm' is float32's, 'ztrsm' complex128's, 'cgemm' complex64's."""
+    if op[0] in PREFIX and (op[1:] in OPS or op[1:] == "gemm"):
+        return op[1:], PREFIX[op[0]]
+    return op, np.dtype(F32)
 
 
 def cases(ctx):
-    """[(op, shape)]: (n, n) for the level-3 routines, (batch, n) for getrf_batched."""
+    """[(op, shape)]: (n, n) for the level-3 routines, (batch, n) for getrf_batched; float32, then complex."""
     square = ctx.pick(gpu=[512, 1024, 2048, 4096], sim=[64, 128], quick=[64])
     out = [(op, (n, n)) for op in OPS[:-1] for n in square]
     lu = ctx.pick(gpu=[(10000, 8), (10000, 16), (10000, 32), (1000, 64)], sim=[(256, 8), (64, 32)],
                   quick=[(64, 16)])
-    return out + [("getrf_batched", s) for s in lu]
+    out += [("getrf_batched", s) for s in lu]
+    square = ctx.pick(gpu=[1024, 4096], sim=[128], quick=[64])  # sizes compute's cgemm / zgemm rows have
+    lu = ctx.pick(gpu=[(10000, 16), (1000, 64)], sim=[(64, 16)], quick=[(16, 8)])
+    for p in PREFIX:
+        out += [(p + op, (n, n)) for op in OPS[:-1] for n in square] + [(p + "getrf_batched", s) for s in lu]
+    return out
 
 
-def _triangle(rng, n):
+def uniform(rng, shape, dtype):
+    """Entries uniform in [-1, 1) (both parts for a complex dtype)."""
+    x = rng.uniform(-1, 1, shape)
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * rng.uniform(-1, 1, shape)
+    return x.astype(dtype)
+
+
+def wide(x):
+    """x in float64 (complex128): the references' precision."""
+    return x.astype(np.result_type(x.dtype, np.float64))
+
+
+def _scale(dtype):
+    """(FLOPs per real multiply-add's two, bytes per element): complex counts four real multiply-adds."""
+    dtype = np.dtype(dtype)
+    return (4.0 if dtype.kind == "c" else 1.0), float(dtype.itemsize)
+
+
+def _tol(dtype, n):
+    """(rtol, atol) for a product of inner size n."""
+    eps = 1e-4 if np.dtype(dtype) in (np.float32, np.complex64) else 1e-10
+    return eps, eps * math.sqrt(n)
+
+
+def _triangle(rng, n, dtype):
     """A lower triangle with unit-sized diagonal entries: a well-conditioned solve at any n."""
-    a = np.tril(rng.uniform(-1, 1, (n, n))) / math.sqrt(n)
+    a = np.tril(uniform(rng, (n, n), dtype)) / math.sqrt(n)
     np.fill_diagonal(a, rng.uniform(1, 2, n))
-    return a.astype(F32)
+    return a.astype(dtype)
 
 
-def _trsm(shape, rng):
+def _trsm(shape, rng, dtype):
     n, m = shape
-    a, b = _triangle(rng, n), rng.uniform(-1, 1, (n, m)).astype(F32)
-    da, db0, db = gpublas.to_device(a), gpublas.to_device(b), gpublas.empty((n, m), F32)
+    a, b = _triangle(rng, n, dtype), uniform(rng, (n, m), dtype)
+    da, db0, db = gpublas.to_device(a), gpublas.to_device(b), gpublas.empty((n, m), dtype)
+    host_trsm, (f, item) = getattr(sblas, _BLAS[np.dtype(dtype)] + "trsm"), _scale(dtype)
 
     def gpu():
         db.copy_from(db0)
@@ -50,48 +94,53 @@ def _trsm(shape, rng):
         pa, pb = p.array(a), p.array(b)
         return lambda: p.trsm(pa, pb)
 
-    return dict(gpu=gpu, host=lambda: sblas.strsm(1.0, a, b, lower=1),
-                ref=scipy.linalg.solve_triangular(a.astype(np.float64), b, lower=True),
-                tol=(1e-3, 1e-3), flops=1.0 * n * n * m, bytes=4.0 * (n * n / 2 + 2 * n * m), peer=peer)
+    rtol = 1e-3 if np.dtype(dtype) in (np.float32, np.complex64) else 1e-9
+    return dict(gpu=gpu, host=lambda: host_trsm(1.0, a, b, lower=1),
+                ref=scipy.linalg.solve_triangular(wide(a), b, lower=True),
+                tol=(rtol, rtol), flops=f * n * n * m, bytes=item * (n * n / 2 + 2 * n * m), peer=peer)
 
 
-def _trmm(shape, rng):
+def _trmm(shape, rng, dtype):
     n, m = shape
-    a, b = _triangle(rng, n), rng.uniform(-1, 1, (n, m)).astype(F32)
+    a, b = _triangle(rng, n, dtype), uniform(rng, (n, m), dtype)
     da, db = gpublas.to_device(a), gpublas.to_device(b)
-    return dict(gpu=lambda: gpublas.trmm(da, db, lower=True), host=lambda: sblas.strmm(1.0, a, b, lower=1),
-                ref=np.tril(a).astype(np.float64) @ b, tol=(1e-4, 1e-4 * math.sqrt(n)),
-                flops=1.0 * n * n * m, bytes=4.0 * (n * n / 2 + 2 * n * m))
+    host_trmm, (f, item) = getattr(sblas, _BLAS[np.dtype(dtype)] + "trmm"), _scale(dtype)
+    return dict(gpu=lambda: gpublas.trmm(da, db, lower=True), host=lambda: host_trmm(1.0, a, b, lower=1),
+                ref=np.tril(wide(a)) @ b, tol=_tol(dtype, n), flops=f * n * n * m,
+                bytes=item * (n * n / 2 + 2 * n * m))
 
 
-def _symm(shape, rng):
+def _symm(shape, rng, dtype):
     n, m = shape
-    a, b = rng.uniform(-1, 1, (n, n)).astype(F32), rng.uniform(-1, 1, (n, m)).astype(F32)
-    da, db, dc = gpublas.to_device(a), gpublas.to_device(b), gpublas.empty((n, m), F32)
-    full = np.triu(a) + np.triu(a, 1).T
-    return dict(gpu=lambda: gpublas.symm(da, db, dc), host=lambda: sblas.ssymm(1.0, a, b),
-                ref=full.astype(np.float64) @ b, tol=(1e-4, 1e-4 * math.sqrt(n)),
-                flops=2.0 * n * n * m, bytes=4.0 * (n * n / 2 + 2 * n * m))
+    a, b = uniform(rng, (n, n), dtype), uniform(rng, (n, m), dtype)
+    da, db, dc = gpublas.to_device(a), gpublas.to_device(b), gpublas.empty((n, m), dtype)
+    full = np.triu(a) + np.triu(a, 1).T  # symmetric, not Hermitian
+    host_symm, (f, item) = getattr(sblas, _BLAS[np.dtype(dtype)] + "symm"), _scale(dtype)
+    return dict(gpu=lambda: gpublas.symm(da, db, dc), host=lambda: host_symm(1.0, a, b),
+                ref=wide(full) @ b, tol=_tol(dtype, n), flops=2 * f * n * n * m,
+                bytes=item * (n * n / 2 + 2 * n * m))
 
 
-def _syrk(shape, rng, two=False):
+def _syrk(shape, rng, dtype, two=False):
     n, k = shape
-    a, b = rng.uniform(-1, 1, (n, k)).astype(F32), rng.uniform(-1, 1, (n, k)).astype(F32)
-    da, db, dc = gpublas.to_device(a), gpublas.to_device(b), gpublas.zeros((n, n), F32)
-    a64 = a.astype(np.float64)
+    a, b = uniform(rng, (n, k), dtype), uniform(rng, (n, k), dtype)
+    da, db, dc = gpublas.to_device(a), gpublas.to_device(b), gpublas.zeros((n, n), dtype)
+    a64, prefix, (f, item) = wide(a), _BLAS[np.dtype(dtype)], _scale(dtype)
+    rtol, atol = _tol(dtype, k)
     if two:
-        return dict(gpu=lambda: gpublas.syr2k(da, db, dc, lower=True), host=lambda: sblas.ssyr2k(1.0, a, b, lower=1),
-                    ref=np.tril(a64 @ b.T + b @ a64.T), tol=(1e-4, 2e-4 * math.sqrt(k)),
-                    flops=2.0 * n * n * k, bytes=4.0 * (2 * n * k + n * n / 2))
-    return dict(gpu=lambda: gpublas.syrk(da, dc, lower=True), host=lambda: sblas.ssyrk(1.0, a, lower=1),
-                ref=np.tril(a64 @ a64.T), tol=(1e-4, 1e-4 * math.sqrt(k)),
-                flops=1.0 * n * n * k, bytes=4.0 * (n * k + n * n / 2))
+        host = getattr(sblas, prefix + "syr2k")
+        return dict(gpu=lambda: gpublas.syr2k(da, db, dc, lower=True), host=lambda: host(1.0, a, b, lower=1),
+                    ref=np.tril(a64 @ b.T + b @ a64.T), tol=(rtol, 2 * atol),
+                    flops=2 * f * n * n * k, bytes=item * (2 * n * k + n * n / 2))
+    host = getattr(sblas, prefix + "syrk")
+    return dict(gpu=lambda: gpublas.syrk(da, dc, lower=True), host=lambda: host(1.0, a, lower=1),
+                ref=np.tril(a64 @ a64.T), tol=(rtol, atol), flops=f * n * n * k, bytes=item * (n * k + n * n / 2))
 
 
-def _getrf(shape, rng):
+def _getrf(shape, rng, dtype):
     batch, n = shape
-    a = (rng.uniform(-1, 1, (batch, n, n)) + 2 * np.eye(n)).astype(F32)
-    da = gpublas.to_device(a)
+    a = (uniform(rng, (batch, n, n), dtype) + 2 * np.eye(n)).astype(dtype)
+    da, (f, item) = gpublas.to_device(a), _scale(dtype)
 
     def host():
         for m in a:
@@ -101,22 +150,35 @@ def _getrf(shape, rng):
         pa = p.array(a)
         return lambda: p.getrf_batched(pa)
 
-    ref = np.stack([scipy.linalg.lu_factor(m.astype(np.float64))[0] for m in a])
-    return dict(gpu=lambda: gpublas.getrf_batched(da)[0], host=host, ref=ref, tol=(1e-3, 1e-3),
-                flops=2.0 / 3.0 * n ** 3 * batch, bytes=4.0 * 2 * n * n * batch, peer=peer)
+    ref = np.stack([scipy.linalg.lu_factor(wide(m))[0] for m in a])
+    tol = 1e-3 if np.dtype(dtype) in (np.float32, np.complex64) else 1e-9
+    return dict(gpu=lambda: gpublas.getrf_batched(da)[0], host=host, ref=ref, tol=(tol, tol),
+                flops=f * 2.0 / 3.0 * n ** 3 * batch, bytes=item * 2 * n * n * batch, peer=peer)
 
 
-BUILDERS = {"trsm": _trsm, "trmm": _trmm, "symm": _symm, "syrk": _syrk,
-            "syr2k": lambda shape, rng: _syrk(shape, rng, two=True), "getrf_batched": _getrf}
+_BUILDERS = {"trsm": _trsm, "trmm": _trmm, "symm": _symm, "syrk": _syrk,
+             "syr2k": lambda shape, rng, dtype: _syrk(shape, rng, dtype, two=True), "getrf_batched": _getrf}
+
+
+def _builder(op):
+    name, dtype = routine(op)
+    return lambda shape, rng: _BUILDERS[name](shape, rng, dtype)
+
+
+BUILDERS = {op: _builder(op) for op in OPS + COMPLEX_OPS}
 
 
 def shape_label(op, shape):
-    return f"{shape[0]} x {shape[1]}x{shape[1]}" if op == "getrf_batched" else "x".join(map(str, shape))
+    return f"{shape[0]} x {shape[1]}x{shape[1]}" if op.endswith("getrf_batched") else "x".join(map(str, shape))
 
 
 def relate_to_gemm(rows):
-    """Adds 'vs_gemm' (rate / the GEMM rate of the same square n) to this module's rows."""
-    gemm = {r["dims"][0]: r["rate"] for r in rows if r["op"] == "gemm" and len(set(r["dims"])) == 1}
+    """Adds 'vs_gemm' (rate / the rate of the GEMM of the same square n and dtype: gemm, cgemm, zgemm) to
+    this module's level-3 rows."""
+    gemm = {(r["op"], r["dims"][0]): r["rate"] for r in rows
+            if routine(r["op"])[0] == "gemm" and len(set(r["dims"])) == 1}
     for r in rows:
-        if r["op"] in OPS[:-1] and r["dims"][0] in gemm:
-            r["vs_gemm"] = r["rate"] / gemm[r["dims"][0]]
+        name, dtype = routine(r["op"])
+        key = (("gemm" if dtype == F32 else r["op"][0] + "gemm"), r["dims"][0])
+        if name in OPS[:-1] and key in gemm:
+            r["vs_gemm"] = r["rate"] / gemm[key]

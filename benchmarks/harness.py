@@ -163,9 +163,10 @@ class Report:
         ref = np.asarray(ref)
         ok = got.shape == ref.shape or got.size == ref.size
         bad = np.zeros(0, bool)
-        if ok:
-            g = got.reshape(ref.shape).astype(np.float64)
-            r = ref.astype(np.float64)
+        if ok:  # compared in float64, or complex128 when either side is complex
+            wide = np.complex128 if np.iscomplexobj(got) or np.iscomplexobj(ref) else np.float64
+            g = got.reshape(ref.shape).astype(wide)
+            r = ref.astype(wide)
             bad = ~(np.abs(g - r) <= atol + rtol * np.abs(r))
             ok = not bad.any()
         self.checks.append({"name": name, "passed": bool(ok)})

@@ -133,6 +133,50 @@ def test_failed_check_is_reported(capsys):
     out = capsys.readouterr().out
     assert "CHECK FAILED bad: 1 of 3" in out and "at (2,)" in out
     assert not rep.check_equal("copy", np.arange(4, dtype=np.uint8), np.zeros(4, np.uint8))
+    assert not rep.check("conjugated", np.array([1 - 1j]), np.array([1 + 1j]))  # imaginary parts compared
+    assert rep.check("complex", np.array([1 + 1j], np.complex64), np.array([1 + 1j]))
+
+
+COMPLEX_OPS = ["cgemm", "zgemm", "ctrsm", "ztrsm", "ctrmm", "ztrmm", "csymm", "zsymm", "csyrk", "zsyrk", "csyr2k",
+               "zsyr2k", "cgetrf_batched", "zgetrf_batched"]
+
+
+def test_compute_runs_complex_rows():
+    """The compute suite's sweeps have cgemm / zgemm and the complex level-3 and LU rows (quick, the sim's
+    and the GPU's), --sizes gives GEMM rows in float32 and complex."""
+    from benchmarks import compute
+    for ctx in (harness.Context(quick=True), harness.Context()):
+        ops = {op for op, _ in compute.cases(ctx)}
+        assert set(COMPLEX_OPS) <= ops, set(COMPLEX_OPS) - ops
+    sized = compute.cases(harness.Context(sizes=("16", "8x4x2")))
+    assert [(op, s) for op, s in sized if op.endswith("gemm")] == [
+        (op, s) for op in ("gemm", "cgemm", "zgemm") for s in ((16, 16, 16), (8, 4, 2))]
+
+
+@pytest.mark.parametrize("op", COMPLEX_OPS)
+def test_compute_complex_row_is_checked_and_timed(op):
+    """Each complex row checks against its complex128 reference, times, counts complex FLOPs; cgemm / zgemm
+    add the real GEMM of their shape ('x real')."""
+    from benchmarks import compute
+    ctx = harness.Context(quick=True, repeats=1)
+    rep = harness.Report("compute", ctx)
+    shape = (4, 8) if op.endswith("getrf_batched") else (12, 12, 12) if op.endswith("gemm") else (12, 12)
+    row = compute.measure_op(rep, ctx, op, shape)
+    assert row is not None and rep.checks_passed and [c["name"] for c in rep.checks] == [row["op"] + " " + row["shape"]]
+    assert row["metric"] == "GFLOP/s" and row["gflops"] > 0 and row["numpy_ms"] > 0
+    if op.endswith("gemm"):
+        assert row["flops"] == 8 * 12 ** 3 and row["real_ms"] > 0 and row["vs_real"] > 0
+    if op[1:] == "trsm":
+        assert row["flops"] == 4 * 12 ** 3  # a complex multiply-add is four real ones
+
+
+def test_compute_relates_complex_rows_to_their_gemm():
+    from benchmarks import compute_tri
+    rows = [{"op": "cgemm", "dims": [64, 64, 64], "rate": 10.0}, {"op": "gemm", "dims": [64, 64, 64], "rate": 40.0},
+            {"op": "ctrsm", "dims": [64, 64], "rate": 5.0}, {"op": "trsm", "dims": [64, 64], "rate": 4.0},
+            {"op": "zsyrk", "dims": [64, 64], "rate": 1.0}]
+    compute_tri.relate_to_gemm(rows)
+    assert rows[2]["vs_gemm"] == 0.5 and rows[3]["vs_gemm"] == 0.1 and "vs_gemm" not in rows[4]
 
 
 def test_measure_and_helpers():
