@@ -267,3 +267,17 @@ def test_bf16_state_dict_and_checkpoint_round_trip(tmp_path):
     for (k, va), vb in zip(a.state_dict().items(), b.state_dict().values()):
         assert va.dtype == vb.dtype and np.array_equal(va.astype(np.float64), vb.astype(np.float64)), k
     assert b.state_dict()["0.weight"].dtype == bf and b.state_dict()["1.running_mean"].dtype == np.float32
+
+
+def test_bf16_embedding_sums_its_gradient_in_fp32(rng):
+    """About 120 lookups of each of 3 rows: a bf16 table's gradient is the FP32 sum rounded once (a sum
+    kept in bf16 rounds at every add)."""
+    bf = gpublas.bfloat16
+    nn.manual_seed(1)
+    e16, e32 = nn.Embedding(5, 6, dtype=bf), nn.Embedding(5, 6)
+    idx = rng.integers(0, 3, (40, 9))
+    e16(idx), e32(idx)
+    dy = rng.standard_normal((40, 9, 6)).astype(bf)
+    e16.backward(gpublas.to_device(dy))
+    e32.backward(gpublas.to_device(dy.astype(np.float32)))
+    np.testing.assert_array_equal(e16.weight.grad.get().view(np.uint16), e32.weight.grad.get().astype(bf).view(np.uint16))

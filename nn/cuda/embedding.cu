@@ -7,7 +7,8 @@
 // embedding_backward: deterministic scatter-add without atomics. Block of B <= EMB_THREADS threads (the
 //                     launcher picks B from D), grid (V, ceil(D / B)): block (r, b) owns weight row r,
 //                     columns b*B + threadIdx.x. The block walks idx in tiles of B staged in shared memory; each thread adds dy[i, d] for every i
-//                     with idx[i] == r, in increasing i, into a register, then dweight[r, d] += that sum.
+//                     with idx[i] == r, in increasing i, into a register (acc_real: float for 16-bit data), then
+//                     dweight[r, d] += that sum, rounded once.
 //                     Same order every run, so the same bits. Rows equal to padding_idx (-1: none) get
 //                     nothing; an index outside [0, V) matches no row. Work is V * n index compares: right for character and small-word vocabularies.
 #include "common.cuh"
@@ -30,7 +31,7 @@ extern "C" __global__ void embedding_backward(const real* __restrict__ dy, const
     if (r == padding_idx) return;                       // the whole block leaves: no barrier is skipped
     const int B = blockDim.x;
     const int d = blockIdx.y * B + threadIdx.x;
-    real acc = 0;
+    acc_real acc = 0;
     for (long long t0 = 0; t0 < n; t0 += B) {
         const long long i = t0 + threadIdx.x;
         tile[threadIdx.x] = i < n ? idx[i] : -1;
@@ -38,8 +39,8 @@ extern "C" __global__ void embedding_backward(const real* __restrict__ dy, const
         const int count = (int)(n - t0 < B ? n - t0 : B);
         if (d < D)
             for (int k = 0; k < count; ++k)
-                if (tile[k] == r) acc += dy[(t0 + k) * D + d];
+                if (tile[k] == r) acc += load_as(dy[(t0 + k) * D + d]);
         __syncthreads();                                // the tile is refilled next
     }
-    if (d < D) dweight[(long long)r * D + d] += acc;
+    if (d < D) dweight[(long long)r * D + d] = convert<real>(load_as(dweight[(long long)r * D + d]) + acc);
 }
