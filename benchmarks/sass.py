@@ -221,13 +221,28 @@ def family_rows(family, real, arch, root=None):
 
 
 # -- the suite ------------------------------------------------------------------------------------
-REALS = {"gemm_half": ("__nv_bfloat16", "__half")}  # families built for other element types than float/double
+# families built for other element types than float/double: the 16-bit GEMMs; the complex instantiations
+# of the routines cuBLAS has in C and Z with kernels of their own (complex GEMM runs complex_parts.cu and
+# the real GEMM kernels in float / double, listed as they are)
+REALS = {"gemm_half": ("__nv_bfloat16", "__half"), "triangular": ("float", "double", "cfloat", "cdouble"),
+         "getrf": ("float", "double", "cfloat", "cdouble")}
+COMPLEX_GEMM = ("complex_parts",)  # the family of complex GEMM's passes (gpublas/gemm_complex.py)
 COLUMNS = [("kernel", "kernel", "s"), ("real", "real", "s"), ("regs", "regs", "d"), ("spill_bytes", "spill B", "d"),
            ("smem", "smem B", "d"), ("threads", "threads", "d"), ("occupancy", "occ", ".0%"),
            ("FFMA", "FFMA", "d"), ("DFMA", "DFMA", "d"), ("HMMA", "HMMA", "d"), ("HGMMA", "HGMMA", "d"), ("LDS", "LDS", "d"),
            ("LDS.128", "LDS.128", "d"), ("LDSM", "LDSM", "d"), ("LD", "LD", "d"), ("LDG", "LDG", "d"), ("LDG.128", "LDG.128", "d"), ("LDGSTS", "LDGSTS", "d"),
            ("BAR", "BAR", "d"), ("loop_instr", "loop", "d"), ("loop_fma", "loop FMA", "d"),
            ("fma_share", "FMA share", ".0%"), ("flop_per_smem_byte", "FLOP/smem B", ".2f")]
+
+
+def instantiations(quick=False):
+    """[(root, family, real)] the report covers: every family of cuda_src/ and nn/cuda/ in float and double
+    (REALS: other element types); quick: the GEMM families and complex GEMM's passes."""
+    from nn.kernels import KERNELS as NN_KERNELS
+    families = [(None, f) for f in source.families()] + [(NN_KERNELS, f) for f in source.families(NN_KERNELS)]
+    if quick:
+        families = [(root, f) for root, f in families if f.startswith("gemm") or f in COMPLEX_GEMM]
+    return [(root, f, real) for root, f in families for real in REALS.get(f, ("float", "double"))]
 
 
 def run(ctx):
@@ -238,21 +253,18 @@ def run(ctx):
         report.skip("SASS report", why)
         report.note(f"no report: {why}")
         return report
-    from nn.kernels import KERNELS as NN_KERNELS
-    families = [(None, f) for f in source.families()] + [(NN_KERNELS, f) for f in source.families(NN_KERNELS)]
-    if ctx.quick:
-        families = [(root, f) for root, f in families if f.startswith("gemm")]
-    for root, family in families:
-        for real in REALS.get(family, ("float", "double")):
-            for row in family_rows(family, real, arch, root):
-                report.add(**row)
+    for root, family, real in instantiations(ctx.quick):
+        for row in family_rows(family, real, arch, root):
+            report.add(**row)
     spilling = [f"{r['kernel']} ({r['real']})" for r in report.rows if r["spill_bytes"]]
     report.checks.append({"name": "no kernel spills registers", "passed": not spilling, "detail": spilling})
     report.columns = COLUMNS
     report.note(f"{arch}; FMA share and FLOP/smem B are the largest loop body's (the main loop of a GEMM), per "
                 "thread; occupancy assumes the block size in __launch_bounds__, else 256 threads")
+    report.note("complex GEMM (gemm_complex.py) runs complex_split / complex_combine and the real GEMM kernels of "
+                "gemm.cu / gemm_v2.cu in float (complex64) or double (complex128)")
     if ctx.quick:
-        report.note("--quick: the GEMM families only")
+        report.note("--quick: the GEMM families and complex GEMM's passes only")
     return report
 
 

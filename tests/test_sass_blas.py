@@ -1,7 +1,8 @@
 """The issue-23 kernels read as compiled code (benchmarks/sass.py: nvcc for sm_90, cuobjdump -sass):
 getrf_shared factors in shared memory (its loads after the first copy are LDS, no generic or global
-loads in the factorization), the diagonal-block and elementwise kernels run without a barrier, and none
-spills. Needs nvcc and cuobjdump; skipped, saying which is missing, elsewhere."""
+loads in the factorization), the diagonal-block and elementwise kernels (complex GEMM's passes too) run
+without a barrier, and none spills, in float, double and the complex instantiations the report lists.
+Needs nvcc and cuobjdump; skipped, saying which is missing, elsewhere."""
 import pytest
 
 from benchmarks import sass
@@ -26,9 +27,29 @@ def test_getrf_shared_works_in_shared_memory(real, item):
 
 @pytest.mark.parametrize("real", ["float", "double"])
 @pytest.mark.parametrize("family,kernels", [("triangular", ("tri_fill", "tri_update", "trsm_leaf")),
-                                            ("geam", ("geam", "dgmm")), ("getrf", ("laswp",))])
+                                            ("geam", ("geam", "dgmm")), ("getrf", ("laswp",)),
+                                            ("complex_parts", ("complex_split", "complex_combine"))])
 def test_barrier_free_and_no_spills(family, kernels, real):
     funcs, res = _family(family, real)
     for k in kernels:
         assert sass.mix(funcs[k])["BAR"] == 0, k
         assert res[k]["local"] == 0 and res[k]["stack"] == 0, (k, res[k])
+
+
+def test_report_lists_complex_instantiations_and_the_complex_gemm_path():
+    """The report covers triangular.cu and getrf.cu in cfloat / cdouble beside float / double, and complex
+    GEMM's passes with the real GEMM families (--quick keeps both)."""
+    full, quick = sass.instantiations(), sass.instantiations(quick=True)
+    for family in ("triangular", "getrf"):
+        assert {(None, family, r) for r in ("float", "double", "cfloat", "cdouble")} <= set(full)
+    for covered in (full, quick):
+        assert {(None, f, r) for f in ("complex_parts", "gemm", "gemm_v2") for r in ("float", "double")} <= set(covered)
+    assert all(f.startswith("gemm") or f == "complex_parts" for _, f, _ in quick)
+
+
+@pytest.mark.parametrize("family,real,kernels", [("triangular", "cfloat", ("tri_fill", "tri_update", "trsm_leaf")),
+                                                 ("getrf", "cdouble", ("getrf_shared", "getrf_global", "laswp"))])
+def test_complex_instantiations_build_without_spills(family, real, kernels):
+    rows = {r["kernel"]: r for r in sass.family_rows(family, real, "sm_90")}
+    for k in kernels:
+        assert rows[k]["real"] == real and rows[k]["spill_bytes"] == 0 and rows[k]["instructions"] > 0, rows[k]
