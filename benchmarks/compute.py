@@ -5,9 +5,9 @@ complex GEMM (cgemm, zgemm) and the complex level-3 routines and batched LU (com
 Every operation is checked against a float64 (complex128) NumPy reference first, then timed. GFLOP/s
 count 2*M*N*K for GEMM (8*M*N*K for cgemm / zgemm), 2*M*N for GEMV, 2n for axpy and dot, n for add and
 sum. A complex GEMM also times the real GEMM of its shape and precision (float32 for cgemm, float64 for
-zgemm): 'x real' is its time over that one's, which the 4M bound keeps at 4 or below (3M: about 3). GB/s count the bytes the
-operation must read plus the bytes it writes (GEMM: A, B read and C written once; axpy: x, y read
-and y written; sum: x read). 'x NumPy' is NumPy's time over gpublas' (above 1: gpublas is faster);
+zgemm): 'x real' is its time over that one's, which the 4M bound keeps at 4 or below (3M: about 3).
+GB/s count the bytes the operation must read plus the bytes it writes (GEMM: A, B read and C written
+once; axpy: x, y read and y written; sum: x read). 'x NumPy' is NumPy's time over gpublas' (above 1: gpublas is faster);
 'x cuBLAS' is the peer's time over gpublas' (1.0: as fast as cuBLAS).
 """
 import math
