@@ -21,7 +21,18 @@
 //             thread per column v of B running the substitution down (lower) or up (upper) the column;
 //             the block's threads read the same A(i, j) at once (one broadcast load), B(., v) stays in
 //             the thread's own column, so no barrier. grid.x = batch (A and B zA, zB apart), grid.y
-//             grid-strides over the columns.
+//             grid-strides over the columns. trsm runs it where inverting the blocks would not pay
+//             (a triangle of one block, or few right-hand sides: gpublas/blas3_tri.py says the rule).
+// trtri_blocks: W_d = inv(A_dd) for every diagonal block A_dd = A(d L : d L + r, d L : d L + r) of an n x n
+//             triangle A (`lower` else upper, unit, cj as trsm_leaf; L = leaf <= TRSM_LEAF, r = min(L,
+//             n - d L)), so that trsm's diagonal solves are GEMMs. W is (batch, nb, L, L) contiguous: W_d
+//             in the top-left r x r of its L x L slot, the other triangle written as zeros. One block of
+//             TRSM_LEAF threads per (matrix, diagonal block), grid (batch, nb): the block is staged once
+//             in shared memory as a packed lower triangle (an upper one with its row and column order
+//             reversed, which makes it lower: one substitution for both), one barrier, then thread j
+//             computes column j of the inverse by forward substitution, T x = e_j, its x in W's column
+//             (its own writes read back: no barrier). Shared T(i, u) is read at consecutive u by
+//             consecutive threads (no bank conflict); 2 partial sums shorten the dependent add chain.
 #include "common.cuh"
 
 #define TRI_BLOCK_X 32
@@ -75,5 +86,39 @@ extern "C" __global__ void trsm_leaf(int n, int nrhs, real alpha, const real* __
             }
             b[i * sbr] = unit ? s : s / conj_if(A[i * sar + i * sac], cj);
         }
+    }
+}
+
+// The packed lower triangle T of trtri_blocks: T(i, u), u <= i, at i (i + 1) / 2 + u.
+__device__ __forceinline__ int packed(int i, int u) { return i * (i + 1) / 2 + u; }
+
+extern "C" __global__ void trtri_blocks(int n, int leaf, const real* __restrict__ A, long long sar, long long sac,
+                                        long long za, real* __restrict__ W, int lower, int unit, int cj) {
+    __shared__ real T[TRSM_LEAF * (TRSM_LEAF + 1) / 2];
+    const int d = blockIdx.y, r = min(leaf, n - d * leaf);
+    A += blockIdx.x * za + (long long)d * leaf * (sar + sac);                   // A_dd's corner
+    W += ((long long)blockIdx.x * gridDim.y + d) * leaf * leaf;                 // its slot, leaf x leaf
+    // T(i, u) = A_dd(i, u) (lower) or A_dd(r-1-i, r-1-u) (upper); element (p, q) of A_dd or W_d is
+    // canonical (i, u) = (p, q), or (r-1-p, r-1-q) for an upper triangle
+    const long long rev = lower ? 0 : r - 1, sgn = lower ? 1 : -1;
+    for (int i = 0; i < r; ++i)
+        for (int u = threadIdx.x; u <= i; u += blockDim.x)
+            T[packed(i, u)] = unit && u == i ? (real)1 : conj_if(A[(rev + sgn * i) * sar + (rev + sgn * u) * sac], cj);
+    __syncthreads();
+    const int j = threadIdx.x;
+    if (j >= r) return;
+    real* __restrict__ w = W + rev * leaf + rev;                                // canonical (i, j) of W_d at
+    const long long wr = sgn * leaf, wc = sgn;                                  // w[i * wr + j * wc]
+    for (int i = 0; i < j; ++i) w[i * wr + j * wc] = (real)0;                   // x_i = 0 above the diagonal
+    for (int i = j; i < r; ++i) {
+        real s0 = i == j ? (real)1 : (real)0, s1 = (real)0;                     // (e_j - T(i, j:i-1) x)_i
+        int u = j;
+        for (; u + 1 < i; u += 2) {
+            s0 -= T[packed(i, u)] * w[u * wr + j * wc];
+            s1 -= T[packed(i, u + 1)] * w[(u + 1) * wr + j * wc];
+        }
+        if (u < i) s0 -= T[packed(i, u)] * w[u * wr + j * wc];
+        const real s = s0 + s1;
+        w[i * wr + j * wc] = unit ? s : s / T[packed(i, i)];
     }
 }

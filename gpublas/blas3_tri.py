@@ -13,15 +13,25 @@ read), alpha (complex for complex types). Types S, D, C, Z.
 Every case reduces to side 'left' with op(a) = a by views, never copies: side 'right' solves
 op(a)^T x^T = b^T (b.T, a view), a transpose is a.T with the other triangle. Then it recurses on
 halves split at a multiple of LEAF (a 2x2 block triangle: solve one half, one GEMM updates the other
-half's right-hand side, solve the other), down to diagonal blocks of at most LEAF rows: trsm solves
-those with trsm_leaf (substitution), trmm densifies them (tri_fill: zeros in the other triangle) and
-multiplies with GEMM. So all but about LEAF / n of the FLOPs are GEMM's, in GEMMs as large as the
-halves. BLAS semantics: alpha == 0 writes zeros without reading a or b.
+half's right-hand side, solve the other), down to diagonal blocks of at most LEAF rows. trmm densifies
+those (tri_fill: zeros in the other triangle) and multiplies with GEMM. trsm, as MAGMA's, first inverts
+every diagonal block in one launch (trtri_blocks, a stack of n / LEAF inverses) and solves each block as
+a GEMM with its inverse, out of place into a temporary x that receives the solution (b keeps the updated
+right-hand sides) and is copied into b at the end: every FLOP of the solve is GEMM's, in GEMMs as large
+as the halves, beside the inversion's LEAF^3 / 6 multiply-adds per block whatever the number m of
+right-hand sides. So trsm keeps trsm_leaf (substitution, one thread per right-hand side, in place) where
+that fixed cost does not pay: a triangle of one block (n <= LEAF) or m < LEAF (trsv, getrs' few
+columns). Measured on the sim (n = 512, float32): m = 64 1.2 ms either way, m = 128 2.1 -> 1.8 ms,
+m = 512 34 -> 9 ms. The inverse-based solve is what MAGMA's and cuBLAS's trsm do; its backward error is
+bounded through the inverses': each column of W_d = inv(A_dd) is a substitution, backward stable
+column by column, so a block's x_d = W_d b_d has residual |b_d - A_dd x_d| <= 2 LEAF eps |A_dd| |W_d| |b_d|
+to first order (Du Croz and Higham 1992), which the tests check on ill-conditioned triangles. BLAS semantics: alpha == 0 writes zeros without
+reading a or b.
 
 Complex types are an instantiation of the same code: the kernels use only `real`'s operators, the
 launchers pass dtypes through. A conjugate transpose is the transpose's views read conjugated: every
 routine solves with A = conj(view) when op is 'C' (on either side: x a^H = b is conj(a) x^T = b^T), so
-trsm_leaf and tri_fill take a conj flag (the elements conjugated as loaded) and mm's GEMMs get trans 'C'
+trsm_leaf, trtri_blocks and tri_fill take a conj flag (the elements conjugated as loaded) and mm's GEMMs get trans 'C'
 on the swapped view (conj(v) = op_C(v.T)). A conjugated copy of a would be as simple and cost O(n^2)
 beside the O(n^2 m) solve, but a new n x n array per call (a whole stack's for trsm_batched) and a
 second pass over a; the flag costs neither, and complex GEMM copies its operands' parts out anyway
@@ -41,6 +51,7 @@ from .layout import may_overlap_itself, may_share_memory
 _DEFINES = source.int_defines("triangular.cu", "T")
 LEAF = _DEFINES["TRSM_LEAF"]              # rows of the diagonal blocks the recursion stops at
 TRSM_THREADS = _DEFINES["TRSM_THREADS"]   # trsm_leaf: right-hand sides per block
+TRSM_LEAF = _DEFINES["TRSM_LEAF"]         # trtri_blocks: threads per block, the most rows of a block
 TRI_BLOCK = (_DEFINES["TRI_BLOCK_X"], _DEFINES["TRI_BLOCK_Y"])
 MAX_GRID_Y = 65535
 
@@ -175,21 +186,54 @@ def _trsm_leaf(a, b, lower, unit, alpha, conj, stream):
       int(lower), int(unit), int(conj), stream=stream, views=True)
 
 
-def _trsm(a, b, lower, unit, alpha, conj, stream):
+def _trtri_blocks(a, lower, unit, conj, stream):
+    """The inverses of the diagonal blocks of the triangle of a (a view, or a stack of them), in one launch:
+    w (nb, LEAF, LEAF) or (batch, nb, LEAF, LEAF), block d's inverse in w[..., d, :r, :r] (r = its rows)."""
+    n = a.shape[-1]
+    batch, nb = (a.shape[0] if a.ndim == 3 else 1), ceil_div(n, LEAF)
+    w = empty(a.shape[:-2] + (nb, LEAF, LEAF), a.dtype)
+    if batch:
+        sar, sac, za = strides(a)
+        k = get_kernel("triangular", "trtri_blocks", a.dtype)
+        k((batch, nb), TRSM_LEAF, n, LEAF, a, sar, sac, za, w, int(lower), int(unit), int(conj), stream=stream,
+          views=True)
+    return w
+
+
+def _trsm(a, b, lower, unit, alpha, conj, stream, w=None, x=None):
     """b = alpha inv(A) b with A the lower (else upper) triangle of the view a (conjugated with conj),
-    side left, in place."""
+    side left, in place; with w (_trtri_blocks of a) the solution goes to x instead, b left holding the
+    updated right-hand sides."""
     k = split(a.shape[-1])
-    if not k:
+    if not k and w is None:
         return _trsm_leaf(a, b, lower, unit, alpha, conj, stream)
+    if not k:   # x = w_0 alpha b: the diagonal solve as a GEMM with the inverted block
+        n = a.shape[-1]
+        return mm(w[..., 0, :n, :n], b, x, alpha, 0.0, stream)
     a11, a22, b1, b2 = a[..., :k, :k], a[..., k:, k:], b[..., :k, :], b[..., k:, :]
+    w1, w2 = (None, None) if w is None else (w[..., :k // LEAF, :, :], w[..., k // LEAF:, :, :])
+    x1, x2 = (b1, b2) if x is None else (x[..., :k, :], x[..., k:, :])
     if lower:   # x1 = inv(A11) alpha b1; x2 = inv(A22) (alpha b2 - A21 x1)
-        _trsm(a11, b1, lower, unit, alpha, conj, stream)
-        mm(a[..., k:, :k], b1, b2, -1.0, alpha, stream, conj)
-        _trsm(a22, b2, lower, unit, 1.0, conj, stream)
+        _trsm(a11, b1, lower, unit, alpha, conj, stream, w1, x1)
+        mm(a[..., k:, :k], x1, b2, -1.0, alpha, stream, conj)
+        _trsm(a22, b2, lower, unit, 1.0, conj, stream, w2, x2)
     else:       # x2 = inv(A22) alpha b2; x1 = inv(A11) (alpha b1 - A12 x2)
-        _trsm(a22, b2, lower, unit, alpha, conj, stream)
-        mm(a[..., :k, k:], b2, b1, -1.0, alpha, stream, conj)
-        _trsm(a11, b1, lower, unit, 1.0, conj, stream)
+        _trsm(a22, b2, lower, unit, alpha, conj, stream, w2, x2)
+        mm(a[..., :k, k:], x2, b1, -1.0, alpha, stream, conj)
+        _trsm(a11, b1, lower, unit, 1.0, conj, stream, w1, x1)
+
+
+def _solve(a, b, left, lower, unit, alpha, conj, stream):
+    """trsm on checked operands: a the view with op(a) (left) or op(a)^T (right) in its `lower` triangle.
+    Diagonal blocks by inversion (GEMMs into a temporary x of b's layout, copied back) when the triangle
+    has more than one block and at least LEAF right-hand sides, else by trsm_leaf (the module docstring)."""
+    bl = b if left else swap_last(b)          # solve op(a) bl = alpha bl, side left
+    if a.shape[-1] <= LEAF or bl.shape[-1] < LEAF:
+        return _trsm(a, bl, lower, unit, alpha, conj, stream)
+    x = empty(b.shape, b.dtype)
+    _trsm(a, bl, lower, unit, alpha, conj, stream, _trtri_blocks(a, lower, unit, conj, stream),
+          x if left else swap_last(x))
+    b.copy_from(x, stream)
 
 
 def _trsm_checked(routine, a, b, side, lower, trans, unit_diagonal, alpha, stream, ndim):
@@ -207,7 +251,7 @@ def _trsm_checked(routine, a, b, side, lower, trans, unit_diagonal, alpha, strea
     if alpha == 0:
         return b.fill(0, stream)
     at = swap_last(a) if trans != (not left) else a   # left: op(a); right: op(a)^T, solving for b.T
-    _trsm(at, b if left else swap_last(b), lower != (trans != (not left)), unit_diagonal, alpha, conj, stream)
+    _solve(at, b, left, lower != (trans != (not left)), unit_diagonal, alpha, conj, stream)
     return b
 
 
