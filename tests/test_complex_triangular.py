@@ -84,8 +84,10 @@ def test_past_the_real_leaf_through_views(rng, dtype):
     k = 67
     big_a = crandn(rng, (70, 71), dtype) + 8 * np.eye(70, 71, k=1, dtype=dtype)
     da, av, a = dev(big_a), dev(big_a)[1:68, 2:69].T, big_a[1:68, 2:69].T
-    for side, lower, trans in (("left", True, "C"), ("right", False, "C"), ("left", False, "T"), ("right", True, "N")):
-        shape = (k, 5) if side == "left" else (5, k)
+    # 5 right-hand sides: the blocks by substitution; 64 and 70: by GEMMs with their inverses (>= LEAF)
+    for side, lower, trans, nrhs in (("left", True, "C", 64), ("right", False, "C", 70), ("left", False, "T", 5),
+                                     ("right", True, "N", 5)):
+        shape = (k, nrhs) if side == "left" else (nrhs, k)
         big_b = crandn(rng, (shape[0] + 2, shape[1] + 3), dtype)
         db, region = dev(big_b), np.s_[1:shape[0] + 1, 2:shape[1] + 2]
         args = scipy_args(side, lower, trans, False)
@@ -143,14 +145,16 @@ def test_alpha_zero_reads_neither_a_nor_b(dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_trsm_ill_conditioned_and_singular(rng, leaf, dtype):
+@pytest.mark.parametrize("nrhs", [3, 8])   # substitution (< LEAF 4 columns); GEMMs with the blocks' inverses
+def test_trsm_ill_conditioned_and_singular(rng, leaf, dtype, nrhs):
     # a = L0 D: L0 unit lower, D with complex phases from modulus 1 down to 1e-6 (C) / 1e-12 (Z): the
     # solution of a^H x = b is checked by its backward error ||a^H x - b|| / (||a|| ||x||), as LAPACK's tests
+    # (the same bound for both paths: test_triangular's ill-conditioned test says why)
     n = 23
     tiny = 1e-6 if dtype == np.complex64 else 1e-12
     d = np.geomspace(1.0, tiny, n) * np.exp(1j * rng.uniform(0, 2 * np.pi, n))
     a = ((np.tril(crandn(rng, (n, n), np.complex128), -1) * 0.3 + np.eye(n)) * d).astype(dtype)
-    b = crandn(rng, (n, 3), dtype)
+    b = crandn(rng, (n, nrhs), dtype)
     x = gpublas.trsm(dev(a), dev(b), lower=True, trans="C").get().astype(np.complex128)
     assert np.isfinite(x).all() and np.abs(x).max() > 1e3
     backward = np.linalg.norm(a.conj().T.astype(np.complex128) @ x - b) / (np.linalg.norm(a) * np.linalg.norm(x))

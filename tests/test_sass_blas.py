@@ -1,8 +1,9 @@
 """The issue-23 kernels read as compiled code (benchmarks/sass.py: nvcc for sm_90, cuobjdump -sass):
 getrf_shared factors in shared memory (its loads after the first copy are LDS, no generic or global
-loads in the factorization), the diagonal-block and elementwise kernels (complex GEMM's passes too) run
-without a barrier, and none spills, in float, double and the complex instantiations the report lists.
-Needs nvcc and cuobjdump; skipped, saying which is missing, elsewhere."""
+loads in the factorization), trtri_blocks substitutes from shared memory after one barrier, the
+diagonal-block and elementwise kernels (complex GEMM's passes too) run without a barrier, and none spills,
+in float, double and the complex instantiations the report lists. Needs nvcc and cuobjdump; skipped,
+saying which is missing, elsewhere."""
 import pytest
 
 from benchmarks import sass
@@ -23,6 +24,17 @@ def test_getrf_shared_works_in_shared_memory(real, item):
     assert res["getrf_shared"]["smem"] >= 32 * 33 * item
     assert sass.mix(funcs["getrf_global"])["LDS"] == 0
     assert all(r["local"] == 0 for r in res.values()), res
+
+
+@pytest.mark.parametrize("real,item", [("float", 4), ("double", 8), ("cdouble", 16)])
+def test_trtri_blocks_substitutes_from_shared_memory(real, item):
+    # the diagonal block staged once (its packed triangle, TRSM_LEAF = 64 rows), one barrier, the
+    # substitution's reads of the block from shared memory; no spill, no stack array
+    funcs, res = _family("triangular", real)
+    whole = sass.mix(funcs["trtri_blocks"])
+    assert whole["BAR"] == 1 and whole["LDS"] > 0, whole
+    assert res["trtri_blocks"]["smem"] >= 64 * 65 // 2 * item
+    assert res["trtri_blocks"]["local"] == 0 and res["trtri_blocks"]["stack"] == 0, res["trtri_blocks"]
 
 
 @pytest.mark.parametrize("real", ["float", "double"])
@@ -47,7 +59,7 @@ def test_report_lists_complex_instantiations_and_the_complex_gemm_path():
     assert all(f.startswith("gemm") or f == "complex_parts" for _, f, _ in quick)
 
 
-@pytest.mark.parametrize("family,real,kernels", [("triangular", "cfloat", ("tri_fill", "tri_update", "trsm_leaf")),
+@pytest.mark.parametrize("family,real,kernels", [("triangular", "cfloat", ("tri_fill", "tri_update", "trsm_leaf", "trtri_blocks")),
                                                  ("getrf", "cdouble", ("getrf_shared", "getrf_global", "laswp"))])
 def test_complex_instantiations_build_without_spills(family, real, kernels):
     rows = {r["kernel"]: r for r in sass.family_rows(family, real, "sm_90")}

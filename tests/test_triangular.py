@@ -51,9 +51,11 @@ def test_trsm_and_trmm_every_combination(rng, leaf, sim_order, dtype, side, lowe
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("side", ["left", "right"])
-def test_trsm_past_the_real_leaf(rng, dtype, side):
-    # 131 rows: blocks of 64, 64 and 3 through two GEMM updates with the real LEAF
-    m, n = (131, 5) if side == "left" else (5, 131)
+@pytest.mark.parametrize("nrhs", [5, 67])
+def test_trsm_past_the_real_leaf(rng, dtype, side, nrhs):
+    # 131 rows: blocks of 64, 64 and 3 through two GEMM updates with the real LEAF; 5 right-hand sides
+    # solve the blocks by substitution (trsm_leaf), 67 by GEMMs with their inverses (trtri_blocks)
+    m, n = (131, nrhs) if side == "left" else (nrhs, 131)
     k = 131
     a, b = triangular(rng, k, dtype, scale=8.0), rng.standard_normal((m, n)).astype(dtype)
     for lower, trans in itertools.product((False, True), repeat=2):
@@ -121,14 +123,18 @@ def test_only_the_named_triangle_and_diagonal_are_read(rng, leaf, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_trsm_ill_conditioned_and_singular(rng, leaf, dtype):
+@pytest.mark.parametrize("nrhs", [3, 8])
+def test_trsm_ill_conditioned_and_singular(rng, leaf, dtype, nrhs):
     # a = L0 D: L0 unit lower (entries ~0.3), D from 1 down to 1e-6 (float32) / 1e-12: condition ~1/tiny,
     # a solution up to ~1/tiny that cancels, so it is checked by its backward error,
-    # ||a x - b|| / (||a|| ||x||), as LAPACK's tests do
+    # ||a x - b|| / (||a|| ||x||), as LAPACK's tests do. 3 right-hand sides (< LEAF 4): substitution;
+    # 8: GEMMs with the blocks' inverses, whose residual bound 2 LEAF eps |A_dd| |W_d| |b_d| (blas3_tri's
+    # docstring) meets the same 8 n eps: W_d = D_d^-1 inv(L0_dd), so |W_d| |b_d| = D_d^-1 |inv(L0_dd)| |b_d|
+    # is |x_d| = D_d^-1 |inv(L0_dd) b_d| within a factor of the well-conditioned L0's (the grading cancels)
     n = 23
     tiny = 1e-6 if dtype == np.float32 else 1e-12
     a = ((np.tril(rng.standard_normal((n, n)), -1) * 0.3 + np.eye(n)) * np.geomspace(1.0, tiny, n)).astype(dtype)
-    b = rng.standard_normal((n, 3)).astype(dtype)
+    b = rng.standard_normal((n, nrhs)).astype(dtype)
     x = gpublas.trsm(gpublas.to_device(a), gpublas.to_device(b), lower=True).get().astype(np.float64)
     assert np.isfinite(x).all() and np.abs(x).max() > 1e3
     backward = np.linalg.norm(a.astype(np.float64) @ x - b) / (np.linalg.norm(a) * np.linalg.norm(x))
@@ -195,3 +201,16 @@ def test_grid_stride_past_a_capped_grid(rng, leaf, monkeypatch):
     assert_close(got, blas("trsm", np.float64)(1.0, a, b, lower=1), k=36)
     got = gpublas.symm(gpublas.to_device(a), gpublas.to_device(b))
     assert_close(got, blas("symm", np.float64)(1.0, a, b), k=9)
+
+
+@pytest.mark.parametrize("n,nrhs,inverted", [(9, 4, True), (9, 3, False), (4, 9, False), (5, 4, True)])
+def test_diagonal_blocks_inverted_or_substituted(rng, leaf, n, nrhs, inverted):
+    # blas3_tri's rule: a triangle of more than one LEAF block with at least LEAF right-hand sides inverts its
+    # diagonal blocks (one trtri_blocks launch, the solves GEMMs); else trsm_leaf substitutes
+    a, b = triangular(rng, n, np.float64), rng.standard_normal((n, nrhs))
+    with gpublas.profile() as p:
+        got = gpublas.trsm(gpublas.to_device(a), gpublas.to_device(b), lower=True)
+    launches = {e.name: e.count for e in p.key_averages() if e.kind == "kernel"}
+    assert launches.get("trtri_blocks", 0) == int(inverted), launches
+    assert ("trsm_leaf" in launches) != inverted, launches
+    assert_close(got, blas("trsm", np.float64)(1.0, a, b, lower=1), k=4 * n)
