@@ -232,8 +232,8 @@ def run(ctx):
         measure_op(report, ctx, op, shape, peer, rng)
     compute_tri.relate_to_gemm(report.rows)
     report.columns = COLUMNS
-    report.note("trsm, trmm, syrk: n^3 FLOPs, symm, syr2k: 2 n^3, getrf: 2/3 n^3 per matrix (complex: 4x); 'x GEMM': "
-                "the rate over the GEMM's of the same n and dtype (benchmarks/compute_tri.py)")
+    report.note("trsm, trmm, syrk, herk: n^3 FLOPs, symm, syr2k, hemm, her2k: 2 n^3, getrf: 2/3 n^3 per matrix "
+                "(complex: 4x); 'x GEMM': the rate over the GEMM's of the same n and dtype (benchmarks/compute_tri.py)")
     report.note("cgemm / zgemm: 8 MNK FLOPs; 'x real': the time over the real GEMM's of the same shape and "
                 "precision, measured right after (the 4M bound: 4 at most)")
     report.note("GFLOP/s for GEMM; GB/s (bytes read + written, 1e9/s) for GEMV, axpy, add, sum, dot")

@@ -3,12 +3,13 @@ trsm, trmm, symm, syrk, syr2k on n x n operands and getrf_batched on many small 
 SciPy's BLAS/LAPACK on the host (scipy.linalg.blas ?trsm ..., scipy.linalg.lu_factor per matrix) and,
 where the peer library has the routine, cuBLAS (trsm: solve_triangular; getrf: batched lu_factor).
 Each runs in float32 (rows named by the routine: 'trsm') and in complex64 and complex128 (cuBLAS's
-names: 'ctrsm', 'ztrsm'); symm, syrk and syr2k are symmetric in complex too (csymm: nothing conjugated).
+names: 'ctrsm', 'ztrsm'); symm, syrk and syr2k are symmetric in complex too (csymm: nothing conjugated),
+and the Hermitian hemm, herk, her2k run in complex only ('chemm', 'zherk', ...).
 
-GFLOP/s count the routine's own FLOPs (trsm, trmm, syrk: n^3; symm, syr2k: 2 n^3; getrf: 2/3 n^3 per
-matrix; four times as many in complex, a complex multiply-add being four real ones), so 'x GEMM' (this
-rate over the GEMM's of the same n and dtype, gemm / cgemm / zgemm, when it ran) says how near GEMM
-speed the routine runs: the blocked routines put all but the diagonal blocks into GEMM.
+GFLOP/s count the routine's own FLOPs (trsm, trmm, syrk, herk: n^3; symm, syr2k, hemm, her2k: 2 n^3;
+getrf: 2/3 n^3 per matrix; four times as many in complex, a complex multiply-add being four real ones),
+so 'x GEMM' (this rate over the GEMM's of the same n and dtype, gemm / cgemm / zgemm, when it ran) says
+how near GEMM speed the routine runs: the blocked routines put all but the diagonal blocks into GEMM.
 trsm overwrites b, so each timed call first restores b from a pristine copy (an n^2 copy beside n^3
 FLOPs; the host side pays the same, SciPy copying b).
 """
@@ -23,13 +24,14 @@ import gpublas
 F32 = np.float32
 OPS = ("trsm", "trmm", "symm", "syrk", "syr2k", "getrf_batched")
 PREFIX = {"c": np.dtype(np.complex64), "z": np.dtype(np.complex128)}  # the complex rows: 'ctrsm', 'ztrsm', ...
-COMPLEX_OPS = tuple(p + op for p in PREFIX for op in OPS)
+HERMITIAN = ("hemm", "herk", "her2k")  # complex only
+COMPLEX_OPS = tuple(p + op for p in PREFIX for op in OPS + HERMITIAN)
 _BLAS = {np.dtype(np.float32): "s", np.dtype(np.float64): "d", **{d: p for p, d in PREFIX.items()}}
 
 
 def routine(op):
     """(routine, dtype) of a row's op: 'trsm' is float32's, 'ztrsm' complex128's, 'cgemm' complex64's."""
-    if op[0] in PREFIX and (op[1:] in OPS or op[1:] == "gemm"):
+    if op[0] in PREFIX and (op[1:] in OPS + HERMITIAN or op[1:] == "gemm"):
         return op[1:], PREFIX[op[0]]
     return op, np.dtype(F32)
 
@@ -44,7 +46,8 @@ def cases(ctx):
     square = ctx.pick(gpu=[1024, 4096], sim=[128], quick=[64])  # sizes compute's cgemm / zgemm rows have
     lu = ctx.pick(gpu=[(10000, 16), (1000, 64)], sim=[(64, 16)], quick=[(16, 8)])
     for p in PREFIX:
-        out += [(p + op, (n, n)) for op in OPS[:-1] for n in square] + [(p + "getrf_batched", s) for s in lu]
+        out += [(p + op, (n, n)) for op in OPS[:-1] + HERMITIAN for n in square]
+        out += [(p + "getrf_batched", s) for s in lu]
     return out
 
 
@@ -110,31 +113,38 @@ def _trmm(shape, rng, dtype):
                 bytes=item * (n * n / 2 + 2 * n * m))
 
 
-def _symm(shape, rng, dtype):
+def _symm(shape, rng, dtype, herm=False):
     n, m = shape
     a, b = uniform(rng, (n, n), dtype), uniform(rng, (n, m), dtype)
     da, db, dc = gpublas.to_device(a), gpublas.to_device(b), gpublas.empty((n, m), dtype)
-    full = np.triu(a) + np.triu(a, 1).T  # symmetric, not Hermitian
-    host_symm, (f, item) = getattr(sblas, _BLAS[np.dtype(dtype)] + "symm"), _scale(dtype)
-    return dict(gpu=lambda: gpublas.symm(da, db, dc), host=lambda: host_symm(1.0, a, b),
+    if herm:  # the upper triangle, the diagonal's imaginary parts taken as 0
+        full, name, gpu = np.triu(a, 1) + np.triu(a, 1).conj().T + np.diag(a.diagonal().real), "hemm", gpublas.hemm
+    else:  # symmetric, not Hermitian, in complex too
+        full, name, gpu = np.triu(a) + np.triu(a, 1).T, "symm", gpublas.symm
+    host_symm, (f, item) = getattr(sblas, _BLAS[np.dtype(dtype)] + name), _scale(dtype)
+    return dict(gpu=lambda: gpu(da, db, dc), host=lambda: host_symm(1.0, a, b),
                 ref=wide(full) @ b, tol=_tol(dtype, n), flops=2 * f * n * n * m,
                 bytes=item * (n * n / 2 + 2 * n * m))
 
 
-def _syrk(shape, rng, dtype, two=False):
+def _syrk(shape, rng, dtype, two=False, herm=False):
+    """syrk / syr2k (herm: herk / her2k, op(x)^H for op(x)^T)."""
     n, k = shape
     a, b = uniform(rng, (n, k), dtype), uniform(rng, (n, k), dtype)
     da, db, dc = gpublas.to_device(a), gpublas.to_device(b), gpublas.zeros((n, n), dtype)
     a64, prefix, (f, item) = wide(a), _BLAS[np.dtype(dtype)], _scale(dtype)
     rtol, atol = _tol(dtype, k)
+    t = (lambda x: x.conj().T) if herm else (lambda x: x.T)
     if two:
-        host = getattr(sblas, prefix + "syr2k")
-        return dict(gpu=lambda: gpublas.syr2k(da, db, dc, lower=True), host=lambda: host(1.0, a, b, lower=1),
-                    ref=np.tril(a64 @ b.T + b @ a64.T), tol=(rtol, 2 * atol),
+        name = "her2k" if herm else "syr2k"
+        host, gpu = getattr(sblas, prefix + name), getattr(gpublas, name)
+        return dict(gpu=lambda: gpu(da, db, dc, lower=True), host=lambda: host(1.0, a, b, lower=1),
+                    ref=np.tril(a64 @ t(b) + b @ t(a64)), tol=(rtol, 2 * atol),
                     flops=2 * f * n * n * k, bytes=item * (2 * n * k + n * n / 2))
-    host = getattr(sblas, prefix + "syrk")
-    return dict(gpu=lambda: gpublas.syrk(da, dc, lower=True), host=lambda: host(1.0, a, lower=1),
-                ref=np.tril(a64 @ a64.T), tol=(rtol, atol), flops=f * n * n * k, bytes=item * (n * k + n * n / 2))
+    name = "herk" if herm else "syrk"
+    host, gpu = getattr(sblas, prefix + name), getattr(gpublas, name)
+    return dict(gpu=lambda: gpu(da, dc, lower=True), host=lambda: host(1.0, a, lower=1),
+                ref=np.tril(a64 @ t(a64)), tol=(rtol, atol), flops=f * n * n * k, bytes=item * (n * k + n * n / 2))
 
 
 def _getrf(shape, rng, dtype):
@@ -157,7 +167,10 @@ def _getrf(shape, rng, dtype):
 
 
 _BUILDERS = {"trsm": _trsm, "trmm": _trmm, "symm": _symm, "syrk": _syrk,
-             "syr2k": lambda shape, rng, dtype: _syrk(shape, rng, dtype, two=True), "getrf_batched": _getrf}
+             "syr2k": lambda shape, rng, dtype: _syrk(shape, rng, dtype, two=True), "getrf_batched": _getrf,
+             "hemm": lambda shape, rng, dtype: _symm(shape, rng, dtype, herm=True),
+             "herk": lambda shape, rng, dtype: _syrk(shape, rng, dtype, herm=True),
+             "her2k": lambda shape, rng, dtype: _syrk(shape, rng, dtype, two=True, herm=True)}
 
 
 def _builder(op):
@@ -180,5 +193,5 @@ def relate_to_gemm(rows):
     for r in rows:
         name, dtype = routine(r["op"])
         key = (("gemm" if dtype == F32 else r["op"][0] + "gemm"), r["dims"][0])
-        if name in OPS[:-1] and key in gemm:
+        if name in OPS[:-1] + HERMITIAN and key in gemm:
             r["vs_gemm"] = r["rate"] / gemm[key]

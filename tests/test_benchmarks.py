@@ -138,7 +138,7 @@ def test_failed_check_is_reported(capsys):
 
 
 COMPLEX_OPS = ["cgemm", "zgemm", "ctrsm", "ztrsm", "ctrmm", "ztrmm", "csymm", "zsymm", "csyrk", "zsyrk", "csyr2k",
-               "zsyr2k", "cgetrf_batched", "zgetrf_batched"]
+               "zsyr2k", "cgetrf_batched", "zgetrf_batched", "chemm", "zhemm", "cherk", "zherk", "cher2k", "zher2k"]
 
 
 def test_compute_runs_complex_rows():
