@@ -177,12 +177,19 @@ def maxpool_forward(x, y, idx, geom):
     return y
 
 
+def _pool_backward_items(dy, dx, geom):
+    """The thread items of pool.cu's backward kernels: dy's elements when no two windows overlap (each
+    writes its stride cell of dx), else dx's (each gathers)."""
+    kh, kw, sh, sw = geom[:4]
+    return dy.size if kh <= sh and kw <= sw and dy.size else dx.size
+
+
 def maxpool_backward(dy, idx, dx, geom):
-    """dx = dy routed back to each window's argmax (gathered per input element; writes dx)."""
+    """dx = dy routed back to each window's argmax (writes dx)."""
     N, C, H, W = dx.shape
     OH, OW = dy.shape[2:]
     get_kernel("pool", "maxpool_backward", _same("maxpool_backward", dy, dx))(
-        grid_1d(dx.size), BLOCK, dy, idx, dx, *_pool_sizes(N, C, H, W, OH, OW, geom))
+        grid_1d(_pool_backward_items(dy, dx, geom)), BLOCK, dy, idx, dx, *_pool_sizes(N, C, H, W, OH, OW, geom))
     return dx
 
 
@@ -198,7 +205,7 @@ def avgpool_backward(dy, dx, geom):
     N, C, H, W = dx.shape
     OH, OW = dy.shape[2:]
     get_kernel("pool", "avgpool_backward", _same("avgpool_backward", dy, dx))(
-        grid_1d(dx.size), BLOCK, dy, dx, *_pool_sizes(N, C, H, W, OH, OW, geom))
+        grid_1d(_pool_backward_items(dy, dx, geom)), BLOCK, dy, dx, *_pool_sizes(N, C, H, W, OH, OW, geom))
     return dx
 
 

@@ -62,6 +62,41 @@ def test_pool_forward(rng, cls, mode, k, s, p, hw):
     assert_close(layer(x), want, np.float64, k=9)
 
 
+def _pool_backward_loops(x, dy, k, s, pad, mode):
+    """dx of pool2d by loops over the windows: max routes dy to the window's first maximum (padding is
+    -inf, never the argmax), avg spreads dy / (kh*kw) over the window's input elements."""
+    (kh, kw), (sh, sw), (ph, pw) = k, s, pad
+    dx = np.zeros_like(x)
+    for n, c, i, j in np.ndindex(dy.shape):
+        rows = [(h, w) for h in range(i * sh - ph, i * sh - ph + kh) for w in range(j * sw - pw, j * sw - pw + kw)
+                if 0 <= h < x.shape[2] and 0 <= w < x.shape[3]]
+        if mode == "max":
+            h, w = max(rows, key=lambda hw: (x[n, c][hw], -rows.index(hw)))
+            dx[n, c, h, w] += dy[n, c, i, j]
+        else:
+            for h, w in rows:
+                dx[n, c, h, w] += dy[n, c, i, j] / (kh * kw)
+    return dx
+
+
+@pytest.mark.parametrize("cls, mode", [(nn.MaxPool2d, "max"), (nn.AvgPool2d, "avg")])
+@pytest.mark.parametrize("k, s, p, hw", [(2, None, 0, (7, 5)),            # windows tile; a row and a column past them
+                                         (2, 3, 0, (8, 7)),               # gaps between the windows
+                                         ((2, 1), (2, 3), (1, 0), (5, 8)),  # padding, cells wider than windows
+                                         (3, 3, 1, (1, 4)),               # one row, padded on both sides
+                                         (3, 2, 1, (7, 5))],              # overlapping: the gather
+                         ids=["tile", "gaps", "pad", "one-row", "overlap"])
+def test_pool_backward_writes_every_input_element(rng, cls, mode, k, s, p, hw):
+    # non-overlapping windows write dx by stride cells, overlapping ones gather: both must write every
+    # element of dx (the simulator's fresh memory is NaN), the window's share or 0
+    layer = cls(k, stride=s, padding=p)
+    x = rng.standard_normal((2, 3) + hw)
+    y = layer(x)
+    dy = rng.standard_normal(y.shape)
+    want = _pool_backward_loops(x, dy, layer.kernel_size, layer.stride, layer.padding, mode)
+    assert_close(layer.backward(dy), want, np.float64)
+
+
 def test_maxpool_backward_routes_to_argmax():
     x = np.array([[[[1., 5., 2., 0.], [3., 4., 8., 7.]]]])   # (1, 1, 2, 4), windows 2x2
     layer = nn.MaxPool2d(2)

@@ -9,9 +9,14 @@
 //                   a NaN wins so that it propagates, as in PyTorch); -1 if the window is all padding.
 // maxpool_backward: grid-stride loop, one thread per input element (plane, h, w): GATHERS dy over the
 //                   output windows whose argmax is this element, in a fixed order (no atomics).
+//                   Windows that do not overlap (kh <= sh, kw <= sw: MaxPool2d(k) itself) take one thread
+//                   per output element instead, writing its stride cell of dx (rows oh*sh - ph .. + sh,
+//                   the last cell through H - 1; columns alike): dy at the argmax, 0 elsewhere. The cells
+//                   tile dx, so each element is still written once, with what the gather would sum.
 // avgpool_forward:  grid-stride loop, one thread per output element: the window sum / (kh*kw).
 // avgpool_backward: grid-stride loop, one thread per input element: gathers dy / (kh*kw) over the
-//                   windows that cover it.
+//                   windows that cover it; non-overlapping windows per output element as above
+//                   (dy / (kh*kw) inside the window, 0 in the rest of its cell).
 //
 // Sizes a kernel divides by (H, W, OH, OW, sh, sw) arrive as FastDivmod divisors (gpublas.launch.
 // fast_divisor); each body is a template on its index type, 32-bit below 2^31 elements (see conv.cu).
@@ -98,15 +103,48 @@ __device__ __forceinline__ void pool_backward_loop(const real* __restrict__ dy, 
     }
 }
 
-// One launch: the forward loop over y (or the backward loop over dx), 32-bit below 2^31 elements.
+// dy element e = (plane * OH + oh) * OW + ow writes dx over its stride cell (non-overlapping windows)
+template <class I, bool MAX>
+__device__ __forceinline__ void pool_backward_cells(const real* __restrict__ dy, const int* __restrict__ idx,
+                                                    real* __restrict__ dx, I total, const PoolGeom& g) {
+    const acc_real inv = (acc_real)1 / (acc_real)(g.kh * g.kw);
+    const int H = g.H.d, W = g.W.d, sh = g.sh.d, sw = g.sw.d;
+    GRID_STRIDE_LOOP(I, e, total) {
+        I ow, oh;
+        const I plane = div_mod(div_mod(e, g.OW, ow), g.OH, oh);
+        real* dxp = dx + plane * (I)H * (I)W;
+        const int top = (int)oh * sh - g.ph, left = (int)ow * sw - g.pw;  // the window's corner
+        const int h_end = (int)oh == g.OH.d - 1 ? H : min(top + sh, H);
+        const int w_end = (int)ow == g.OW.d - 1 ? W : min(left + sw, W);
+        const acc_real d = load_as(dy[e]);
+        const int arg = MAX ? idx[e] : -1;
+        for (int h = max(top, 0); h < h_end; ++h)
+            for (int w = max(left, 0); w < w_end; ++w) {
+                const bool hit = MAX ? h * W + w == arg : (h - top < g.kh && w - left < g.kw);
+                dxp[h * W + w] = convert<real>(hit ? (MAX ? d : d * inv) : (acc_real)0);
+            }
+    }
+}
+
+// Backward takes the stride cells when no two windows overlap (and there is a window: with none, the
+// gather writes dx's zeros).
+__device__ __forceinline__ bool pool_cells(const PoolGeom& g) {
+    return g.kh <= g.sh.d && g.kw <= g.sw.d && g.OH.d > 0 && g.OW.d > 0;
+}
+
+// One launch: the forward loop over y (or the backward loop over dx, or over dy by cells), 32-bit below
+// 2^31 elements.
 template <bool MAX, bool FORWARD>
 __device__ __forceinline__ void pool_run(const real* __restrict__ src, const int* __restrict__ idx_in,
                                          real* __restrict__ dst, int* __restrict__ idx_out, long long planes,
                                          const PoolGeom& g) {
-    const long long total = planes * (FORWARD ? (long long)g.OH.d * g.OW.d : (long long)g.H.d * g.W.d);
+    const bool outputs = FORWARD || pool_cells(g);  // the loop runs over y / dy, else over dx
+    const long long total = planes * (outputs ? (long long)g.OH.d * g.OW.d : (long long)g.H.d * g.W.d);
     const bool small = pool_small(planes, g);
     if (FORWARD && small) pool_forward_loop<unsigned, MAX>(src, dst, idx_out, (unsigned)total, g);
     else if (FORWARD) pool_forward_loop<long long, MAX>(src, dst, idx_out, total, g);
+    else if (outputs && small) pool_backward_cells<unsigned, MAX>(src, idx_in, dst, (unsigned)total, g);
+    else if (outputs) pool_backward_cells<long long, MAX>(src, idx_in, dst, total, g);
     else if (small) pool_backward_loop<unsigned, MAX>(src, idx_in, dst, (unsigned)total, g);
     else pool_backward_loop<long long, MAX>(src, idx_in, dst, total, g);
 }
