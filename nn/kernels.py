@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 import gpublas
-from gpublas import dtypes, launch, reduction, source
+from gpublas import dtypes, gemm_plan, launch, reduction, source
 from gpublas.launch import BLOCK, ceil_div, grid_1d
 from gpublas.launch import fast_divisor as fd
 
@@ -56,6 +56,16 @@ def act_code(name):
 def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False):
     """gpublas.gemm: C = alpha op(A) op(B) + beta C (a new C when none is given)."""
     return gpublas.gemm(a, b, c, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b)
+
+
+def rhs_t(w, rows):
+    """w.T for w (n, k) as the B operand of products x @ w.T that multiply `rows` rows of x in all: the view
+    (the GEMM reads it transposed), or on the simulator, where gemm_plan's cost model says those strided
+    reads cost more than a copy, a contiguous (k, n) copy (swap01). The products' bits are the same."""
+    n, k = w.shape
+    if launch.simulated() and w.c_contiguous and gemm_plan.sim_transpose_b_pays(rows, n, k):
+        return swap01(w, gpublas.empty((k, n), w.dtype))
+    return w.T
 
 
 # -- activation.cu ----------------------------------------------------------------------------------
