@@ -37,7 +37,7 @@ import threading
 import numpy as np
 
 import gpublas
-from gpublas.launch import BLOCK, grid_1d
+from gpublas.launch import geometry_1d
 
 from .kernels import get_kernel
 
@@ -85,7 +85,7 @@ def cast(dtype, *arrays):
 def unscale_(grad, inv_scale, found_inf):
     """grad *= inv_scale on the device; found_inf (int32, 1 element) set to 1 where a result is inf/NaN."""
     if grad.size:
-        get_kernel("amp", "amp_unscale", grad.dtype)(grid_1d(grad.size), BLOCK, grad, grad.size, inv_scale, found_inf)
+        get_kernel("amp", "amp_unscale", grad.dtype)(*geometry_1d(grad.size), grad, grad.size, inv_scale, found_inf)
     return found_inf
 
 

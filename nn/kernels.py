@@ -10,7 +10,7 @@ import numpy as np
 
 import gpublas
 from gpublas import dtypes, gemm_plan, launch, reduction, source
-from gpublas.launch import BLOCK, ceil_div, grid_1d
+from gpublas.launch import ceil_div, geometry_1d
 from gpublas.launch import fast_divisor as fd
 
 KERNELS = Path(__file__).resolve().parent / "cuda"   # nn's .cu files, shipped as package data
@@ -73,7 +73,7 @@ def act_forward(x, y, act):
     """y = act(x) elementwise (y may be x)."""
     if x.size != y.size:
         raise ValueError(f"act_forward: {x.shape} vs {y.shape}")
-    get_kernel("activation", "act_forward", _same("act_forward", x, y))(grid_1d(x.size), BLOCK, x, y, x.size, act)
+    get_kernel("activation", "act_forward", _same("act_forward", x, y))(*geometry_1d(x.size), x, y, x.size, act)
     return y
 
 
@@ -82,7 +82,7 @@ def act_backward(y, dy, dx, act):
     if not y.size == dy.size == dx.size:
         raise ValueError(f"act_backward: sizes {y.shape}, {dy.shape}, {dx.shape} differ")
     get_kernel("activation", "act_backward", _same("act_backward", y, dy, dx))(
-        grid_1d(y.size), BLOCK, y, dy, dx, y.size, act)
+        *geometry_1d(y.size), y, dy, dx, y.size, act)
     return dx
 
 
@@ -91,7 +91,7 @@ def bias_act_forward(x, b, y, channels, inner, act):
     if b.size != channels or x.size % (channels * inner):
         raise ValueError(f"bias_act_forward: bias {b.shape} does not fit x {x.shape} as (*, {channels}, {inner})")
     get_kernel("activation", "bias_act_forward", _same("bias_act_forward", x, b, y))(
-        grid_1d(x.size), BLOCK, x, b, y, x.size, fd(channels), fd(inner), act)
+        *geometry_1d(x.size), x, b, y, x.size, fd(channels), fd(inner), act)
     return y
 
 
@@ -143,7 +143,7 @@ def im2col(x, cols, geom):
     if cols.shape != (C * kh * kw, N * OH * OW):
         raise ValueError(f"im2col: cols {cols.shape}, expected {(C * kh * kw, N * OH * OW)}")
     get_kernel("conv", "im2col_nchw", _same("im2col", x, cols))(  # a thread item per (c, column): kh*kw elements
-        grid_1d(C * N * OH * OW), BLOCK, x, cols, *_conv_sizes(N, C, H, W, geom), fd(N * OH * OW))
+        *geometry_1d(C * N * OH * OW), x, cols, *_conv_sizes(N, C, H, W, geom), fd(N * OH * OW))
     return cols
 
 
@@ -154,7 +154,7 @@ def col2im(dcols, dx, geom):
     if dcols.shape != (C * kh * kw, N * OH * OW):
         raise ValueError(f"col2im: dcols {dcols.shape}, expected {(C * kh * kw, N * OH * OW)}")
     get_kernel("conv", "col2im_nchw", _same("col2im", dcols, dx))(
-        grid_1d(dx.size), BLOCK, dcols, dx, *_conv_sizes(N, C, H, W, geom))
+        *geometry_1d(dx.size), dcols, dx, *_conv_sizes(N, C, H, W, geom))
     return dx
 
 
@@ -165,7 +165,7 @@ def cnp_to_nchw_bias(Y, b, y, act):
     if Y.size != y.size or Y.shape[0] != C:
         raise ValueError(f"cnp_to_nchw_bias: Y {Y.shape} does not fit y {y.shape}")
     get_kernel("conv", "cnp_to_nchw_bias", _same("cnp_to_nchw_bias", Y, b, y))(
-        grid_1d(y.size), BLOCK, Y, b, y, N, fd(C), fd(P), act)
+        *geometry_1d(y.size), Y, b, y, N, fd(C), fd(P), act)
     return y
 
 
@@ -183,7 +183,7 @@ def maxpool_forward(x, y, idx, geom):
     if idx.dtype != np.int32 or idx.shape != y.shape:
         raise ValueError(f"maxpool_forward: idx must be int32 {y.shape}, got {idx.dtype} {idx.shape}")
     get_kernel("pool", "maxpool_forward", _same("maxpool_forward", x, y))(
-        grid_1d(y.size), BLOCK, x, y, idx, *_pool_sizes(N, C, H, W, OH, OW, geom))
+        *geometry_1d(y.size), x, y, idx, *_pool_sizes(N, C, H, W, OH, OW, geom))
     return y
 
 
@@ -199,7 +199,7 @@ def maxpool_backward(dy, idx, dx, geom):
     N, C, H, W = dx.shape
     OH, OW = dy.shape[2:]
     get_kernel("pool", "maxpool_backward", _same("maxpool_backward", dy, dx))(
-        grid_1d(_pool_backward_items(dy, dx, geom)), BLOCK, dy, idx, dx, *_pool_sizes(N, C, H, W, OH, OW, geom))
+        *geometry_1d(_pool_backward_items(dy, dx, geom)), dy, idx, dx, *_pool_sizes(N, C, H, W, OH, OW, geom))
     return dx
 
 
@@ -207,7 +207,7 @@ def avgpool_forward(x, y, geom):
     N, C, H, W = x.shape
     OH, OW = y.shape[2:]
     get_kernel("pool", "avgpool_forward", _same("avgpool_forward", x, y))(
-        grid_1d(y.size), BLOCK, x, y, *_pool_sizes(N, C, H, W, OH, OW, geom))
+        *geometry_1d(y.size), x, y, *_pool_sizes(N, C, H, W, OH, OW, geom))
     return y
 
 
@@ -215,7 +215,7 @@ def avgpool_backward(dy, dx, geom):
     N, C, H, W = dx.shape
     OH, OW = dy.shape[2:]
     get_kernel("pool", "avgpool_backward", _same("avgpool_backward", dy, dx))(
-        grid_1d(_pool_backward_items(dy, dx, geom)), BLOCK, dy, dx, *_pool_sizes(N, C, H, W, OH, OW, geom))
+        *geometry_1d(_pool_backward_items(dy, dx, geom)), dy, dx, *_pool_sizes(N, C, H, W, OH, OW, geom))
     return dx
 
 
@@ -229,7 +229,7 @@ def dropout_forward(x, y, mask, p, seed, counter):
         raise ValueError(f"dropout_forward: counter must be one int64 element, got {counter.dtype} {counter.shape}")
     scale = 1.0 / (1.0 - p)
     dtype = _same("dropout_forward", x, y)
-    get_kernel("dropout", "dropout_forward", dtype)(grid_1d(x.size), BLOCK, x, y, mask, x.size, p, scale, seed, counter)
+    get_kernel("dropout", "dropout_forward", dtype)(*geometry_1d(x.size), x, y, mask, x.size, p, scale, seed, counter)
     get_kernel("dropout", "dropout_advance", dtype)(1, 1, counter, x.size)
     return y
 
@@ -237,7 +237,7 @@ def dropout_forward(x, y, mask, p, seed, counter):
 def dropout_backward(dy, mask, dx, p):
     scale = 1.0 / (1.0 - p)
     get_kernel("dropout", "dropout_backward", _same("dropout_backward", dy, dx))(
-        grid_1d(dy.size), BLOCK, dy, mask, dx, dy.size, scale)
+        *geometry_1d(dy.size), dy, mask, dx, dy.size, scale)
     return dx
 
 
@@ -270,7 +270,7 @@ def bn_forward(x, mean, invstd, gamma, beta, y):
     if y.shape != x.shape:
         raise ValueError(f"bn_forward: y {y.shape} differs from x {x.shape}")
     get_kernel("batchnorm", "bn_forward", _storage("bn_forward", [x, y], [mean, invstd, gamma, beta]))(
-        grid_1d(x.size), BLOCK, x, mean, invstd, gamma, beta, y, x.size, C, L)
+        *geometry_1d(x.size), x, mean, invstd, gamma, beta, y, x.size, C, L)
     return y
 
 
@@ -300,7 +300,7 @@ def embedding_forward(weight, idx, y):
     if y.shape != (idx.size, D):
         raise ValueError(f"embedding_forward: y {y.shape}, expected {(idx.size, D)}")
     get_kernel("embedding", "embedding_forward", _same("embedding_forward", weight, y))(
-        grid_1d(y.size), BLOCK, weight, idx, y, idx.size, D, V)
+        *geometry_1d(y.size), weight, idx, y, idx.size, D, V)
     return y
 
 
@@ -324,7 +324,7 @@ def lstm_gates_forward(gates, b_ih, b_hh, c_prev, h, c):
     if gates.shape != (N, 4 * H) or c_prev.shape != (N, H) or h.shape != (N, H):
         raise ValueError(f"lstm_gates_forward: gates {gates.shape}, c_prev {c_prev.shape}, h {h.shape}, c {c.shape}")
     get_kernel("lstm", "lstm_gates_forward", _same("lstm_gates_forward", gates, b_ih, b_hh, c_prev, h, c))(
-        grid_1d(N * H), BLOCK, gates, b_ih, b_hh, c_prev, h, c, N, H)
+        *geometry_1d(N * H), gates, b_ih, b_hh, c_prev, h, c, N, H)
     return h
 
 
@@ -335,7 +335,7 @@ def lstm_gates_backward(gates, c_prev, c, d_out, dh_rec, dc, dgates):
         raise ValueError(f"lstm_gates_backward: gates {gates.shape}, dgates {dgates.shape}, dc {dc.shape}")
     dtype = _same("lstm_gates_backward", gates, c_prev, c, d_out, dh_rec, dc, dgates)
     get_kernel("lstm", "lstm_gates_backward", dtype)(
-        grid_1d(N * H), BLOCK, gates, c_prev, c, d_out, dh_rec, dc, dgates, N, H)
+        *geometry_1d(N * H), gates, c_prev, c, d_out, dh_rec, dc, dgates, N, H)
     return dgates
 
 
@@ -346,5 +346,5 @@ def swap01(x, y):
     if y.shape != (B, A) + x.shape[2:]:
         raise ValueError(f"swap01: y {y.shape}, expected {(B, A) + x.shape[2:]}")
     launch.get_kernel("transpose", "swap01", _same("swap01", x, y))(
-        grid_1d(x.size), BLOCK, x, y, launch.fast_divisor(A), B, launch.fast_divisor(K))
+        *geometry_1d(x.size), x, y, launch.fast_divisor(A), B, launch.fast_divisor(K))
     return y

@@ -6,7 +6,7 @@ import numpy as np
 
 import gpublas
 from gpublas import reduction
-from gpublas.launch import BLOCK, grid_1d
+from gpublas.launch import geometry_1d
 
 from .kernels import _same, get_kernel
 
@@ -18,7 +18,7 @@ def softmax_xent_forward(logits, labels, dlogits, row_loss):
     if labels.dtype != np.int32 or labels.shape != (N,):
         raise ValueError(f"softmax_xent_forward: labels must be int32 ({N},), got {labels.dtype} {labels.shape}")
     get_kernel("loss", "softmax_xent_forward", _same("softmax_xent_forward", logits, dlogits, row_loss))(
-        grid_1d(N), BLOCK, logits, labels, dlogits, row_loss, N, C)
+        *geometry_1d(N), logits, labels, dlogits, row_loss, N, C)
     return row_loss
 
 
@@ -27,7 +27,7 @@ def mse_forward(pred, target, dpred, sq):
     if not pred.size == target.size == dpred.size == sq.size:
         raise ValueError(f"mse_forward: sizes {pred.shape}, {target.shape}, {dpred.shape}, {sq.shape} differ")
     get_kernel("loss", "mse_forward", _same("mse_forward", pred, target, dpred, sq))(
-        grid_1d(pred.size), BLOCK, pred, target, dpred, sq, pred.size)
+        *geometry_1d(pred.size), pred, target, dpred, sq, pred.size)
     return sq
 
 
@@ -73,7 +73,7 @@ def sgd_update(p, grad, buf, state, momentum, dampening, weight_decay, nesterov)
         raise ValueError("sgd_update: momentum needs a buffer")
     _state(state)
     get_kernel("optim", "sgd_update", _same("sgd_update", p, grad, buf))(
-        grid_1d(p.size), BLOCK, p, grad, buf, p.size, state, momentum, dampening, weight_decay, int(nesterov))
+        *geometry_1d(p.size), p, grad, buf, p.size, state, momentum, dampening, weight_decay, int(nesterov))
     return p
 
 
@@ -87,7 +87,7 @@ def adam_update(p, grad, m, v, vmax, state, beta1, beta2, eps, weight_decay, dec
                              f"{name} {None if b is None else b.shape}")
     _state(state)
     get_kernel("optim", "adam_update", _same("adam_update", p, grad, m, v, vmax))(
-        grid_1d(p.size), BLOCK, p, grad, m, v, vmax, p.size, state, beta1, beta2, eps, weight_decay, int(decoupled))
+        *geometry_1d(p.size), p, grad, m, v, vmax, p.size, state, beta1, beta2, eps, weight_decay, int(decoupled))
     return p
 
 
@@ -100,7 +100,7 @@ def sumsq(x, out, slot):
 
 
 def scale_inplace(x, s):
-    get_kernel("optim", "scale_inplace", x.dtype)(grid_1d(x.size), BLOCK, x, x.size, s)
+    get_kernel("optim", "scale_inplace", x.dtype)(*geometry_1d(x.size), x, x.size, s)
     return x
 
 
@@ -120,5 +120,5 @@ def clip_coef(sums32, sums64, max_norm, clip):
 
 def clip_scale(x, clip):
     """x *= clip[1] (rounded to x's dtype) unless clip[1] == 1: clip_coef's coefficient applied on the device."""
-    get_kernel("optim", "clip_scale", x.dtype)(grid_1d(x.size), BLOCK, x, x.size, clip)
+    get_kernel("optim", "clip_scale", x.dtype)(*geometry_1d(x.size), x, x.size, clip)
     return x
