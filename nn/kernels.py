@@ -59,13 +59,13 @@ def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False):
 
 
 def rhs_t(w, rows):
-    """w.T for w (n, k) as the B operand of products x @ w.T that multiply `rows` rows of x in all: the view
-    (the GEMM reads it transposed), or on the simulator, where gemm_plan's cost model says those strided
-    reads cost more than a copy, a contiguous (k, n) copy (swap01). The products' bits are the same."""
+    """(B, trans_b) for products x @ w.T with w (n, k) that multiply `rows` rows of x in all: (w, True), the
+    GEMM reading w transposed, or on the simulator, where gemm_plan's cost model says those strided reads
+    cost more than a copy, (a contiguous (k, n) copy of w.T (swap01), False). The products' bits are the same."""
     n, k = w.shape
     if launch.simulated() and w.c_contiguous and gemm_plan.sim_transpose_b_pays(rows, n, k):
-        return swap01(w, gpublas.empty((k, n), w.dtype))
-    return w.T
+        return swap01(w, gpublas.empty((k, n), w.dtype)), False
+    return w, True
 
 
 # -- activation.cu ----------------------------------------------------------------------------------

@@ -61,6 +61,10 @@ class Module:
     def __setattr__(self, name, value):
         if "_parameters" not in self.__dict__:
             raise AttributeError(f"{type(self).__name__}.__init__ must call Module.__init__ first")
+        if not (isinstance(value, (Parameter, Module)) or name in self._parameters or name in self._modules
+                or name in self._buffers):
+            object.__setattr__(self, name, value)  # plain state (a layer's forward caches): nothing to register
+            return
         self._parameters.pop(name, None)
         self._modules.pop(name, None)
         if name in self._buffers:

@@ -27,8 +27,8 @@ def test_dense_forward(rng, dtype, bias):
 
 
 def test_rhs_t_copy_gives_the_bits_of_the_transposed_view(rng, monkeypatch):
-    # x @ w.T through K.rhs_t: a contiguous copy of w.T where the simulator's cost model says so, else the
-    # view; the GEMM sums each element in the same order either way, so the products are equal bit for bit
+    # x @ w.T through K.rhs_t: a contiguous copy of w.T where the simulator's cost model says so, else w
+    # read transposed; the GEMM sums each element in the same order either way, so the products are equal bit for bit
     from gpublas import gemm_plan
     assert gemm_plan.sim_transpose_b_pays(23 * 32, 256, 64)      # the LSTM example's W_hh over a sequence
     assert not gemm_plan.sim_transpose_b_pays(16, 64, 128)       # digits' Dense(128, 64) at batch 16
@@ -37,9 +37,10 @@ def test_rhs_t_copy_gives_the_bits_of_the_transposed_view(rng, monkeypatch):
     got = {}
     for pays in (True, False):
         monkeypatch.setattr(gemm_plan, "sim_transpose_b_pays", lambda rows, n, k: pays)
-        wt = K.rhs_t(dw, len(x))
-        assert wt.shape == (64, 45) and wt.c_contiguous == (pays and gpublas.backend() == "sim")
-        got[pays] = K.gemm(dx, wt).get()
+        b, trans_b = K.rhs_t(dw, len(x))
+        copied = pays and gpublas.backend() == "sim"
+        assert (b.shape, trans_b) == (((64, 45), False) if copied else ((45, 64), True))
+        got[pays] = K.gemm(dx, b, trans_b=trans_b).get()
     np.testing.assert_array_equal(got[True], got[False])
     assert_close(got[True], x.astype(np.float64) @ w.T, np.float32, k=64)
 

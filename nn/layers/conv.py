@@ -110,7 +110,8 @@ class Conv2d(Module):
         Kdim = cols.shape[0]
         # Y = W cols  =>  dL/dW = dY cols^T (into the FP32 .grad: a float32 C accumulates 16-bit products)
         dW = self.weight.grad.reshape(self.out_channels, Kdim)
-        K.gemm(dY, K.rhs_t(cols, self.out_channels), dW, beta=1.0)
+        cols_t, tb = K.rhs_t(cols, self.out_channels)
+        K.gemm(dY, cols_t, dW, beta=1.0, trans_b=tb)
         # dL/dcols = W^T dY, then each input pixel gathers the taps that read it
         dcols = K.gemm(w.reshape(self.out_channels, Kdim), dY, trans_a=True)
         dx = K.col2im(dcols, gpublas.empty(self.x_shape, dy.dtype), self.geom)

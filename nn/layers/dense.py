@@ -41,7 +41,8 @@ class Dense(Module):
         # under autocast: 16-bit copies of x and the FP32 weights (cached for backward); outside it a
         # 16-bit input is computed in the layer's dtype
         x, w, b = amp.cast(amp.compute_dtype(w.dtype), x, w, b)
-        y = K.gemm(x, K.rhs_t(w, x.shape[0]))  # x W^T
+        wt, tb = K.rhs_t(w, x.shape[0])
+        y = K.gemm(x, wt, trans_b=tb)  # x W^T
         if b is not None:
             K.bias_act_forward(y, b, y, self.out_features, 1, self.act)
         elif self.act:

@@ -84,8 +84,9 @@ class LSTM(Module):
             gates, cbuf, g_t, c_t = ws.gates, ws.cbuf, ws.gates_t, ws.cbuf_t
             # pre-activations of every step at once: (T*N, I) @ (I, 4H); W^T as K.rhs_t gives it (a copy
             # where the simulator's GEMM would read the transpose slowly), W_hh^T for the T - 1 (or T) steps
-            K.gemm(inp, K.rhs_t(w_ih, T * N), ws.gates2)
-            w_hh_t = K.rhs_t(w_hh, (T if h0 is not None else T - 1) * N)
+            wt, tb = K.rhs_t(w_ih, T * N)
+            K.gemm(inp, wt, ws.gates2, trans_b=tb)
+            w_hh_t, tb_hh = K.rhs_t(w_hh, (T if h0 is not None else T - 1) * N)
             hbuf = gpublas.empty((T + 1, N, H), sdtype)
             hlow = hbuf if low == sdtype else gpublas.empty((T + 1, N, H), low)  # h_t for the GEMMs
             h_t = _steps(hbuf)
@@ -103,7 +104,7 @@ class LSTM(Module):
                 if t == T:
                     break
                 if t > 0 or h0 is not None:  # h_{-1} = 0 contributes nothing
-                    K.gemm(hl_t[t], w_hh_t, g_t[t], beta=1.0)
+                    K.gemm(hl_t[t], w_hh_t, g_t[t], beta=1.0, trans_b=tb_hh)
                 K.lstm_gates_forward(g_t[t], b_ih, b_hh, c_t[t], h_t[t + 1], c_t[t + 1])
             _at(h_n, k).copy_from(h_t[T])
             _at(c_n, k).copy_from(c_t[T])
