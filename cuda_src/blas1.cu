@@ -143,14 +143,15 @@ extern "C" __global__ void nrm2_partial(long long n, const real* __restrict__ x,
     if (threadIdx.x == 0) partial[blockIdx.x] = s;
 }
 
-template <class Better>  // Better comes as an argument: the sim fission pass rewrites no explicit template arguments
+template <class Better>  // Better comes as a named argument: the sim fission pass rewrites no explicit template
+                         // arguments, and an unnamed parameter's type would be renamed as if it were the name
 __device__ void arg_partial(long long n, const real* __restrict__ x, long long incx, real* __restrict__ part_v,
-                            long long* __restrict__ part_i, Better) {
+                            long long* __restrict__ part_i, Better better) {
     real v = Better::none();
     long long idx = 0x7fffffffffffffffLL;
     GRID_STRIDE_LOOP(long long, i, n)
         arg_combine<Better>(v, idx, abs_real(x[i * incx]), i);  // i grows along the loop: ties keep the first
-    block_reduce_pair(v, idx, Better());
+    block_reduce_pair(v, idx, better);
     if (threadIdx.x == 0) { part_v[blockIdx.x] = v; part_i[blockIdx.x] = idx; }
 }
 
@@ -193,13 +194,14 @@ extern "C" __global__ void nrm2_final(int nparts, const real* __restrict__ parti
     }
 }
 
-template <class Better>  // Better comes as an argument: the sim fission pass rewrites no explicit template arguments
+template <class Better>  // Better comes as a named argument: the sim fission pass rewrites no explicit template
+                         // arguments, and an unnamed parameter's type would be renamed as if it were the name
 __device__ void arg_final(int nparts, const real* __restrict__ part_v, const long long* __restrict__ part_i,
-                          long long* __restrict__ out, Better) {
+                          long long* __restrict__ out, Better better) {
     real v = Better::none();
     long long idx = 0x7fffffffffffffffLL;
     for (int i = threadIdx.x; i < nparts; i += blockDim.x) arg_combine<Better>(v, idx, part_v[i], part_i[i]);
-    block_reduce_pair(v, idx, Better());
+    block_reduce_pair(v, idx, better);
     if (threadIdx.x == 0) out[0] = idx;
 }
 

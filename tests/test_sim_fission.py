@@ -38,6 +38,17 @@ def test_every_barrier_kernel_of_the_project_is_fissioned():
             assert why is None, (kernel, why)
 
 
+@pytest.mark.parametrize("root", [None, "nn"])
+def test_every_fissioned_source_compiles(root):
+    """The rewrite must also compile: a family whose fissioned source g++ refuses falls back to fibers with a
+    warning only (correct, several times slower), which is how iamax_partial ran on fibers unnoticed."""
+    folder = source.src_dir().parent / "nn" / "cuda" if root else None
+    for family in source.families(folder):
+        m = load_source(source.read(family, folder), {"real": "float"}, str(source.path(family, folder)))
+        refused = {k: why for k, why in m.handle.fission.items() if why and "did not compile" in why}
+        assert not refused, f"{family}.cu: {refused}"
+
+
 @pytest.fixture
 def both_ways():
     """run(f) -> f()'s host result with fibers and with fission, after checking they are the same bits."""
