@@ -13,8 +13,9 @@
 //             Block 32x8: one thread per D(i, j), threadIdx.x along j (coalesced writes), grid-stride
 //             over the rows.
 // tri_update: C(i, j) = T(i, j) + beta * C(i, j) on the `lower` (else upper) triangle of C only, the
-//             other triangle untouched (syrk, syr2k: T the dense product of a diagonal block). T null
-//             means 0 (alpha == 0); beta == 0 writes without reading C. Same mapping as tri_fill.
+//             other triangle untouched (syrk, syr2k: T the dense products of the diagonal blocks). T null
+//             means 0 (alpha == 0); beta == 0 writes without reading C. Same mapping as tri_fill, and
+//             blockIdx.z the matrix of a stack: C zc apart, T n^2 (contiguous).
 // trsm_leaf:  B = alpha * A^-1 B for an n x n triangle A (`lower` else upper; unit: a diagonal of
 //             ones, not read; cj: A read conjugated) and nrhs right-hand sides, in place (n <=
 //             TRSM_LEAF: the diagonal blocks of trsm's recursion). 1-D blocks of TRSM_THREADS, one
@@ -60,9 +61,11 @@ extern "C" __global__ void tri_fill(int n, const real* __restrict__ A, long long
 }
 
 extern "C" __global__ void tri_update(int n, const real* __restrict__ T, real beta, real* __restrict__ C,
-                                      long long scr, long long scc, int lower) {
+                                      long long scr, long long scc, long long zc, int lower) {
     const int j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= n) return;
+    C += blockIdx.z * zc;
+    if (T) T += (long long)blockIdx.z * n * n;
     for (int i = blockIdx.y * blockDim.y + threadIdx.y; i < n; i += gridDim.y * blockDim.y) {
         if (!in_triangle(i, j, lower)) continue;
         real& c = C[i * scr + j * scc];

@@ -15,9 +15,12 @@ and beta may be complex; syrk and syr2k take trans 'N' or 'T' only ('C' is refus
 
 symm densifies a (tri_fill mirrors the stored triangle, one pass over a^2 elements) and runs one GEMM:
 the whole of symm's 2 m^2 n FLOPs is GEMM's. syrk and syr2k recurse on halves of c split at a multiple
-of LEAF: the off-diagonal block of the triangle is one GEMM (two for syr2k), the diagonal blocks recurse
-down to LEAF rows, whose products go through a small dense GEMM into a temporary that tri_update adds
-into c's triangle. All but about LEAF / n of the FLOPs are GEMM's.
+of LEAF: the off-diagonal block of the triangle is one GEMM (two for syr2k), down to diagonal blocks of
+LEAF rows, whose dense products all go through one batched GEMM into a temporary stack that one
+tri_update adds into c's triangle (one more of each for a short last block). All the FLOPs are GEMM's,
+LEAF / n of them the diagonal blocks' other triangles. op(a) is first made a view whose transpose is
+row-major (a transposed copy when it is not: trans 'N'), so the products op(a)_i op(a)_j^T never hand a
+GEMM a transposed B, the simulator's slow orientation (_b_ready says by how much).
 
 The Hermitian routines (complex only, as cuBLAS's chemm / cherk / cher2k and Z) are the same code: hemm
 densifies a Hermitian (the mirrored triangle conjugated, the diagonal's imaginary parts taken as 0), herk and
@@ -28,9 +31,10 @@ from .array import empty
 from .creation import zeros
 from .blas1 import scale_output
 from .blas2 import TYPES
-from .blas3 import gemm
+from .blas3 import gemm, gemm_batched
+from . import blas3_tri
 from .blas3_tri import check_writable, mm, parse_side, parse_trans, split, tri_dense, tri_update
-from .checks import check_operands
+from .checks import check_operands, leading_dimension, swap_last
 from .dtypes import COMPLEX
 
 
@@ -71,25 +75,57 @@ def symm(a, b, c=None, *, side="left", lower=False, alpha=1.0, beta=0.0, stream=
 
 
 def _product(a, b, c, alpha, beta, herm, stream):
-    """c = alpha a @ b.T + beta c on views, or with herm alpha a @ b^H (complex GEMM, trans_b 'C')."""
+    """c = alpha a @ b^T + beta c on views (matrices or stacks), or with herm alpha a @ b^H (complex GEMM, trans_b
+    'C')."""
     if herm:
-        return gemm(a, b, c, alpha=alpha, beta=beta, trans_b="C", stream=stream)
-    return mm(a, b.T, c, alpha, beta, stream)
+        return (gemm_batched if c.ndim == 3 else gemm)(a, b, c, alpha=alpha, beta=beta, trans_b="C", stream=stream)
+    return mm(a, swap_last(b), c, alpha, beta, stream)
+
+
+def _b_ready(x, stream):
+    """x (op(a), n x k) as a view whose transpose is row-major: a transposed copy's transpose when x.T is not. The
+    products x_i @ y_j^T then read their B operand untransposed: the sim's GEMM (gemm_direct) with B transposed
+    loads 8 strided columns where it loads one row, ~8x slower (n = 256, k = 512, float32: 12.7 vs 1.6 ms);
+    the copy is n k elements beside the n^2 k multiply-adds, and the GPU's GEMMs read either layout."""
+    return x if leading_dimension(x.T) is not None else x.T.copy(stream).T
+
+
+def _blocks(x, start, count, rows, diagonal=False):
+    """The stack of `count` blocks of `rows` rows of the view x from row `start` on: (count, rows, x's columns), or
+    with `diagonal` the rows x rows blocks on x's diagonal."""
+    sr, sc = x.strides
+    step = rows * (sr + sc if diagonal else sr)
+    return x._view((count, rows, rows if diagonal else x.shape[1]), (step, sr, sc), start * (sr + sc if diagonal else sr))
 
 
 def _syr2k(a, b, c, alpha, beta, stream, herm=False):
     """The lower triangle of the view c = alpha (a b^T + b a^T) + beta c (b None: alpha a a^T, syrk); with herm
-    alpha a b^H + conj(alpha) b a^H + beta c (b None: alpha a a^H, herk)."""
-    n, k = c.shape[0], split(c.shape[0])
+    alpha a b^H + conj(alpha) b a^H + beta c (b None: alpha a a^H, herk). The diagonal blocks (those of the
+    recursion's leaves: LEAF rows, the last one shorter) all at once: one batched product into a temporary stack
+    and one tri_update for the full blocks, one more of each for a short last block; then the recursion's
+    off-diagonal products."""
+    n = c.shape[0]
     alpha2 = complex(alpha).conjugate() if herm else alpha   # the second product's scalar
+    full, rest = divmod(n, blas3_tri.LEAF)
+    for start, count, rows in ((0, full, blas3_tri.LEAF), (full * blas3_tri.LEAF, 1, rest)):
+        if count and rows:
+            ab = _blocks(a, start, count, rows)
+            bb = ab if b is None else _blocks(b, start, count, rows)
+            t = _product(ab, bb, empty((count, rows, rows), c.dtype), alpha, 0.0, herm, stream)
+            if b is not None:
+                _product(bb, ab, t, alpha2, 1.0, herm, stream)
+            tri_update(t, beta, _blocks(c, start, count, rows, diagonal=True), True, stream)
+    _off_diagonal(a, b, c, alpha, alpha2, beta, stream, herm)
+
+
+def _off_diagonal(a, b, c, alpha, alpha2, beta, stream, herm):
+    """_syr2k's products off the diagonal blocks: the recursion on halves split at multiples of LEAF."""
+    k = split(c.shape[0])
     if not k:
-        t = _product(a, a if b is None else b, empty((n, n), c.dtype), alpha, 0.0, herm, stream)
-        if b is not None:
-            _product(b, a, t, alpha2, 1.0, herm, stream)
-        return tri_update(t, beta, c, True, stream)
+        return
     b1, b2 = (a[:k], a[k:]) if b is None else (b[:k], b[k:])
-    _syr2k(a[:k], None if b is None else b1, c[:k, :k], alpha, beta, stream, herm)
-    _syr2k(a[k:], None if b is None else b2, c[k:, k:], alpha, beta, stream, herm)
+    _off_diagonal(a[:k], None if b is None else b1, c[:k, :k], alpha, alpha2, beta, stream, herm)
+    _off_diagonal(a[k:], None if b is None else b2, c[k:, k:], alpha, alpha2, beta, stream, herm)
     _product(a[k:], b1, c[k:, :k], alpha, beta, herm, stream)
     if b is not None:
         _product(b2, a[:k], c[k:, :k], alpha2, 1.0, herm, stream)
@@ -113,6 +149,7 @@ def _rank_k(routine, a, b, c, trans, lower, alpha, beta, stream):
                          f"{routine}; pass 'N' or 'T' (cuBLAS refuses it too; her{routine[3:]} is the Hermitian one)")
     trans = parse_trans(routine, trans)
     opa, opb = (a.T, None if b is None else b.T) if trans else (a, b)   # op(a) is n x k
+    opa, opb = _b_ready(opa, stream), None if b is None else _b_ready(opb, stream)
     n = opa.shape[0]
     c = _output(routine, c, (n, n), beta, a.dtype, inputs)
     if n == 0:

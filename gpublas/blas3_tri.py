@@ -163,14 +163,15 @@ def tri_dense(a, lower, unit=False, mirror=False, stream=None, conj=False):
 
 
 def tri_update(t, beta, c, lower, stream=None):
-    """c = t + beta c on the lower (else upper) triangle of the view c (t: a dense n x n or None, 0)."""
-    n = c.shape[0]
-    if n:
-        scr, scc, _ = strides(c)
+    """c = t + beta c on the lower (else upper) triangle of the view c, a matrix or a stack of them (t: dense and
+    contiguous, c's shape, or None for 0)."""
+    n, batch = c.shape[-1], (c.shape[0] if c.ndim == 3 else 1)
+    if n and batch:
+        scr, scc, zc = strides(c)
         bx, by = TRI_BLOCK
         k = get_kernel("triangular", "tri_update", c.dtype)
-        k((ceil_div(n, bx), min(ceil_div(n, by), MAX_GRID_Y)), (bx, by), n, t, beta, c, scr, scc, int(lower),
-          stream=stream, views=True)
+        k((ceil_div(n, bx), min(ceil_div(n, by), MAX_GRID_Y), batch), (bx, by), n, t, beta, c, scr, scc, zc,
+          int(lower), stream=stream, views=True)
 
 
 # -- trsm --------------------------------------------------------------------------------------------

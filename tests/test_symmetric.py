@@ -68,6 +68,20 @@ def test_syrk_syr2k(rng, leaf, sim_order, dtype, trans, lower):
             assert (new[np.triu_indices(order, 1) if lower else np.tril_indices(order, -1)] == 0).all()
 
 
+@pytest.mark.parametrize("n,updates", [(8, 1), (11, 2)])
+def test_diagonal_blocks_in_one_batched_product(rng, leaf, n, updates):
+    # the LEAF-row diagonal blocks of syrk and syr2k: one tri_update over the stack of full blocks (grid z: how
+    # many), one more for a short last block, whatever the number of blocks
+    a, b = rng.standard_normal((n, 6)), rng.standard_normal((n, 6))
+    for name, ops in (("syrk", (a,)), ("syr2k", (a, b))):
+        with gpublas.profile() as p:
+            got = getattr(gpublas, name)(*map(gpublas.to_device, ops), lower=True)
+        rows = [e for e in p.key_averages() if e.name == "tri_update"]
+        assert sum(e.count for e in rows) == updates, rows
+        assert max((tuple(e.grid) + (1, 1))[2] for e in rows) == n // 4, rows
+        assert_close(np.tril(got.get()), blas(name, np.float64)(1.0, *ops, lower=1), k=12)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_syrk_past_the_real_leaf_into_a_view(rng, dtype):
     # c is a 131 x 131 block of a wider matrix (three diagonal blocks of the real LEAF, GEMMs between)
