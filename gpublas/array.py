@@ -17,7 +17,7 @@ import numpy as np
 
 from . import backends, dtypes, layout
 from .errors import GraphError
-from .launch import BLOCK, GRID_STRIDE_BLOCKS, ceil_div, get_kernel
+from .launch import geometry_1d, get_kernel
 from .pinned import PageableMemoryWarning, is_pinned
 from .stream import capturing, current_stream, refuse_in_capture
 
@@ -323,9 +323,7 @@ class DeviceArray:
             self.backend.memset_d8(self.ptr, 0, self.nbytes, _stream_handle(stream, self))
         else:
             value = dtypes.scalar_arg(self.dtype, value)
-            k = get_kernel("memory", "fill_real", self.dtype)
-            # one element per thread on every backend (the profiler tests count these launch shapes)
-            k(min(ceil_div(self.size, BLOCK), GRID_STRIDE_BLOCKS), BLOCK, self, value, self.size, stream=stream)
+            get_kernel("memory", "fill_real", self.dtype)(*geometry_1d(self.size), self, value, self.size, stream=stream)
         return self
 
     def astype(self, dtype):

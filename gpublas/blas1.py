@@ -22,7 +22,7 @@ import numpy as np
 from . import dtypes
 from .array import DeviceArray, empty
 from .checks import FLOATS, check_operands, contiguous, vector, write_back
-from .launch import BLOCK, ceil_div, get_kernel, grid_1d, simulated
+from .launch import BLOCK, ceil_div, geometry_1d, get_kernel, simulated
 from .stream import refuse_in_capture
 
 MAX_PARTIALS = 1024   # reductions: partials per pass-1 launch
@@ -46,7 +46,7 @@ def axpy(alpha, x, y, stream=None):
     if y.size == 0 or alpha == 0:
         return y
     (xv, incx), (yv, incy) = vector(x, stream), vector(y, stream)
-    get_kernel("blas1", "axpy_real", dtype)(grid_1d(y.size), BLOCK, y.size, alpha, xv, incx, yv, incy, stream=stream,
+    get_kernel("blas1", "axpy_real", dtype)(*geometry_1d(y.size), y.size, alpha, xv, incx, yv, incy, stream=stream,
                                             views=True)
     return write_back(y, yv, stream)
 
@@ -56,7 +56,7 @@ def scal(alpha, x, stream=None):
     dtype = check_operands("scal", BLAS1_TYPES, x=x)
     if x.size:
         xv, incx = vector(x, stream)
-        get_kernel("blas1", "scal_real", dtype)(grid_1d(x.size), BLOCK, x.size, alpha, xv, incx, stream=stream,
+        get_kernel("blas1", "scal_real", dtype)(*geometry_1d(x.size), x.size, alpha, xv, incx, stream=stream,
                                                 views=True)
         write_back(x, xv, stream)
     return x
@@ -68,7 +68,7 @@ def scale_output(x, beta, stream=None):
         return x.fill(0, stream)
     if x.size:
         xc = contiguous(x, stream)
-        get_kernel("blas1", "scal_beta", x.dtype)(grid_1d(x.size), BLOCK, x.size, beta, xc, stream=stream)
+        get_kernel("blas1", "scal_beta", x.dtype)(*geometry_1d(x.size), x.size, beta, xc, stream=stream)
         write_back(x, xc, stream)
     return x
 
@@ -78,7 +78,7 @@ def copy(x, y, stream=None):
     dtype = _check_pair("copy", x, y)
     if y.size:
         (xv, incx), (yv, incy) = vector(x, stream), vector(y, stream)
-        get_kernel("blas1", "copy_real", dtype)(grid_1d(y.size), BLOCK, y.size, xv, incx, yv, incy, stream=stream,
+        get_kernel("blas1", "copy_real", dtype)(*geometry_1d(y.size), y.size, xv, incx, yv, incy, stream=stream,
                                                 views=True)
         write_back(y, yv, stream)
     return y
@@ -89,7 +89,7 @@ def swap(x, y, stream=None):
     dtype = _check_pair("swap", x, y)
     if y.size:
         (xv, incx), (yv, incy) = vector(x, stream), vector(y, stream)
-        get_kernel("blas1", "swap_real", dtype)(grid_1d(y.size), BLOCK, y.size, xv, incx, yv, incy, stream=stream,
+        get_kernel("blas1", "swap_real", dtype)(*geometry_1d(y.size), y.size, xv, incx, yv, incy, stream=stream,
                                                 views=True)
         write_back(x, xv, stream)
         write_back(y, yv, stream)
@@ -221,7 +221,7 @@ def _plane(x, y, h11, h21, h12, h22, stream):
     """(x, y) = (h11 x + h12 y, h21 x + h22 y) in place (rotm_real: rot's and rotm's one kernel)."""
     if y.size:
         (xv, incx), (yv, incy) = vector(x, stream), vector(y, stream)
-        get_kernel("blas1", "rotm_real", x.dtype)(grid_1d(y.size), BLOCK, y.size, xv, incx, yv, incy, h11, h21, h12,
+        get_kernel("blas1", "rotm_real", x.dtype)(*geometry_1d(y.size), y.size, xv, incx, yv, incy, h11, h21, h12,
                                                   h22, stream=stream, views=True)
         write_back(x, xv, stream)
         write_back(y, yv, stream)

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _known_sequence():
-    """3 fills of 1000 floats (grid 4 x 256), 2 of 300 (grid 2), one naive GEMM 17x5x3, one copy of
+    """3 fills of 1000 floats, 2 of 300 (FILLS: their launch shapes), one naive GEMM 17x5x3, one copy of
     each kind; returns what each should add up to."""
     host = np.arange(1000, dtype=np.float32)
     x = gpublas.to_device(host)                         # htod 4000 bytes
@@ -33,6 +33,18 @@ def _known_sequence():
     np.testing.assert_array_equal(y.get(), np.full(300, 2.0, np.float32))       # dtoh 1200
 
 
+# fill's launch shapes for 1000 and 300 elements: 256-thread blocks, one element each, on a GPU; on the
+# sim as few whole warps as cover 8 elements a thread
+FILLS = {1000: ((4, 1, 1), (256, 1, 1)), 300: ((2, 1, 1), (256, 1, 1))} if gpublas.backend() != "sim" else \
+    {1000: ((1, 1, 1), (128, 1, 1)), 300: ((1, 1, 1), (64, 1, 1))}
+
+
+def _text(n):
+    """How the profile's table writes the fill of n elements' launch shape: (4) x (256)."""
+    (g, _, _), (b, _, _) = FILLS[n]
+    return f"({g}) x ({b})"
+
+
 def _rows(p):
     return {(e.name, e.grid, e.block): e for e in p.key_averages()}
 
@@ -42,8 +54,8 @@ def test_counts_bytes_and_times_of_a_known_sequence():
     with gpublas.profile() as p:
         _known_sequence()
     rows = _rows(p)
-    assert rows[("fill_real", (4, 1, 1), (256, 1, 1))].count == 3
-    assert rows[("fill_real", (2, 1, 1), (256, 1, 1))].count == 2
+    assert rows[("fill_real", *FILLS[1000])].count == 3
+    assert rows[("fill_real", *FILLS[300])].count == 2
     assert rows[("gemm_naive", (1, 2, 1), (16, 16, 1))].count == 1
     kernels = [e for e in p.key_averages() if e.kind == "kernel"]
     assert sum(e.count for e in kernels) == 6 and len(kernels) == 3
@@ -59,7 +71,7 @@ def test_counts_bytes_and_times_of_a_known_sequence():
     assert t["launches"] == 6 and t["transfers"] == 6 and t["transfer_bytes"] == 4264 + 1540 + 4000
     assert 0 < t["kernel_ms"] + t["transfer_ms"] < t["wall_s"] * 1e3
     text = p.table()
-    assert "fill_real" in text and "(4) x (256)" in text and "(1,2) x (16,16)" in text and "[memcpy DtoD]" in text
+    assert "fill_real" in text and _text(1000) in text and "(1,2) x (16,16)" in text and "[memcpy DtoD]" in text
 
 
 def test_off_means_untouched_and_nothing_recorded():
@@ -122,7 +134,7 @@ def test_environment_variable_prints_at_exit(tmp_path):
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     line = next(ln for ln in r.stderr.splitlines() if "fill_real" in ln)
-    assert line.split()[2] == "7" and "(4) x (256)" in line  # count column
+    assert line.split()[2] == "7" and _text(1000) in line  # count column
 
 
 def test_benchmarks_profile_command(tmp_path, capsys):
@@ -141,7 +153,7 @@ def test_benchmarks_profile_command(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "== profile:" in text and "fill_real" in text and "[memcpy HtoD]" in text
     rows = {r["name"]: r for r in json.loads(out.read_text())["rows"]}
-    assert rows["fill_real"]["count"] == 5 and rows["fill_real"]["grid"] == [2, 1, 1]
+    assert rows["fill_real"]["count"] == 5 and rows["fill_real"]["grid"] == list(FILLS[300][0])
     assert rows["[memcpy HtoD]"]["bytes"] == 1200 and rows["[memcpy DtoH]"]["count"] == 1
     script.write_text("raise SystemExit(3)\n")
     assert main(["profile", "--", sys.executable, str(script)]) == 3  # no profile written: the status stays
