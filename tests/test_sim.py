@@ -195,3 +195,18 @@ def test_math_functions_of_a_float_are_float_as_in_cuda():
     out = gpublas.zeros(7, np.int32)
     k(1, 1, gpublas.full(1, 0.5), out)
     assert out.get().tolist() == [4, 4, 4, 4, 4, 8, 5]
+
+
+def test_fast_path_threads_get_their_index_in_each_order(sim_order):
+    src = """extern "C" __global__ void visits(int* counter, int* seq, int* idx) {
+        const int t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+        seq[atomicAdd(counter, 1)] = t;
+        idx[3 * t] = threadIdx.x; idx[3 * t + 1] = threadIdx.y; idx[3 * t + 2] = threadIdx.z;
+    }"""
+    k = load_source(src, source_name="visits.cu").get("visits")
+    counter, seq, idx = gpublas.zeros(1, np.int32), gpublas.zeros(30, np.int32), gpublas.zeros(90, np.int32)
+    k(1, (5, 3, 2), counter, seq, idx)
+    t = np.arange(30)
+    want = t if sim_order == "forward" else t[::-1]  # the thread order the simulator promises
+    assert seq.get().tolist() == want.tolist()
+    assert idx.get().reshape(30, 3).tolist() == [[i % 5, i // 5 % 3, i // 15] for i in t]

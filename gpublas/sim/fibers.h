@@ -241,11 +241,22 @@ static bool run_block_fibers(Worker* w, unsigned n) {
 
 static void run_block_fast(Worker* w, unsigned n) {
     const unsigned bx = blockDim.x, by = blockDim.y;
+    void (*const thunk)(const char*) = w->launch->thunk;
+    const char* const args = w->launch->args;
+    if (w->order == FORWARD) {  // index order: counters, not three divisions per thread
+        unsigned x = 0, y = 0, z = 0;
+        for (unsigned k = 0; k < n; ++k) {
+            threadIdx = uint3{x, y, z};
+            thunk(args);
+            if (++x == bx) { x = 0; if (++y == by) { y = 0; ++z; } }
+        }
+        return;
+    }
     if (w->order == RANDOM) shuffle_order(w, n);
     for (unsigned k = 0; k < n; ++k) {
         unsigned i = fiber_at(w, k);
         threadIdx = uint3{i % bx, (i / bx) % by, i / (bx * by)};
-        w->launch->thunk(w->launch->args);
+        thunk(args);
     }
 }
 
