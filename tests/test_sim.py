@@ -197,6 +197,35 @@ def test_math_functions_of_a_float_are_float_as_in_cuda():
     assert out.get().tolist() == [4, 4, 4, 4, 4, 8, 5]
 
 
+# where glibc's tanhf is 2 ulp off (found by comparing with tanhl); the simulator's own is within 1
+GLIBC_TANHF_2ULP = [float.fromhex(h) for h in ("0x1.f72258p-7", "0x1.d8b496p-6", "0x1.f795e2p-6", "0x1.9dc93p-5",
+                                                "0x1.bc754cp-5", "0x1.db060cp-5", "0x1.f98d9cp-5", "0x1.5c351cp-4")]
+
+
+def test_tanhf_is_the_simulators_own_within_one_ulp():
+    src = """extern "C" __global__ void tanhs(const float* x, float* out, int n) {
+        for (int i = 0; i < n; ++i) {
+            out[3 * i] = tanhf(x[i]); out[3 * i + 1] = tanh(x[i]); out[3 * i + 2] = std::tanh(x[i]);
+        }
+    }"""
+    k = load_source(src, source_name="tanhs.cu").get("tanhs")
+    bits = np.arange(0, 0x41A00000, 997, dtype=np.uint32)  # 0 to 20 by bit pattern: subnormals to saturation
+    x = np.concatenate([bits.view(np.float32), np.float32(GLIBC_TANHF_2ULP)])
+    x = np.concatenate([x, -x, np.float32([np.inf, -np.inf, 1e-30, -1e-30, 2 ** -12, -(2 ** -12)])])
+    out = gpublas.empty(3 * x.size, np.float32)
+    k(1, 1, gpublas.to_device(x), out, x.size)
+    got = out.get().reshape(-1, 3)
+    want = np.tanh(x.astype(np.float64)).astype(np.float32)
+    ulp = np.abs(got.view(np.int32).astype(np.int64) - want.view(np.int32)[:, None])  # same sign throughout
+    assert ulp.max() <= 1, x[ulp.max(axis=1).argmax()]
+    assert (got == got[:, :1]).all()  # tanh and std::tanh of a float are tanhf
+    z = np.float32([0.0, -0.0, np.nan])
+    out = gpublas.empty(9, np.float32)
+    k(1, 1, gpublas.to_device(z), out, 3)
+    zz = out.get().reshape(3, 3)
+    assert (zz[:2] == 0).all() and np.signbit(zz[1]).all() and not np.signbit(zz[0]).any() and np.isnan(zz[2]).all()
+
+
 def test_fast_path_threads_get_their_index_in_each_order(sim_order):
     src = """extern "C" __global__ void visits(int* counter, int* seq, int* idx) {
         const int t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);

@@ -20,6 +20,10 @@
 // #include lines resolve.
 #pragma once
 
+// Before any header declares it: a kernel's tanhf (and tanh of a float) calls intrinsics.h's
+// gpublas_sim_tanhf, not glibc's (about 2.5x slower, through expm1f).
+#pragma redefine_extname tanhf gpublas_sim_tanhf
+
 #include "dialect.h"
 #include "record.h"
 #include "fibers.h"
