@@ -11,7 +11,7 @@
 //             symmetric one); unit = 1 puts ones on the diagonal without reading it; cj = 1 conjugates
 //             what it reads. D contiguous.
 //             Block 32x8: one thread per D(i, j), threadIdx.x along j (coalesced writes), grid-stride
-//             over the rows.
+//             over the rows; blockIdx.z the matrix of a stack (A za apart, D n^2).
 // tri_update: C(i, j) = T(i, j) + beta * C(i, j) on the `lower` (else upper) triangle of C only, the
 //             other triangle untouched (syrk, syr2k: T the dense products of the diagonal blocks). T null
 //             means 0 (alpha == 0); beta == 0 writes without reading C. Same mapping as tri_fill, and
@@ -44,10 +44,12 @@
 __device__ __forceinline__ bool in_triangle(int i, int j, int lower) { return lower ? j <= i : j >= i; }
 __device__ __forceinline__ real conj_if(real a, int cj) { return cj ? conj(a) : a; }
 
-extern "C" __global__ void tri_fill(int n, const real* __restrict__ A, long long sar, long long sac, int lower,
-                                    int mirror, int unit, int cj, real* __restrict__ D) {
+extern "C" __global__ void tri_fill(int n, const real* __restrict__ A, long long sar, long long sac, long long za,
+                                    int lower, int mirror, int unit, int cj, real* __restrict__ D) {
     const int j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= n) return;
+    A += blockIdx.z * za;
+    D += (long long)blockIdx.z * n * n;
     for (int i = blockIdx.y * blockDim.y + threadIdx.y; i < n; i += gridDim.y * blockDim.y) {
         real v;
         if (i == j && unit)

@@ -32,8 +32,7 @@ from .creation import zeros
 from .blas1 import scale_output
 from .blas2 import TYPES
 from .blas3 import gemm, gemm_batched
-from . import blas3_tri
-from .blas3_tri import check_writable, mm, parse_side, parse_trans, split, tri_dense, tri_update
+from .blas3_tri import blocks, check_writable, leaf_blocks, mm, parse_side, parse_trans, split, tri_dense, tri_update
 from .checks import check_operands, leading_dimension, swap_last
 from .dtypes import COMPLEX
 
@@ -90,14 +89,6 @@ def _b_ready(x, stream):
     return x if leading_dimension(x.T) is not None else x.T.copy(stream).T
 
 
-def _blocks(x, start, count, rows, diagonal=False):
-    """The stack of `count` blocks of `rows` rows of the view x from row `start` on: (count, rows, x's columns), or
-    with `diagonal` the rows x rows blocks on x's diagonal."""
-    sr, sc = x.strides
-    step = rows * (sr + sc if diagonal else sr)
-    return x._view((count, rows, rows if diagonal else x.shape[1]), (step, sr, sc), start * (sr + sc if diagonal else sr))
-
-
 def _syr2k(a, b, c, alpha, beta, stream, herm=False):
     """The lower triangle of the view c = alpha (a b^T + b a^T) + beta c (b None: alpha a a^T, syrk); with herm
     alpha a b^H + conj(alpha) b a^H + beta c (b None: alpha a a^H, herk). The diagonal blocks (those of the
@@ -106,15 +97,13 @@ def _syr2k(a, b, c, alpha, beta, stream, herm=False):
     off-diagonal products."""
     n = c.shape[0]
     alpha2 = complex(alpha).conjugate() if herm else alpha   # the second product's scalar
-    full, rest = divmod(n, blas3_tri.LEAF)
-    for start, count, rows in ((0, full, blas3_tri.LEAF), (full * blas3_tri.LEAF, 1, rest)):
-        if count and rows:
-            ab = _blocks(a, start, count, rows)
-            bb = ab if b is None else _blocks(b, start, count, rows)
-            t = _product(ab, bb, empty((count, rows, rows), c.dtype), alpha, 0.0, herm, stream)
-            if b is not None:
-                _product(bb, ab, t, alpha2, 1.0, herm, stream)
-            tri_update(t, beta, _blocks(c, start, count, rows, diagonal=True), True, stream)
+    for start, count, rows in leaf_blocks(n):
+        ab = blocks(a, start, count, rows)
+        bb = ab if b is None else blocks(b, start, count, rows)
+        t = _product(ab, bb, empty((count, rows, rows), c.dtype), alpha, 0.0, herm, stream)
+        if b is not None:
+            _product(bb, ab, t, alpha2, 1.0, herm, stream)
+        tri_update(t, beta, blocks(c, start, count, rows, diagonal=True), True, stream)
     _off_diagonal(a, b, c, alpha, alpha2, beta, stream, herm)
 
 

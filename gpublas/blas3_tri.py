@@ -14,7 +14,8 @@ Every case reduces to side 'left' with op(a) = a by views, never copies: side 'r
 op(a)^T x^T = b^T (b.T, a view), a transpose is a.T with the other triangle. Then it recurses on
 halves split at a multiple of LEAF (a 2x2 block triangle: solve one half, one GEMM updates the other
 half's right-hand side, solve the other), down to diagonal blocks of at most LEAF rows. trmm densifies
-those (tri_fill: zeros in the other triangle) and multiplies with GEMM. trsm, as MAGMA's, first inverts
+those all at once (one tri_fill over the stack of full blocks: zeros in the other triangle; one more for a
+short last block) and multiplies them in one batched GEMM before the off-diagonal updates. trsm, as MAGMA's, first inverts
 every diagonal block in one launch (trtri_blocks, a stack of n / LEAF inverses) and solves each block as
 a GEMM with its inverse, out of place into a temporary x that receives the solution (b keeps the updated
 right-hand sides) and is copied into b at the end: every FLOP of the solve is GEMM's, in GEMMs as large
@@ -148,18 +149,33 @@ def split(n):
 
 
 def tri_dense(a, lower, unit=False, mirror=False, stream=None, conj=False):
-    """The dense n x n matrix (contiguous, new) of a triangle of the view a: the other triangle zeros,
-    or mirrored (mirror: a symmetric matrix stored in one triangle); unit puts ones on the diagonal;
-    conj conjugates every element read."""
-    n = a.shape[0]
-    d = empty((n, n), a.dtype)
-    if n:
-        sar, sac, _ = strides(a)
+    """The dense n x n matrix (contiguous, new) of a triangle of the view a (or a stack of them: one launch):
+    the other triangle zeros, or mirrored (mirror: a symmetric matrix stored in one triangle); unit puts ones
+    on the diagonal; conj conjugates every element read."""
+    n, batch = a.shape[-1], (a.shape[0] if a.ndim == 3 else 1)
+    d = empty(a.shape, a.dtype)
+    if n and batch:
+        sar, sac, za = strides(a)
         bx, by = TRI_BLOCK
         k = get_kernel("triangular", "tri_fill", a.dtype)
-        k((ceil_div(n, bx), min(ceil_div(n, by), MAX_GRID_Y)), (bx, by), n, a, sar, sac, int(lower), int(mirror),
-          int(unit), int(conj), d, stream=stream, views=True)
+        k((ceil_div(n, bx), min(ceil_div(n, by), MAX_GRID_Y), batch), (bx, by), n, a, sar, sac, za, int(lower),
+          int(mirror), int(unit), int(conj), d, stream=stream, views=True)
     return d
+
+
+def blocks(x, start, count, rows, diagonal=False):
+    """The stack of `count` blocks of `rows` rows of the matrix view x from row `start` on: (count, rows, x's
+    columns), or with `diagonal` the rows x rows blocks on x's diagonal; a view."""
+    sr, sc = x.strides
+    step = rows * (sr + sc if diagonal else sr)
+    return x._view((count, rows, rows if diagonal else x.shape[1]), (step, sr, sc), start * (sr + sc if diagonal else sr))
+
+
+def leaf_blocks(n):
+    """(start, count, rows) of the recursion's diagonal blocks of an n-row triangle as at most two uniform stacks:
+    the full LEAF-row blocks, then a shorter last one."""
+    full, rest = divmod(n, LEAF)
+    return [(s, c, r) for s, c, r in ((0, full, LEAF), (full * LEAF, 1, rest)) if c and r]
 
 
 def tri_update(t, beta, c, lower, stream=None):
@@ -272,12 +288,20 @@ def trsm_batched(a, b, *, side="left", lower=False, trans=False, unit_diagonal=F
 # -- trmm --------------------------------------------------------------------------------------------
 def _trmm(a, b, c, lower, unit, alpha, conj, stream):
     """c = alpha A b with A the lower (else upper) triangle of the view a (conjugated with conj), side
-    left; c a separate output."""
+    left; c a separate output. The diagonal blocks first, all at once (tri_fill and a batched GEMM per
+    uniform stack), then the off-diagonal updates."""
+    for start, count, rows in leaf_blocks(a.shape[-1]):
+        dense = tri_dense(blocks(a, start, count, rows, diagonal=True), lower, unit, stream=stream, conj=conj)
+        mm(dense, blocks(b, start, count, rows), blocks(c, start, count, rows), alpha, 0.0, stream)
+    _trmm_off_diagonal(a, b, c, lower, alpha, conj, stream)
+
+
+def _trmm_off_diagonal(a, b, c, lower, alpha, conj, stream):
     k = split(a.shape[-1])
     if not k:
-        return mm(tri_dense(a, lower, unit, stream=stream, conj=conj), b, c, alpha, 0.0, stream)
-    _trmm(a[:k, :k], b[:k], c[:k], lower, unit, alpha, conj, stream)
-    _trmm(a[k:, k:], b[k:], c[k:], lower, unit, alpha, conj, stream)
+        return
+    _trmm_off_diagonal(a[:k, :k], b[:k], c[:k], lower, alpha, conj, stream)
+    _trmm_off_diagonal(a[k:, k:], b[k:], c[k:], lower, alpha, conj, stream)
     if lower:   # c2 += alpha A21 b1
         mm(a[k:, :k], b[:k], c[k:], alpha, 1.0, stream, conj)
     else:       # c1 += alpha A12 b2

@@ -214,3 +214,15 @@ def test_diagonal_blocks_inverted_or_substituted(rng, leaf, n, nrhs, inverted):
     assert launches.get("trtri_blocks", 0) == int(inverted), launches
     assert ("trsm_leaf" in launches) != inverted, launches
     assert_close(got, blas("trsm", np.float64)(1.0, a, b, lower=1), k=4 * n)
+
+
+@pytest.mark.parametrize("n,fills", [(8, 1), (11, 2)])
+def test_trmm_diagonal_blocks_at_once(rng, leaf, n, fills):
+    # trmm's LEAF-row diagonal blocks: one tri_fill and one batched GEMM for the stack of full blocks (grid z: how
+    # many), one more for a short last block, whatever the number of blocks
+    a, b = triangular(rng, n, np.float64), rng.standard_normal((n, 5))
+    with gpublas.profile() as p:
+        got = gpublas.trmm(gpublas.to_device(a), gpublas.to_device(b), lower=True)
+    rows = [e for e in p.key_averages() if e.name == "tri_fill"]
+    assert sum(e.count for e in rows) == fills and max((tuple(e.grid) + (1, 1))[2] for e in rows) == n // 4, rows
+    assert_close(got, blas("trmm", np.float64)(1.0, a, b, lower=1), k=4 * n)
