@@ -8,7 +8,8 @@ cuBLAS through CuPy or PyTorch in the same process, in FP32 (TF32 off) and in TF
 each variant with cuBLAS of its own precision: FP32 variants with cuBLAS SGEMM, TF32 with cuBLAS TF32.
 The issue's goal on an H100: >= 90 % of cuBLAS SGEMM (FP32) and >= 70 % of cuBLAS TF32 at 4096^3.
 BF16 and FP16 rows: the 16-bit tensor-core kernels (kernel='mma': mma.sync m16n8k16; 'wgmma' on Hopper)
-with float accumulation and a 16-bit C, against cuBLAS GemmEx of the same types through the peer (PyTorch:
+and the dispatcher's choice ('auto': mma on a GPU, gemm.cu's direct / naive on the simulator) with float
+accumulation and a 16-bit C, against cuBLAS GemmEx of the same types through the peer (PyTorch:
 both; CuPy: FP16 only), goal >= 80 % of cuBLAS BF16 at 4096^3; on the simulator against NumPy's FP32
 matmul of the same values on the host (numpy_ms).
 On the simulator the sizes are small and there is no cuBLAS: the suite checks every variant and times it.
@@ -27,7 +28,8 @@ F32 = np.float32
 # (label, kernel=, precision); 'splitk' only where the dispatcher would split
 VARIANTS = [("auto", "auto", "fp32"), ("v2 FP32", "v2", "fp32"), ("v2 split-K", "splitk", "fp32"),
             ("v1 regblock", "regblock", "fp32"), ("v2 TF32", "tf32", "tf32"), ("v2 TF32 wgmma", "wgmma", "tf32")]
-HALF_VARIANTS = [("mma", "mma"), ("wgmma", "wgmma")]  # (label, kernel=) for each 16-bit precision
+# (label, kernel=) for each 16-bit precision; auto: the dispatcher's choice (the simulator: gemm.cu's direct / naive)
+HALF_VARIANTS = [("auto", "auto"), ("mma", "mma"), ("wgmma", "wgmma")]
 HALF = {"bf16": gpublas.bfloat16, "fp16": gpublas.float16}
 # (rtol, atol per sqrt(K)); TF32 keeps 10 mantissa bits; 16-bit C: one rounding (2^-8 BF16, 2^-11 FP16)
 TOL = {"fp32": (1e-4, 1e-4), "tf32": (5e-3, 5e-3), "bf16": (8e-3, 1e-3), "fp16": (1e-3, 1e-3)}

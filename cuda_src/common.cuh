@@ -10,6 +10,8 @@
 //                                    as it; v (any storage or compute type) as a T, rounded once to
 //                                    nearest even where T is narrower (CUDA's __float2half_rn ...);
 //                                    acc_real is compute_t<real> in a family built for `real`
+//   load_run_as(p, out[, n])         a run of consecutive elements as their compute type (vector
+//                                    conversions of 16-bit runs on the simulator)
 //   ew_exp, ew_log, ew_sqrt, ew_abs, ew_tanh, ew_pow   float/double overloads (expf for float), int builds;
 //                                    exp, log, sqrt and abs of complex numbers too
 //   gcomplex<R>, cfloat, cdouble     complex numbers in cuComplex's layout, NumPy's arithmetic (conj, abs1)
@@ -67,6 +69,29 @@ template <> struct Compute<__nv_bfloat16> { typedef float type; };
 template <class T> using compute_t = typename Compute<T>::type;
 
 template <class T> __device__ __forceinline__ compute_t<T> load_as(T x) { return (compute_t<T>)x; }
+
+// out[j] = load_as(p[j]) for the n consecutive elements p[0 .. n - 1] (N: a length fixed at compile time). The
+// GPU reads them one by one, as load_as; the simulator converts a 16-bit run with vector instructions
+// (gpublas/sim's to_floats).
+template <class T>
+__device__ __forceinline__ void load_run_as(const T* __restrict__ p, compute_t<T>* out, int n) {
+#if defined(__CUDA_ARCH_SIM__)
+    if constexpr (sizeof(T) == 2 && sizeof(compute_t<T>) == 4) {  // __half, __nv_bfloat16
+        gpublas_sim::to_floats(p, out, n);
+        return;
+    }
+#endif
+    for (int j = 0; j < n; ++j) out[j] = load_as(p[j]);
+}
+template <int N, class T>
+__device__ __forceinline__ void load_run_as(const T* __restrict__ p, compute_t<T> (&out)[N]) {
+#if defined(__CUDA_ARCH_SIM__)
+    load_run_as(p, out, N);
+#else
+#pragma unroll
+    for (int j = 0; j < N; ++j) out[j] = load_as(p[j]);
+#endif
+}
 
 // v as a T: storage types widen to their compute type first (exactly), then one C conversion, which
 // for a 16-bit T is CUDA's round-to-nearest-even constructor from float, double or an integer.

@@ -206,6 +206,29 @@ def test_gemm_matches_numpy(rng, sim_order, dtype, trans_a, trans_b, m, n, k, of
 
 
 @pytest.mark.parametrize("dtype", HALVES, ids=IDS)
+@pytest.mark.parametrize("trans_a,trans_b", TRANS)
+def test_nan_and_inf_inputs_reach_c(rng, dtype, trans_a, trans_b):
+    # the simulator converts 16-bit runs of A and B with vector instructions (gemm.cu's direct staging): a NaN
+    # or an infinity in A must reach its row of C as NaN / inf, whatever the orientation and kernel; K = 70
+    # spans three of direct's 32-deep staging chunks, the specials sit in the second and third
+    m, n, k = 9, 20, 70
+    a = rng.uniform(0.5, 1.0, (m, k)).astype(dtype)
+    b = rng.uniform(0.5, 1.0, (k, n)).astype(dtype)
+    a[2, 40], a[5, 69], a[7, 33] = np.nan, np.inf, -np.inf
+    b[50, 3] = np.nan
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    da = gpublas.to_device(np.ascontiguousarray(a.T) if trans_a else a)
+    db = gpublas.to_device(np.ascontiguousarray(b.T) if trans_b else b)
+    for kernel in ("direct", "naive", "mma"):
+        got = gpublas.gemm(da, db, out_dtype=np.float32, trans_a=trans_a, trans_b=trans_b, kernel=kernel).get()
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_array_equal(np.isinf(got) & (got > 0), np.isinf(want) & (want > 0))
+        np.testing.assert_array_equal(np.isinf(got) & (got < 0), np.isinf(want) & (want < 0))
+        ok = np.isfinite(want)
+        np.testing.assert_allclose(got[ok], want[ok], rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", HALVES, ids=IDS)
 def test_fp32_accumulation_counts_past_16_bits(dtype):
     # ones 16 x 4096 @ 4096 x 8: 4096 exactly (a 16-bit accumulator would stop at 256 for bfloat16, 2048 for
     # float16), with a float32 C and with a 16-bit one (4096 is a 16-bit value)

@@ -24,6 +24,18 @@ static inline float bfloat16_bits_to_float(uint16_t b) {  // the top half of a f
     std::memcpy(&f, &x, 4);
     return f;
 }
+
+// out[j] = bfloat16_bits_to_float(b[j]) for j < n: with AVX2 eight at a time (widen, shift into the top half).
+static inline void bfloat16s_to_floats(const uint16_t* b, float* out, int n) {
+    int j = 0;
+#if defined(__AVX2__)
+    for (; j + 8 <= n; j += 8) {
+        const __m256i x = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + j)));
+        _mm256_storeu_ps(out + j, _mm256_castsi256_ps(_mm256_slli_epi32(x, 16)));
+    }
+#endif
+    for (; j < n; ++j) out[j] = bfloat16_bits_to_float(b[j]);
+}
 }  // namespace gpublas_sim
 
 struct __attribute__((aligned(2))) __nv_bfloat16 {
@@ -35,4 +47,15 @@ struct __attribute__((aligned(2))) __nv_bfloat16 {
 inline __half::__half(__nv_bfloat16 b) : __half((float)b) {}
 
 GPUBLAS_SIM_16BIT_CONVERSIONS(__nv_bfloat16, bfloat16)
+
+namespace gpublas_sim {
+// out[j] = (float)p[j] for j < n, the n values read as one run (vector instructions where the CPU has them):
+// common.cuh's load_run_as on the simulator.
+static inline void to_floats(const __half* p, float* out, int n) {
+    halves_to_floats(reinterpret_cast<const uint16_t*>(p), out, n);
+}
+static inline void to_floats(const __nv_bfloat16* p, float* out, int n) {
+    bfloat16s_to_floats(reinterpret_cast<const uint16_t*>(p), out, n);
+}
+}  // namespace gpublas_sim
 GPUBLAS_SIM_16BIT_OPS(__nv_bfloat16, __bfloat162float, __float2bfloat16_rn, 0x7f80)

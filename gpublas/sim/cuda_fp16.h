@@ -21,6 +21,9 @@
 
 #include <cstdint>
 #include <cstring>
+#if defined(__x86_64__)
+#include <immintrin.h>  // F16C, AVX2 where -march=native has them
+#endif
 
 namespace gpublas_sim {
 
@@ -77,7 +80,14 @@ static inline uint16_t narrow_int(long long v, Format t) {
     return narrow(v < 0, mag, 0, t.p, t.emin, t.emax);
 }
 
+// A binary16 value exactly as a float; a NaN becomes float's canonical NaN (CUDA's host path). With F16C
+// (x86's -march=native on any CPU since 2012) one vcvtph2ps, whose exact result only NaNs replace; else
+// field by field.
 static inline float half_bits_to_float(uint16_t h) {
+#if defined(__F16C__)
+    const float f = _cvtsh_ss(h);
+    return (h & 0x7fff) > 0x7c00 ? __builtin_bit_cast(float, 0x7fffffffu) : f;
+#else
     const uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff;
     uint32_t x;
     if (e == 0x1f) {
@@ -92,6 +102,25 @@ static inline float half_bits_to_float(uint16_t h) {
     float f;
     std::memcpy(&f, &x, 4);
     return f;
+#endif
+}
+
+// out[j] = half_bits_to_float(h[j]) for j < n: with F16C eight (four) at a time, one vcvtph2ps each and a
+// blend that puts float's canonical NaN where the input was a NaN, the rest element by element.
+static inline void halves_to_floats(const uint16_t* h, float* out, int n) {
+    int j = 0;
+#if defined(__F16C__) && defined(__AVX__)
+    const __m256 nan8 = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    for (; j + 8 <= n; j += 8) {
+        const __m256 f = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + j)));
+        _mm256_storeu_ps(out + j, _mm256_blendv_ps(f, nan8, _mm256_cmp_ps(f, f, _CMP_UNORD_Q)));
+    }
+    for (; j + 4 <= n; j += 4) {
+        const __m128 f = _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(h + j)));
+        _mm_storeu_ps(out + j, _mm_blendv_ps(f, _mm256_castps256_ps128(nan8), _mm_cmpunord_ps(f, f)));
+    }
+#endif
+    for (; j < n; ++j) out[j] = half_bits_to_float(h[j]);
 }
 
 }  // namespace gpublas_sim
