@@ -1,5 +1,6 @@
-"""cuda_src/common.cuh's index helpers on the device: FastDivmod (host-computed multiplier, __umulhi
-and a shift on the device) and div_mod's 32- and 64-bit paths agree with integer division."""
+"""cuda_src/common.cuh's helpers on the device: FastDivmod (host-computed multiplier, __umulhi and a shift on
+the device) and div_mod's 32- and 64-bit paths agree with integer division; load_run_as converts 16-bit runs
+as load_as converts each element."""
 import numpy as np
 import pytest
 
@@ -60,3 +61,43 @@ def test_grid_1d():
     assert launch.grid_1d(0) == 0 and launch.grid_1d(1) == 1
     assert launch.grid_1d(per_block) == 1 and launch.grid_1d(per_block + 1) == 2
     assert launch.grid_1d(10**12) == launch.GRID_STRIDE_BLOCKS and launch.grid_1d(10**6, cap=7) == 7
+
+
+RUN_SRC = """#include "common.cuh"
+// Thread t converts elements [t * 13, t * 13 + 13) of x (the last thread fewer) with load_run_as, as runs of 8
+// (the compile-time form) and the rest (the runtime form), and each element alone with load_as.
+extern "C" __global__ void runs_check(const real* x, float* run, float* one, int n) {
+    const int t = blockIdx.x * blockDim.x + threadIdx.x, lo = t * 13;
+    if (lo >= n) return;
+    const int len = n - lo < 13 ? n - lo : 13;
+    if (len >= 8) {
+        float v[8];
+        load_run_as(x + lo, v);
+        for (int j = 0; j < 8; ++j) run[lo + j] = v[j];
+        load_run_as(x + lo + 8, run + lo + 8, len - 8);
+    } else {
+        load_run_as(x + lo, run + lo, len);
+    }
+    for (int j = 0; j < len; ++j) one[lo + j] = load_as(x[lo + j]);
+}
+"""
+
+
+@pytest.mark.parametrize("dtype", [np.dtype(gpublas.float16), np.dtype(gpublas.bfloat16)], ids=str)
+def test_load_run_as_converts_16_bit_runs_as_load_as_does(dtype):
+    # every one of the 65,536 bit patterns (NaNs, infinities, subnormals), at unaligned offsets: the simulator's
+    # vector conversions (F16C, AVX2) give the bits of its element-by-element ones, NaNs included (float16's
+    # canonical 0x7fffffff, bfloat16's payload kept), and both the value NumPy gives
+    x = np.arange(2 ** 16, dtype=np.uint32).astype(np.uint16).view(dtype)
+    c_type = "__half" if dtype == np.float16 else "__nv_bfloat16"
+    k = load_source(RUN_SRC, {"real": c_type}, "runs_check.cu").get("runs_check")
+    for offset in (0, 3):  # 16-byte aligned runs, and runs 6 bytes off
+        dx = gpublas.to_device(np.concatenate([np.zeros(offset, dtype), x]))[offset:]
+        run, one = gpublas.empty(x.shape, np.float32), gpublas.empty(x.shape, np.float32)
+        k(gpublas.launch.ceil_div(x.size, 13 * 128), 128, dx, run, one, np.int32(x.size))
+        got, alone = run.get().view(np.uint32), one.get().view(np.uint32)
+        np.testing.assert_array_equal(got, alone)
+        want = x.astype(np.float32)
+        nan = np.isnan(want)
+        np.testing.assert_array_equal(got[~nan], want.view(np.uint32)[~nan])
+        assert np.all(np.isnan(run.get()[nan])) and nan.sum() == (2046 if dtype == np.float16 else 254)
