@@ -28,6 +28,7 @@ def torch_model(layers, state, device="cuda"):
     import torch
 
     import nn
+    from nn.examples.precision import FP32Dense
 
     mods = []
     for name, m in layers:
@@ -37,7 +38,8 @@ def torch_model(layers, state, device="cuda"):
         elif isinstance(m, nn.MaxPool2d):
             t = torch.nn.MaxPool2d(m.kernel_size, m.stride, m.padding)
         elif isinstance(m, nn.Dense):
-            t = torch.nn.Linear(m.in_features, m.out_features, bias=m.bias is not None)
+            make = _fp32_linear() if isinstance(m, FP32Dense) else torch.nn.Linear
+            t = make(m.in_features, m.out_features, bias=m.bias is not None)
         elif isinstance(m, (nn.ReLU, nn.Tanh, nn.Sigmoid)):
             t = {"ReLU": torch.nn.ReLU, "Tanh": torch.nn.Tanh, "Sigmoid": torch.nn.Sigmoid}[type(m).__name__]()
         elif isinstance(m, nn.Flatten):
@@ -52,6 +54,18 @@ def torch_model(layers, state, device="cuda"):
         t.load_state_dict(sd)
         mods.append(t)
     return torch.nn.Sequential(*mods).to(device)
+
+
+def _fp32_linear():
+    """torch.nn.Linear computing in FP32 within autocast too: the examples' FP32Dense head."""
+    import torch
+
+    class FP32Linear(torch.nn.Linear):
+        def forward(self, x):
+            with torch.autocast(x.device.type, enabled=False):
+                return super().forward(x.float())
+
+    return FP32Linear
 
 
 def _last_state_lstm(i, h):
@@ -69,8 +83,8 @@ def _last_state_lstm(i, h):
 
 
 def time_torch(ctx, layers, state, x, labels, lr, momentum, precision="fp32", device="cuda"):
-    """The same step in PyTorch: {"ms": median ms per step, "first_loss", "logits_dtype" (the model
-    output's dtype: float32, or the autocast dtype), "scale" (GradScaler's after the run, 1.0 when
+    """The same step in PyTorch: {"ms": median ms per step, "first_loss", "dtypes" (the dtype of each
+    layer's output: float32, or the autocast dtype), "scale" (GradScaler's after the run, 1.0 when
     disabled)}; None when the model has a layer PyTorch cannot mirror here. A step is zero_grad,
     forward and cross-entropy under torch.autocast(device, dtype) (cross-entropy in FP32, autocast's
     rule), scaler.scale(loss).backward(), scaler.step(opt), scaler.update(); on the GPU timed with
@@ -89,20 +103,27 @@ def time_torch(ctx, layers, state, x, labels, lr, momentum, precision="fp32", de
     scaler = torch.amp.GradScaler(device, enabled=precision == "fp16")
     tx, ty = torch.from_numpy(x).to(device), torch.from_numpy(labels.astype(np.int64)).to(device)
     lossf = torch.nn.CrossEntropyLoss()
-    out = {}
+    out = {"dtypes": [None] * len(model)}
+
+    def note(i):   # a hook writing layer i's output dtype (on the first step only: none is timed)
+        def hook(module, args, y):
+            out["dtypes"][i] = str(y.dtype).replace("torch.", "")
+        return hook
+
+    hooks = [layer.register_forward_hook(note(i)) for i, layer in enumerate(model)]
 
     def step():
         opt.zero_grad()
         with torch.autocast(device, dtype=low or torch.bfloat16, enabled=low is not None):
-            logits = model(tx)
-            loss = lossf(logits, ty)
+            loss = lossf(model(tx), ty)
         scaler.scale(loss).backward()
         scaler.step(opt)
         scaler.update()
-        out["logits_dtype"] = str(logits.dtype).replace("torch.", "")
         return loss.item()
 
     out["first_loss"] = step()
+    for h in hooks:
+        h.remove()
     for _ in range(ctx.warmup):
         step()
     times = []

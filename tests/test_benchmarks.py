@@ -254,8 +254,9 @@ def test_train_precision_adds_checked_16bit_step_rows(precision, dtype, tmp_path
 @pytest.mark.parametrize("precision", ["fp32", "bf16", "fp16"])
 def test_train_torch_peer_runs_under_autocast_of_the_same_dtype(precision):
     """The PyTorch peer of the STEP / STEP bf16 / STEP fp16 rows, on the CPU here (on a GPU the suite runs
-    it on CUDA): its logits come out in the autocast dtype, fp16 scales its loss, and its first loss is
-    nn's FP32 loss of the same weights and batch to 16-bit precision."""
+    it on CUDA): its first layer's output comes out in the autocast dtype (the CNN's logits in FP32: the
+    FP32Dense head's autocast(enabled=False) subregion; the LSTM model's in 16 bits), fp16 scales its
+    loss, and its first loss is nn's FP32 loss of the same weights and batch to 16-bit precision."""
     pytest.importorskip("torch")
     if _missing("train"):
         pytest.skip("train needs nn")
@@ -266,7 +267,8 @@ def test_train_torch_peer_runs_under_autocast_of_the_same_dtype(precision):
     for label, layers, x, labels, _ in runs:
         t = train_torch.time_torch(ctx, layers, train._state(layers), x, labels, train.LR, train.MOMENTUM,
                                    precision, device="cpu")
-        assert t["logits_dtype"] == {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}[precision], label
+        low = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}[precision]
+        assert t["dtypes"][0] == low and t["dtypes"][-1] == ("float32" if "CNN" in label else low), (label, t)
         assert (t["scale"] > 1.0) == (precision == "fp16") and t["ms"] > 0
         y = gpublas.to_device(x)
         for _, m in layers:

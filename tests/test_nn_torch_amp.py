@@ -1,6 +1,6 @@
 """Whole training steps in 16 bits against PyTorch on the CPU, where PyTorch casts at the same points:
 the digits CNN under nn.autocast vs torch.autocast("cpu", dtype) (bf16, and fp16 with a GradScaler on
-both sides), and a pure-bf16 MLP (nn's model.to(bfloat16) vs torch's). Layer-level parity (Conv2d, LSTM)
+both sides; its FP32Dense head vs PyTorch's autocast(enabled=False) subregion), and a pure-bf16 MLP (nn's model.to(bfloat16) vs torch's). Layer-level parity (Conv2d, LSTM)
 is in test_nn_autocast.py."""
 import ml_dtypes
 import numpy as np
@@ -59,13 +59,15 @@ def test_digits_cnn_steps_under_autocast_match_torch_autocast(dtype, rng):
         scaler.unscale_(opt)
         topt.zero_grad()
         with torch.autocast("cpu", tdtype):
-            tlogits = tmodel(tx)
+            h = tmodel[:-1](tx)
+            with torch.autocast("cpu", enabled=False):   # digits' FP32Dense head: FP32 logits
+                tlogits = tmodel[-1](h.float())
             tloss = torch.nn.functional.cross_entropy(tlogits, ty)   # autocast: computed in FP32
-        assert logits.dtype == dtype and tlogits.dtype == tdtype and tloss.dtype == torch.float32
+        assert h.dtype == tdtype and logits.dtype == np.float32 and tlogits.dtype == torch.float32 == tloss.dtype
         tscaler.scale(tloss).backward()
         tscaler.unscale_(topt)
         assert abs(loss - tloss.item()) <= 2 * eps(dtype) * (1 + loss)
-        close(logits.get(), tlogits.float().detach().numpy(), 4 * eps(dtype))
+        close(logits.get(), tlogits.detach().numpy(), 4 * eps(dtype))
         for (name, p), tp in zip(model.named_parameters(), tmodel.parameters()):
             assert p.grad.dtype == np.float32
             close(p.grad.get(), tp.grad.numpy(), 8 * eps(dtype))   # PyTorch rounds dW to 16 bits first

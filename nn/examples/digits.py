@@ -7,7 +7,8 @@ Conv2d(1->16) ReLU MaxPool2d -> Conv2d(16->32) ReLU MaxPool2d -> Flatten Dropout
 ReLU -> Dense(64->10), softmax cross-entropy, SGD with Nesterov momentum (or --optimizer adam / adamw)
 and a cosine schedule, 40 epochs with one-pixel random shifts; a held-out stratified 20% test split
 (about 98% accuracy). Prints the backend first and a summary line last. --precision bf16 / fp16 trains
-in mixed precision (nn.autocast, FP32 master weights; fp16 with loss scaling): 97.2 % / 98.3 %.
+in mixed precision (nn.autocast, FP32 master weights, FP32 logits from an FP32Dense head; fp16 with loss
+scaling): 98.05 % / 98.05 % (seed 0; precision.FP32Dense gives the figures over seeds 0-5).
 """
 import argparse
 import importlib.util
@@ -19,7 +20,7 @@ import numpy as np
 import nn
 
 from .graphed import add_graph_flag
-from .precision import add_precision_flag
+from .precision import FP32Dense, add_precision_flag
 from .training import add_distributed_flag, describe_device, fit_and_report, setup_distributed
 
 
@@ -66,7 +67,7 @@ def model(width=16, dropout=0.25):
         nn.Conv2d(w, 2 * w, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),       # (N, 2w, 2, 2)
         nn.Flatten(), nn.Dropout(dropout),
         nn.Dense(8 * w, 64), nn.ReLU(),
-        nn.Dense(64, 10))
+        FP32Dense(64, 10))   # the logits in FP32 under --precision bf16 / fp16 (precision.py)
 
 
 def shifted(X, rng):

@@ -17,7 +17,7 @@ import nn
 
 from .idx import read_idx
 from .graphed import add_graph_flag
-from .precision import add_precision_flag
+from .precision import FP32Dense, add_precision_flag
 from .training import add_distributed_flag, describe_device, fit_and_report, setup_distributed
 
 FILES = {"train_images": "train-images", "train_labels": "train-labels", "test_images": "t10k-images",
@@ -53,7 +53,7 @@ def model(h, w, dropout=0.25):
         nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
         nn.Flatten(), nn.Dropout(dropout),
         nn.Dense(flat, 128), nn.ReLU(),
-        nn.Dense(128, 10))
+        FP32Dense(128, 10))   # the logits in FP32 under --precision bf16 / fp16 (precision.py)
 
 
 def main(argv=None):

@@ -3,7 +3,8 @@ runs within nn.autocast (Dense, Conv2d and the LSTM's GEMMs in 16 bits from thei
 weights; losses, BatchNorm statistics and the LSTM's cell state in FP32), the gradients and the
 optimizer state stay FP32, and so do checkpoints. fp16 scales the loss with nn.amp.GradScaler
 (PyTorch's rules: a step with an inf/NaN gradient is skipped and the scale halved); bf16 has float32's
-exponent range and needs none."""
+exponent range and needs none. The image classifiers' last layer is an FP32Dense: their logits, the
+softmax cross-entropy's input, are computed in FP32."""
 import numpy as np
 
 import gpublas
@@ -15,6 +16,19 @@ PRECISIONS = {"fp32": None, "bf16": gpublas.bfloat16, "fp16": np.float16}
 def add_precision_flag(parser):
     parser.add_argument("--precision", choices=list(PRECISIONS), default="fp32",
                         help="fp32, or mixed precision with 16-bit GEMMs: bf16, fp16 (with dynamic loss scaling)")
+
+
+class FP32Dense(nn.Dense):
+    """A Dense that computes in FP32 within nn.autocast too (a 16-bit input widened, FP32 output), for
+    a classifier's last layer: the softmax cross-entropy then sees FP32 logits instead of logits
+    rounded to 16 bits, PyTorch's `with torch.autocast(enabled=False): head(x.float())` subregion. A
+    Dense otherwise (same parameters and state_dict names). On digits (seeds 0-5, sim, 2026-11-25) bf16
+    reached 98.84 % mean test accuracy with bf16 logits (97.21 % at seed 0) and 99.12 % with FP32
+    ones (98.05 % at seed 0), against 98.70 % in fp32: one test image is 0.28 %."""
+
+    def forward(self, x):
+        with nn.autocast(enabled=False):
+            return super().forward(x)
 
 
 class Precision:
