@@ -281,3 +281,32 @@ def test_bf16_embedding_sums_its_gradient_in_fp32(rng):
     e16.backward(gpublas.to_device(dy))
     e32.backward(gpublas.to_device(dy.astype(np.float32)))
     np.testing.assert_array_equal(e16.weight.grad.get().view(np.uint16), e32.weight.grad.get().astype(bf).view(np.uint16))
+
+
+def test_bf16_gradient_is_the_slope_of_the_bf16_models_loss(rng):
+    """Central finite differences of the loss the bf16 model computes, at the weights with the largest
+    gradients, with steps of about 2^-3 (the bf16 weights w + s and w - s as rounded, the slope taken
+    over their actual distance): the analytic bf16 gradient is the slope to within the step's
+    curvature and the forward's 16-bit noise (10 %)."""
+    bf = gpublas.bfloat16
+    nn.manual_seed(11)
+    model = nn.Sequential(nn.Dense(5, 7, dtype=bf), nn.Tanh(), nn.Dense(7, 3, dtype=bf))
+    x = gpublas.to_device(rng.standard_normal((9, 5)).astype(bf))
+    labels = rng.integers(0, 3, 9)
+    crit = nn.SoftmaxCrossEntropy()
+    crit(model(x), labels)
+    model.backward(crit.backward())
+    h = 2.0 ** -3
+    for p in model.parameters():
+        grad, w0 = f64(p.grad).ravel(), p.data.get()
+        for i in np.argsort(-np.abs(grad))[:3]:
+            losses, at = [], []
+            for s in (h, -h):
+                w = w0.copy().ravel()
+                w[i] = bf(float(w[i]) + s)
+                at.append(float(w[i]))
+                p.data.set(w.reshape(w0.shape))
+                losses.append(crit(model(x), labels))
+            p.data.set(w0)
+            slope = (losses[0] - losses[1]) / (at[0] - at[1])
+            assert abs(slope - grad[i]) <= 0.1 * abs(grad[i]) + 2e-3, (p, i, slope, grad[i])
