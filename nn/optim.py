@@ -1,5 +1,7 @@
 """SGD, Adam and AdamW (PyTorch's update rules, one fused kernel per parameter), learning-rate schedules
-and gradient clipping by the global norm."""
+and gradient clipping by the global norm. float16 / bfloat16 parameters (pure 16-bit training) are
+updated in FP32 arithmetic, each stored value rounded once; their state (momentum buffers, Adam's
+moments) has the parameter's dtype, as PyTorch keeps it."""
 import math
 
 import numpy as np
