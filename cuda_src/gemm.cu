@@ -247,7 +247,8 @@ gemm_regblock(GEMM_PARAMS) {
 // the tile's rows) and b (op(B)'s row k, its columns), then the 32 multiply-adds. The simulator stages a
 // 16-bit tile's a and b for DIRECT_KC values of k at a time as floats (its runs converted by vector
 // instructions) and then runs the multiply-adds on the floats, as a float tile reads its inputs: the same
-// sums in the same order (256^3 nn, one core: FP16 6.2 -> 1.8 ms of CPU, BF16 2.1 -> 1.6; FP32 0.86).
+// sums in the same order (256^3, one core, ms of CPU: FP16 nn 6.2 -> 1.6, tn 6.2 -> 1.9, nt 5.8 -> 2.1; BF16
+// 2.1 -> 1.5, 2.3 -> 1.7, 2.1 -> 2.0; FP32 0.84, 0.94, 2.4).
 template <bool TA, bool TB, bool FIT_N>
 __device__ __forceinline__ void direct_tile(int M, int N, int K, const real* __restrict__ A, int lda,
                                             const real* __restrict__ B, int ldb, int row0, int col0,
@@ -284,13 +285,21 @@ __device__ __forceinline__ void direct_tile(int M, int N, int K, const real* __r
                 for (int i = 0; i < DIRECT_TM; ++i) load_run_as(A + a_at[i] + k0, at[i], kc);
             } else {
                 for (int kk = 0; kk < kc; ++kk) {
-                    load_a(k0 + kk, a);
+                    if (M >= DIRECT_TM) load_run_as(A + (k0 + kk) * a_k + a_at[0], a);  // the tile's rows: a run
+                    else load_a(k0 + kk, a);
                     for (int i = 0; i < DIRECT_TM; ++i) at[i][kk] = a[i];
                 }
             }
-            for (int kk = 0; kk < kc; ++kk) {
-                if constexpr (FIT_N && !TB) load_run_as(B + (k0 + kk) * b_k + col0, bs[kk]);  // a run along n
-                else load_b(k0 + kk, bs[kk]);
+            if constexpr (TB) {  // op(B)'s columns are runs along k: converted as such, then transposed
+                acc_real bt[DIRECT_TN][DIRECT_KC];
+                for (int j = 0; j < DIRECT_TN; ++j) load_run_as(B + b_at[j] + k0, bt[j], kc);
+                for (int kk = 0; kk < kc; ++kk)
+                    for (int j = 0; j < DIRECT_TN; ++j) bs[kk][j] = bt[j][kk];
+            } else {
+                for (int kk = 0; kk < kc; ++kk) {
+                    if constexpr (FIT_N) load_run_as(B + (k0 + kk) * b_k + col0, bs[kk]);  // a run along n
+                    else load_b(k0 + kk, bs[kk]);
+                }
             }
             for (int kk = 0; kk < kc; ++kk) fma({at[0][kk], at[1][kk], at[2][kk], at[3][kk]}, bs[kk]);
         }

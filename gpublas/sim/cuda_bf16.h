@@ -25,13 +25,18 @@ static inline float bfloat16_bits_to_float(uint16_t b) {  // the top half of a f
     return f;
 }
 
-// out[j] = bfloat16_bits_to_float(b[j]) for j < n: with AVX2 eight at a time (widen, shift into the top half).
+// out[j] = bfloat16_bits_to_float(b[j]) for j < n: with AVX2 eight (four) at a time (widen, shift into the top
+// half), the rest element by element.
 static inline void bfloat16s_to_floats(const uint16_t* b, float* out, int n) {
     int j = 0;
 #if defined(__AVX2__)
     for (; j + 8 <= n; j += 8) {
         const __m256i x = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + j)));
         _mm256_storeu_ps(out + j, _mm256_castsi256_ps(_mm256_slli_epi32(x, 16)));
+    }
+    for (; j + 4 <= n; j += 4) {
+        const __m128i x = _mm_cvtepu16_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b + j)));
+        _mm_storeu_ps(out + j, _mm_castsi128_ps(_mm_slli_epi32(x, 16)));
     }
 #endif
     for (; j < n; ++j) out[j] = bfloat16_bits_to_float(b[j]);
