@@ -117,11 +117,16 @@ class GradScaler:
 
     def unscale_(self, optimizer):
         """Divides the optimizer's gradients by S in place and notes whether any is inf/NaN (once per
-        optimizer per step: a second call before update() raises, as PyTorch's)."""
+        optimizer per step: a second call before update() raises, as PyTorch's). float16 gradients (a
+        pure float16 model's) are refused, as PyTorch refuses them: divided by S in float16 the small
+        ones flush to zero, so loss scaling wants FP32 master gradients (nn.autocast)."""
         if not self._enabled:
             return
         if id(optimizer) in self._found:
             raise RuntimeError("unscale_() has already been called on this optimizer since the last update()")
+        if any(p.grad.dtype == np.float16 for p in optimizer.params):
+            raise ValueError("GradScaler: attempting to unscale float16 gradients (PyTorch refuses them too): keep "
+                             "the parameters float32 and train under nn.autocast(float16), or use bfloat16")
         found = gpublas.zeros(1, np.int32)
         inv = 1.0 / self._scale
         for _, grad, *_ in optimizer._operands():

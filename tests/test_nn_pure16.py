@@ -310,3 +310,17 @@ def test_bf16_gradient_is_the_slope_of_the_bf16_models_loss(rng):
             p.data.set(w0)
             slope = (losses[0] - losses[1]) / (at[0] - at[1])
             assert abs(slope - grad[i]) <= 0.1 * abs(grad[i]) + 2e-3, (p, i, slope, grad[i])
+
+
+def test_grad_scaler_refuses_float16_gradients_as_pytorch():
+    model = nn.Dense(3, 2).half()
+    opt, scaler = nn.SGD(model.parameters(), lr=0.1), nn.amp.GradScaler()
+    with pytest.raises(ValueError, match="float16 gradients"):
+        scaler.step(opt)
+    bf = nn.Dense(3, 2).bfloat16()   # bfloat16 gradients are taken (PyTorch's rule), though they need no scaling
+    opt, w0 = nn.SGD(bf.parameters(), lr=0.1), bf.weight.data.get()
+    scaler.unscale_(opt)
+    scaler.step(opt)
+    scaler.update()
+    assert scaler.get_scale() == 2.0 ** 16                         # zero gradients: finite, no backoff
+    np.testing.assert_array_equal(bf.weight.data.get(), w0)         # and a step that changes nothing
