@@ -4,6 +4,7 @@ The losses' and optimizers' kernels (loss.cu, optim.cu) have theirs in nn/step_k
 
 Layers call these and gpublas.gemm; nothing here computes on the host.
 """
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -130,6 +131,7 @@ def bias_grad_sum(dy, db, channels, inner):
 
 
 # -- conv.cu ----------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=256)  # a model asks the same few geometries every step
 def _conv_sizes(N, C, H, W, geom):
     """conv.cu's size arguments: every size it divides by packed as a FastDivmod divisor."""
     kh, kw, sh, sw, ph, pw, dh, dw, OH, OW = geom
@@ -170,6 +172,7 @@ def cnp_to_nchw_bias(Y, b, y, act):
 
 
 # -- pool.cu ----------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=256)  # a model asks the same few geometries every step
 def _pool_sizes(N, C, H, W, OH, OW, geom):
     """pool.cu's size arguments (planes, H, W, OH, OW, kh, kw, sh, sw, ph, pw), divisors packed."""
     kh, kw, sh, sw, ph, pw = geom
