@@ -64,13 +64,22 @@ def _check_overlap(routine, c, *inputs):
                              "the output must not overlap an input")
 
 
-def _dtypes(routine, a, b, c, out_dtype):
-    """(operand dtype, C's dtype): a and b of one dtype; C of theirs, or float32 for 16-bit operands (cuBLAS's
-    GemmEx with FP32 compute): out_dtype= for a new C, else c's own."""
+def _one_float(a, b, c, out_dtype):
+    """The dtype of the common call: a, b (and c) DeviceArrays of one real GEMM dtype and no out_dtype, which
+    nothing in _dtypes can refuse (nor is it complex); None for any other call."""
     dtype = a.dtype if type(a) is DeviceArray else None
     if (out_dtype is None and dtype in _GEMM_FLOAT_SET and type(b) is DeviceArray and b.dtype == dtype
             and (c is None or (type(c) is DeviceArray and c.dtype == dtype))):
-        return dtype, dtype  # the common call, one float dtype throughout: nothing below can refuse it
+        return dtype
+    return None
+
+
+def _dtypes(routine, a, b, c, out_dtype):
+    """(operand dtype, C's dtype): a and b of one dtype; C of theirs, or float32 for 16-bit operands (cuBLAS's
+    GemmEx with FP32 compute): out_dtype= for a new C, else c's own."""
+    dtype = _one_float(a, b, c, out_dtype)
+    if dtype is not None:
+        return dtype, dtype
     dtype = check_operands(routine, GEMM_FLOATS, a=a, b=b)
     if c is not None:
         check_operands(routine, GEMM_FLOATS, c=c)
@@ -101,11 +110,12 @@ def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, str
     float16/bfloat16 operands accumulate in float32; c is of their dtype or, with out_dtype=np.float32 (or a
     float32 c), float32. kernel: one of KERNELS or 'auto' (default: $GPUBLAS_GEMM_KERNEL, else auto).
     Complex operands take op(x) = x.conj().T too (trans 'C'; gpublas.gemm_complex: real GEMMs on the parts)."""
-    if gemm_complex.is_complex(a, b, c):
+    dtype = _one_float(a, b, c, out_dtype)
+    if dtype is None and gemm_complex.is_complex(a, b, c):
         return gemm_complex.gemm("gemm", gemm_batched, a, b, c, alpha=alpha, beta=beta, trans_a=trans_a,
                                  trans_b=trans_b, stream=stream, kernel=kernel)
     trans_a, trans_b = gemm_complex.trans_op(trans_a, "gemm") != "N", gemm_complex.trans_op(trans_b, "gemm") != "N"
-    dtype, out = _dtypes("gemm", a, b, c, out_dtype)
+    dtype, out = (dtype, dtype) if dtype is not None else _dtypes("gemm", a, b, c, out_dtype)
     for name, x in (("a", a), ("b", b), ("c", c)):
         if x is not None and x.ndim != 2:
             raise ValueError(f"gemm: {name} must be 2-D, got shape {x.shape}; use gemm_batched for stacks")
