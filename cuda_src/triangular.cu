@@ -10,8 +10,9 @@
 //             the other triangle zeros (mirror = 0: a triangular matrix) or A(j, i) (mirror = 1: a
 //             symmetric one); unit = 1 puts ones on the diagonal without reading it; cj = 1 conjugates
 //             what it reads. D contiguous.
-//             Block 32x8: one thread per D(i, j), threadIdx.x along j (coalesced writes), grid-stride
-//             over the rows; blockIdx.z the matrix of a stack (A za apart, D n^2).
+//             Block 32x8, threadIdx.x along j (coalesced writes), each thread grid-striding over the rows
+//             (the launcher's grid: one row a thread on a GPU, 8 on the sim); blockIdx.z the matrix of a
+//             stack (A za apart, D n^2).
 // tri_update: C(i, j) = T(i, j) + beta * C(i, j) on the `lower` (else upper) triangle of C only, the
 //             other triangle untouched (syrk, syr2k: T the dense products of the diagonal blocks). T null
 //             means 0 (alpha == 0); beta == 0 writes without reading C. Same mapping as tri_fill, and
@@ -32,8 +33,10 @@
 //             in shared memory as a packed lower triangle (an upper one with its row and column order
 //             reversed, which makes it lower: one substitution for both), one barrier, then thread j
 //             computes column j of the inverse by forward substitution, T x = e_j, its x in W's column
-//             (its own writes read back: no barrier). Shared T(i, u) is read at consecutive u by
-//             consecutive threads (no bank conflict); 2 partial sums shorten the dependent add chain.
+//             (its own writes read back: no barrier). The threads walk the rows i together, thread j
+//             summing T(i, u) x_u over u = j .. i-1: T is read at consecutive addresses by consecutive
+//             threads (no bank conflict), x_u from W leaf + 1 elements apart across threads (a diagonal
+//             of the slot, which stays in L1: 16 KB for float); 2 partial sums shorten the add chain.
 #include "common.cuh"
 
 #define TRI_BLOCK_X 32
@@ -114,8 +117,11 @@ extern "C" __global__ void trtri_blocks(int n, int leaf, const real* __restrict_
     if (j >= r) return;
     real* __restrict__ w = W + rev * leaf + rev;                                // canonical (i, j) of W_d at
     const long long wr = sgn * leaf, wc = sgn;                                  // w[i * wr + j * wc]
-    for (int i = 0; i < j; ++i) w[i * wr + j * wc] = (real)0;                   // x_i = 0 above the diagonal
-    for (int i = j; i < r; ++i) {
+    for (int i = 0; i < r; ++i) {   // every thread at row i together: T(i, j + u') at consecutive addresses
+        if (i < j) {
+            w[i * wr + j * wc] = (real)0;                                       // x_i = 0 above the diagonal
+            continue;
+        }
         real s0 = i == j ? (real)1 : (real)0, s1 = (real)0;                     // (e_j - T(i, j:i-1) x)_i
         int u = j;
         for (; u + 1 < i; u += 2) {
