@@ -10,34 +10,34 @@ Arguments as scipy.linalg.blas's ?trsm / ?trmm: side 'left' (op(a) @ x) or 'righ
 2/'C': the conjugate transpose, 'T' for real types), unit_diagonal (ones assumed, the diagonal never
 read), alpha (complex for complex types). Types S, D, C, Z.
 
-Every case reduces to side 'left' with op(a) = a by views, never copies: side 'right' solves
-op(a)^T x^T = b^T (b.T, a view), a transpose is a.T with the other triangle. Then it recurses on
-halves split at a multiple of LEAF (a 2x2 block triangle: solve one half, one GEMM updates the other
-half's right-hand side, solve the other), down to diagonal blocks of at most LEAF rows. trmm densifies
-those all at once (one tri_fill over the stack of full blocks: zeros in the other triangle; one more for a
-short last block) and multiplies them in one batched GEMM before the off-diagonal updates. trsm, as MAGMA's, first inverts
-every diagonal block in one launch (trtri_blocks, a stack of n / LEAF inverses) and solves each block as
-a GEMM with its inverse, out of place into a temporary x that receives the solution (b keeps the updated
-right-hand sides) and is copied into b at the end: every FLOP of the solve is GEMM's, in GEMMs as large
-as the halves, beside the inversion's LEAF^3 / 6 multiply-adds per block whatever the number m of
-right-hand sides. So trsm keeps trsm_leaf (substitution, one thread per right-hand side, in place) where
-that fixed cost does not pay: a triangle of one block (n <= LEAF) or m < LEAF (trsv, getrs' few
-columns). Measured on the sim (n = 512, float32): m = 64 1.2 ms either way, m = 128 2.1 -> 1.8 ms,
-m = 512 34 -> 9 ms. The inverse-based solve is what MAGMA's and cuBLAS's trsm do; its backward error is
-bounded through the inverses': each column of W_d = inv(A_dd) is a substitution, backward stable
-column by column, so a block's x_d = W_d b_d has residual |b_d - A_dd x_d| <= 2 LEAF eps |A_dd| |W_d| |b_d|
-to first order (Du Croz and Higham 1992), which the tests check on ill-conditioned triangles. BLAS semantics: alpha == 0 writes zeros without
-reading a or b.
+Every case reduces to side 'left' with op(a) = a by views, never copies: side 'right' solves op(a)^T x^T =
+b^T (b.T, a view), a transpose is a.T with the other triangle. Then it recurses on halves split at a
+multiple of LEAF (a 2x2 block triangle: solve one half, one GEMM updates the other half's right-hand side,
+solve the other), down to diagonal blocks of at most LEAF rows. trmm densifies those all at once (one
+tri_fill over the stack of full blocks: zeros in the other triangle; one more for a short last block) and
+multiplies them in one batched GEMM before the off-diagonal updates. trsm, as MAGMA's, first inverts every
+diagonal block in one launch (trtri_blocks, a stack of n / LEAF inverses) and solves each block as a GEMM
+with its inverse, out of place into a temporary x that receives the solution (b keeps the updated right-hand
+sides) and is copied into b at the end (workspace: x, b's size, and the inverses, n LEAF elements a matrix,
+at most a's size): every FLOP of the solve is GEMM's, in GEMMs as large as the halves, beside the
+inversion's LEAF^3 / 6 multiply-adds per block whatever the number m of right-hand sides. So trsm keeps
+trsm_leaf (substitution, one thread per right-hand side, in place) where that fixed cost does not pay: a
+triangle of one block (n <= LEAF) or m < LEAF (trsv, getrs' few columns). Measured on the sim (n = 512,
+float32, CPU time, substitution -> inversion): m = 8 0.49 -> 0.81 ms, m = 64 1.26 either way, m = 128 2.2 ->
+1.9, m = 512 10.7 -> 5.8. The inverse-based solve is what MAGMA's and cuBLAS's trsm do; its backward error
+is bounded through the inverses': each column of W_d = inv(A_dd) is a substitution, backward stable column
+by column, so a block's x_d = W_d b_d has residual |b_d - A_dd x_d| <= 2 LEAF eps |A_dd| |W_d| |b_d| to
+first order (Du Croz and Higham 1992), which the tests check on ill-conditioned triangles. BLAS semantics:
+alpha == 0 writes zeros without reading a or b.
 
-Complex types are an instantiation of the same code: the kernels use only `real`'s operators, the
-launchers pass dtypes through. A conjugate transpose is the transpose's views read conjugated: every
-routine solves with A = conj(view) when op is 'C' (on either side: x a^H = b is conj(a) x^T = b^T), so
-trsm_leaf, trtri_blocks and tri_fill take a conj flag (the elements conjugated as loaded) and mm's GEMMs get trans 'C'
-on the swapped view (conj(v) = op_C(v.T)). A conjugated copy of a would be as simple and cost O(n^2)
-beside the O(n^2 m) solve, but a new n x n array per call (a whole stack's for trsm_batched) and a
-second pass over a; the flag costs neither, and complex GEMM copies its operands' parts out anyway
-(gemm_complex), negating the imaginary part for 'C' on the way. hemm is symm with tri_fill's mirror
-conjugated.
+Complex types are an instantiation of the same code: the kernels use only `real`'s operators, the launchers
+pass dtypes through. A conjugate transpose is the transpose's views read conjugated: every routine solves
+with A = conj(view) when op is 'C' (on either side: x a^H = b is conj(a) x^T = b^T), so trsm_leaf,
+trtri_blocks and tri_fill take a conj flag (the elements conjugated as loaded) and mm's GEMMs get trans 'C'
+on the swapped view (conj(v) = op_C(v.T)). A conjugated copy of a would be as simple and cost O(n^2) beside
+the O(n^2 m) solve, but a new n x n array per call (a whole stack's for trsm_batched) and a second pass over
+a; the flag costs neither, and complex GEMM copies its operands' parts out anyway (gemm_complex), negating
+the imaginary part for 'C' on the way. hemm is symm with tri_fill's mirror conjugated.
 """
 import numpy as np
 
