@@ -8,6 +8,8 @@ same launch captured GRAPH_LAUNCHES times into a gpublas.graph, the sample repla
 (per launch: the replay's time over its launches). On a GPU machine the same launch through CuPy or
 PyTorch stands beside it.
 """
+import time
+
 import numpy as np
 
 import gpublas
@@ -108,19 +110,23 @@ def run(ctx):
         if not report.check(name, got, expected, rtol=0, atol=0):
             continue
         t = measure(many, ctx, HostClock(sync), inner=1)
+        cpu = measure(many, ctx, HostClock(sync, time.process_time), inner=1)
         us = t.median_ms * 1e3 / count
         eager.setdefault(name, us)
         base = eager.get(name.removesuffix(": replayed"))
         report.add(variant=name, launches=count, us_per_launch=us, launches_per_s=count / (t.median_ms * 1e-3),
+                   cpu_us_per_launch=cpu.median_ms * 1e3 / count,
                    eager_over_this=base / us if per_call > 1 and base else None, **t.as_row())
     base = report.rows[0]["us_per_launch"] if report.rows else None
     for r in report.rows:
         r["vs_raw"] = r["us_per_launch"] / base
     report.columns = [("variant", "variant", "s"), ("launches", "launches", "d"),
                       ("us_per_launch", "µs/launch", ".2f"), ("spread_pct", "±%", ".1f"),
+                      ("cpu_us_per_launch", "CPU µs/launch", ".2f"),
                       ("launches_per_s", "launches/s", ".0f"), ("vs_raw", "x prepared call", ".2f"),
                       ("eager_over_this", "eager / replayed", ".1f")]
-    report.note("host clock around `launches` back-to-back launches, one synchronize at the end")
+    report.note("host clock around `launches` back-to-back launches, one synchronize at the end; CPU µs: the "
+                "process's CPU time around the same (what a busy machine's other jobs do not inflate)")
     report.note(f"replayed: the launch captured {GRAPH_LAUNCHES} times into one gpublas.graph, replayed "
                 f"launches / {GRAPH_LAUNCHES} times")
     if ctx.simulated:

@@ -111,6 +111,8 @@ def test_several_suites_out_dir_and_combined_json(tmp_path, capsys):
     assert set(doc["suites"]) == {"transfer", "launch"} and doc["checks_passed"] is True
     slug, date = harness.device_slug(), harness.today()
     assert (out / f"transfer-{slug}-{date}.json").exists() and (out / f"launch-{slug}-{date}.json").exists()
+    launches = json.loads((out / f"launch-{slug}-{date}.json").read_text())["results"]
+    assert launches and all(r["cpu_us_per_launch"] > 0 and r["us_per_launch"] > 0 for r in launches)
     assert "summary:" in capsys.readouterr().out
     if _has_matplotlib():  # the plot beside each JSON is named by its file name, no path of this machine
         one = json.loads((out / f"transfer-{slug}-{date}.json").read_text())
