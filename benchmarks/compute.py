@@ -25,7 +25,7 @@ F32 = np.float32
 
 def cases(ctx):
     """[(op, shape)] for this run: GEMM shapes as (M, N, K), GEMV (M, N), vectors (n,). --sizes sets the
-    GEMM shapes, float32 and complex."""
+    GEMM shapes, float32 and complex, and the square ones the level-3 routines' n."""
     if ctx.sizes:
         gemms = complex_gemms = [parse_shape(s) for s in ctx.sizes]
     else:
@@ -42,7 +42,9 @@ def cases(ctx):
     out += [("gemv", s) for s in gemvs]
     for op in ("axpy", "add", "sum", "dot"):
         out += [(op, (n,)) for n in vectors]
-    return out + ([] if ctx.sizes else compute_tri.cases(ctx))
+    # with --sizes, the triangular / symmetric rows run at each square size given (no batched LU)
+    squares = [m for m, n, k in gemms if m == n == k] if ctx.sizes else None
+    return out + compute_tri.cases(ctx, squares)
 
 
 # -- one operation, three ways ----------------------------------------------------------------------

@@ -36,8 +36,12 @@ def routine(op):
     return op, np.dtype(F32)
 
 
-def cases(ctx):
-    """[(op, shape)]: (n, n) for the level-3 routines, (batch, n) for getrf_batched; float32, then complex."""
+def cases(ctx, squares=None):
+    """[(op, shape)]: (n, n) for the level-3 routines, (batch, n) for getrf_batched; float32, then complex.
+    `squares` (--sizes' square GEMMs) sets n for the level-3 routines and leaves batched LU out."""
+    if squares is not None:
+        return ([(op, (n, n)) for op in OPS[:-1] for n in squares]
+                + [(p + op, (n, n)) for p in PREFIX for op in OPS[:-1] + HERMITIAN for n in squares])
     square = ctx.pick(gpu=[512, 1024, 2048, 4096], sim=[64, 128], quick=[64])
     out = [(op, (n, n)) for op in OPS[:-1] for n in square]
     lu = ctx.pick(gpu=[(10000, 8), (10000, 16), (10000, 32), (1000, 64)], sim=[(256, 8), (64, 32)],
