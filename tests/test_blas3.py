@@ -48,6 +48,37 @@ def test_gemm_every_kernel(rng, dtype, kernel, trans_a, trans_b, shape):
     assert_close(got, ref_gemm(dtype, 1.0, a, b, trans_a=trans_a, trans_b=trans_b), k=k)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, gpublas.bfloat16, gpublas.float16], ids=str)
+@pytest.mark.parametrize("trans_a,trans_b", TRANS)
+def test_direct_sums_in_naive_order(rng, dtype, trans_a, trans_b):
+    # gemm_direct adds each C element's products in the order k = 0..K-1, as gemm_naive does, whatever its
+    # staging on the simulator (op(B)'s columns transposed 8 values at a time, DIRECT_KC = 32 values of k a chunk,
+    # 16-bit runs converted): the same bits. Operands are column slices (leading dimensions K + 3, N + 3); tiles
+    # smaller than 4 x 8, K below, at and across the chunks and their 8-value steps
+    half = np.dtype(dtype).itemsize == 2
+    for m, n, k in [(1, 1, 1), (3, 7, 9), (5, 13, 40), (37, 8, 97), (64, 33, 31)]:
+        sa, sb = ((k, m) if trans_a else (m, k)), ((n, k) if trans_b else (k, n))
+        da, db = (gpublas.to_device(rng.standard_normal((r, c + 3)).astype(np.float32)).astype(dtype)[:, :c]
+                  for r, c in (sa, sb))
+        c0 = gpublas.to_device(rng.standard_normal((m, n)).astype(np.float32)).astype(dtype)
+        got = {kern: gpublas.gemm(da, db, c0.copy(), alpha=0.75, beta=-0.5, trans_a=trans_a, trans_b=trans_b,
+                                  kernel=kern).get() for kern in ("direct", "naive")}
+        want = 0.75 * op_ref(da, trans_a) @ op_ref(db, trans_b) - 0.5 * c0.get().astype(np.float64)
+        if half:  # float sums, one rounding into the 16-bit C
+            np.testing.assert_allclose(got["direct"].astype(np.float64), want, rtol=1e-2, atol=1e-2)
+        else:
+            assert_close(got["direct"], want, dtype, k=k)
+        if gpublas.backend() == "sim":  # a GPU's compiler may fuse the multiply-adds of one kernel and not the other's
+            np.testing.assert_array_equal(got["direct"].view(f"u{got['direct'].itemsize}"),
+                                          got["naive"].view(f"u{got['naive'].itemsize}"), err_msg=f"{m}x{n}x{k}")
+
+
+def op_ref(x, t):
+    """op(x) of a DeviceArray as a float64 host array."""
+    h = x.get().astype(np.float64)
+    return h.T if t else h
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("kernel", ALL)
 @pytest.mark.parametrize("alpha,beta", [(2.5, 0.0), (0.5, -1.5), (1.0, 1.0), (-1.0, 0.25)])

@@ -15,9 +15,9 @@
 //   mma_sync.h    mma.sync m16n8k8 TF32 (cuda_src/mma.cuh's mma_tf32_m16n8k8), warp-collective
 //   cuda_pipeline.h  cp.async (__pipeline_memcpy_async / commit / wait_prior), synchronous
 // cuda_fp16.h and cuda_bf16.h (__half, __nv_bfloat16) are not force-included: common.cuh includes
-// them, as it includes NVIDIA's on a GPU. How it was designed and what it costs:
-// docs/sim-backend.md. cuda_runtime.h and mma.h here are empty stand-ins so that a .cu's own
-// #include lines resolve.
+// them, as it includes NVIDIA's on a GPU, and transpose_runs.h (its load_runs_transposed's shuffles).
+// How it was designed and what it costs: docs/sim-backend.md. cuda_runtime.h and mma.h here are empty
+// stand-ins so that a .cu's own #include lines resolve.
 #pragma once
 
 // Before any header declares it: a kernel's tanhf (and tanh of a float) calls intrinsics.h's
