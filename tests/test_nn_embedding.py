@@ -19,7 +19,7 @@ def _sequential_grad(dy, idx, V, padding_idx=None):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("V, D, shape", [(5, 3, (7,)), (11, 130, (3, 4)), (2, 1, (1,)), (40, 16, (301,)),
-                                         (4, 6, (0,))])
+                                         (4, 6, (0,)), (3, 33, (45, 53))])  # the last: 2 tiles of 32 * 64 indices
 def test_embedding_forward_and_backward(rng, dtype, V, D, shape):
     nn.manual_seed(0)
     layer = nn.Embedding(V, D, dtype=dtype)
@@ -38,8 +38,8 @@ def test_embedding_forward_and_backward(rng, dtype, V, D, shape):
 
 def test_embedding_backward_is_deterministic_under_both_orders(rng, sim_order):
     """Many repeats of few rows in float32: any change of summation order would show in the bits."""
-    x = rng.integers(0, 3, 500)
-    dy = (rng.standard_normal((500, 40)) * 10 ** rng.uniform(-3, 3, (500, 1))).astype(np.float32)
+    x = rng.integers(0, 3, 2100)                            # two tiles of 32 * 64 indices, the second partial
+    dy = (rng.standard_normal((2100, 40)) * 10 ** rng.uniform(-3, 3, (2100, 1))).astype(np.float32)
     layer = nn.Embedding(3, 40)
     layer(x)
     layer.backward(dy)

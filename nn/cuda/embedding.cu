@@ -6,11 +6,15 @@
 //                     NaN when idx[i] is outside [0, V) (no read outside the table; the loss shows it).
 // embedding_backward: deterministic scatter-add without atomics. Block of B <= EMB_THREADS threads (the
 //                     launcher picks B from D), grid (V, ceil(D / B)): block (r, b) owns weight row r,
-//                     columns b*B + threadIdx.x. The block walks idx in tiles of B staged in shared memory; each thread adds dy[i, d] for every i
-//                     with idx[i] == r, in increasing i, into a register (acc_real: float for 16-bit data), then
-//                     dweight[r, d] += that sum, rounded once.
+//                     columns b*B + threadIdx.x. The block walks idx in tiles of 32*B indices: thread t
+//                     compares the 32 consecutive indices 32t .. 32t+31 of the tile with r once and puts
+//                     the matches in a bit mask in shared memory (one word per thread); after a barrier
+//                     each thread walks the words in order and the set bits of each in increasing order,
+//                     adding dy[i, d] for every i with idx[i] == r, in increasing i, into a register
+//                     (acc_real: float for 16-bit data), then dweight[r, d] += that sum, rounded once.
 //                     Same order every run, so the same bits. Rows equal to padding_idx (-1: none) get
-//                     nothing; an index outside [0, V) matches no row. Work is V * n index compares: right for character and small-word vocabularies.
+//                     nothing; an index outside [0, V) matches no row. Work is V * n * ceil(D / B) index
+//                     compares plus one read of dy per match: right for character and small-word vocabularies.
 #include "common.cuh"
 
 #define EMB_THREADS 128
@@ -26,21 +30,27 @@ extern "C" __global__ void embedding_forward(const real* __restrict__ weight, co
 
 extern "C" __global__ void embedding_backward(const real* __restrict__ dy, const int* __restrict__ idx,
                                               real* __restrict__ dweight, long long n, int D, int padding_idx) {
-    __shared__ int tile[EMB_THREADS];
+    __shared__ unsigned hits[EMB_THREADS];              // bit k of word w: idx[t0 + 32 w + k] == r
     const int r = blockIdx.x;
     if (r == padding_idx) return;                       // the whole block leaves: no barrier is skipped
     const int B = blockDim.x;
     const int d = blockIdx.y * B + threadIdx.x;
     acc_real acc = 0;
-    for (long long t0 = 0; t0 < n; t0 += B) {
-        const long long i = t0 + threadIdx.x;
-        tile[threadIdx.x] = i < n ? idx[i] : -1;
+    for (long long t0 = 0; t0 < n; t0 += 32LL * B) {
+        const long long first = t0 + 32LL * threadIdx.x;
+        const int mine = (int)(n - first < 0 ? 0 : n - first < 32 ? n - first : 32);
+        unsigned word = 0;
+        for (int k = 0; k < mine; ++k)
+            word |= (unsigned)(idx[first + k] == r) << k;
+        hits[threadIdx.x] = word;
         __syncthreads();
-        const int count = (int)(n - t0 < B ? n - t0 : B);
-        if (d < D)
-            for (int k = 0; k < count; ++k)
-                if (tile[k] == r) acc += load_as(dy[(t0 + k) * D + d]);
-        __syncthreads();                                // the tile is refilled next
+        if (d < D) {
+            const int words = (int)((n - t0 + 31) / 32 < B ? (n - t0 + 31) / 32 : B);
+            for (int w = 0; w < words; ++w)
+                for (unsigned m = hits[w]; m; m &= m - 1)  // set bits in increasing order: increasing i
+                    acc += load_as(dy[(t0 + 32LL * w + __ffs((int)m) - 1) * D + d]);
+        }
+        __syncthreads();                                // the words are rewritten next
     }
     if (d < D) dweight[(long long)r * D + d] = convert<real>(load_as(dweight[(long long)r * D + d]) + acc);
 }
