@@ -189,11 +189,12 @@ def sim_kernel(m, n, k, trans_a=False, trans_b=False, dtype=np.float32):
     return "direct" if direct <= naive else "naive"
 
 
-# gemm_direct with op(B) = B.T (B stored n x k) loads its 8 columns of op(B) with a stride each: 2.0-2.5x the
-# time of the same product with B stored k x n (float32 32x64x256, 768x16x256, 768x64x45, 64x32x128, 16x128x64;
-# one OpenMP thread, 2-core AMD EPYC, 2026-11-25); transpose.cu's swap01 copies n x k into k x n at about
-# 1.8 ns an element plus a launch. A caller multiplying many rows by one B.T (a layer's weight) copies it once.
-SIM_TRANS_B_EXTRA_NS = 0.095                   # per multiply-add, over the product with B stored k x n
+# gemm_direct with op(B) = B.T (B stored n x k) turns B's 8 columns into rows 8 values of k at a time on the
+# simulator (6195119): about 0.01 ns a multiply-add over the product with B stored k x n (float32 32x64x256,
+# 768x16x256, 768x64x45, 64x32x128, 16x128x64; one OpenMP thread, 2-core AMD EPYC, 2026-11-25; it was 0.095
+# with the strided loads before); transpose.cu's swap01 copies n x k into k x n at about 1.8 ns an element
+# plus a launch. So a copy of B.T pays only for a weight multiplying thousands of rows.
+SIM_TRANS_B_EXTRA_NS = 0.01                    # per multiply-add, over the product with B stored k x n
 SIM_SWAP_NS, SIM_SWAP_LAUNCH_NS = 1.8, 5000.0  # swap01: per element, per launch (its host time included)
 
 
