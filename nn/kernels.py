@@ -330,24 +330,29 @@ def embedding_backward(dy, idx, dweight, padding_idx):
 
 
 # -- lstm.cu ----------------------------------------------------------------------------------------
-def lstm_gates_forward(gates, b_ih, b_hh, c_prev, h, c):
-    """Activates gates (N, 4H) in place and writes c = f c_prev + i g, h = o tanh(c)."""
+def lstm_gates_forward(gates, b_ih, b_hh, c_prev, h, c, tanh_c):
+    """Activates gates (N, 4H) in place and writes c = f c_prev + i g, h = o tanh(c) and tanh_c = tanh(c)
+    (for lstm_gates_backward)."""
     N, H = c.shape
-    if gates.shape != (N, 4 * H) or c_prev.shape != (N, H) or h.shape != (N, H):
-        raise ValueError(f"lstm_gates_forward: gates {gates.shape}, c_prev {c_prev.shape}, h {h.shape}, c {c.shape}")
-    get_kernel("lstm", "lstm_gates_forward", _same("lstm_gates_forward", gates, b_ih, b_hh, c_prev, h, c))(
-        *geometry_1d(N * H), gates, b_ih, b_hh, c_prev, h, c, N, H)
+    if gates.shape != (N, 4 * H) or c_prev.shape != (N, H) or h.shape != (N, H) or tanh_c.shape != (N, H):
+        raise ValueError(f"lstm_gates_forward: gates {gates.shape}, c_prev {c_prev.shape}, h {h.shape}, c {c.shape}, "
+                         f"tanh_c {tanh_c.shape}")
+    dtype = _same("lstm_gates_forward", gates, b_ih, b_hh, c_prev, h, c, tanh_c)
+    get_kernel("lstm", "lstm_gates_forward", dtype)(
+        *geometry_1d(N * H), gates, b_ih, b_hh, c_prev, h, c, tanh_c, N, H)
     return h
 
 
-def lstm_gates_backward(gates, c_prev, c, d_out, dh_rec, dc, dgates):
-    """dgates (N, 4H) for one step; dc (N, H) goes in as dL/dc_t and comes out as dL/dc_{t-1}."""
-    N, H = c.shape
-    if gates.shape != (N, 4 * H) or dgates.shape != (N, 4 * H) or dc.shape != (N, H):
-        raise ValueError(f"lstm_gates_backward: gates {gates.shape}, dgates {dgates.shape}, dc {dc.shape}")
-    dtype = _same("lstm_gates_backward", gates, c_prev, c, d_out, dh_rec, dc, dgates)
+def lstm_gates_backward(gates, c_prev, tanh_c, d_out, dh_rec, dc, dgates):
+    """dgates (N, 4H) for one step (tanh_c: the forward's tanh(c_t)); dc (N, H) goes in as dL/dc_t and
+    comes out as dL/dc_{t-1}."""
+    N, H = dc.shape
+    if gates.shape != (N, 4 * H) or dgates.shape != (N, 4 * H) or c_prev.shape != (N, H) or tanh_c.shape != (N, H):
+        raise ValueError(f"lstm_gates_backward: gates {gates.shape}, dgates {dgates.shape}, dc {dc.shape}, "
+                         f"c_prev {c_prev.shape}, tanh_c {tanh_c.shape}")
+    dtype = _same("lstm_gates_backward", gates, c_prev, tanh_c, d_out, dh_rec, dc, dgates)
     get_kernel("lstm", "lstm_gates_backward", dtype)(
-        *geometry_1d(N * H), gates, c_prev, c, d_out, dh_rec, dc, dgates, N, H)
+        *geometry_1d(N * H), gates, c_prev, tanh_c, d_out, dh_rec, dc, dgates, N, H)
     return dgates
 
 

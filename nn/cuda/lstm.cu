@@ -5,16 +5,18 @@
 //
 // lstm_gates_forward:  grid-stride loop, one thread per (n, j), j < H: adds b_ih + b_hh, activates
 //                      i = s(a_i), f = s(a_f), g = tanh(a_g), o = s(a_o) in place, then
-//                      c = f c_prev + i g and h = o tanh(c).
+//                      c = f c_prev + i g and h = o tanh(c); keeps tanh(c) in tanh_c for the backward step
+//                      (which would otherwise compute it again: one transcendental of five per unit).
 // lstm_gates_backward: grid-stride loop, one thread per (n, j): dh = d_out + dh_rec (the two routes into
-//                      h_t); dc = dc_next + dh o (1 - tanh(c)^2); writes the pre-activation gradients
+//                      h_t); dc = dc_next + dh o (1 - tanh(c)^2), tanh(c) read from the forward's tanh_c; writes the pre-activation gradients
 //                      dgates (N, 4H) and replaces dc[n, j] with dc_prev = dc f (same element, same thread).
 // batch_first <-> time-major is gpublas' swap01 (cuda_src/transpose.cu).
 #include "common.cuh"
 
 extern "C" __global__ void lstm_gates_forward(real* __restrict__ gates, const real* __restrict__ b_ih,
                                               const real* __restrict__ b_hh, const real* __restrict__ c_prev,
-                                              real* __restrict__ h, real* __restrict__ c, int N, int H) {
+                                              real* __restrict__ h, real* __restrict__ c, real* __restrict__ tanh_c,
+                                              int N, int H) {
     const long long total = (long long)N * H;
     GRID_STRIDE_LOOP(long long, e, total) {
         const int n = (int)(e / H), j = (int)(e - (long long)n * H);
@@ -25,13 +27,15 @@ extern "C" __global__ void lstm_gates_forward(real* __restrict__ gates, const re
         const real i = sigmoid(ai), f = sigmoid(af), g = tanh(ag), o = sigmoid(ao);
         a[j] = i; a[H + j] = f; a[2 * H + j] = g; a[3 * H + j] = o;
         const real cn = f * c_prev[e] + i * g;
+        const real tc = tanh(cn);
         c[e] = cn;
-        h[e] = o * tanh(cn);
+        tanh_c[e] = tc;
+        h[e] = o * tc;
     }
 }
 
 extern "C" __global__ void lstm_gates_backward(const real* __restrict__ gates, const real* __restrict__ c_prev,
-                                               const real* __restrict__ c, const real* __restrict__ d_out,
+                                               const real* __restrict__ tanh_c, const real* __restrict__ d_out,
                                                const real* __restrict__ dh_rec, real* __restrict__ dc,
                                                real* __restrict__ dgates, int N, int H) {
     const long long total = (long long)N * H;
@@ -42,7 +46,7 @@ extern "C" __global__ void lstm_gates_backward(const real* __restrict__ gates, c
         const real i = a[j], f = a[H + j], g = a[2 * H + j], o = a[3 * H + j];
         real dh = dh_rec ? dh_rec[e] : (real)0;
         if (d_out) dh += d_out[e];
-        const real tc = tanh(c[e]);
+        const real tc = tanh_c[e];
         // h = o tanh(c): dh/do = tanh(c), dh/dc = o (1 - tanh(c)^2)
         const real dcell = dc[e] + dh * o * ((real)1 - tc * tc);
         const real d_o = dh * tc;

@@ -81,7 +81,7 @@ class LSTM(Module):
             b_ih, b_hh = self._w("bias_ih", k), self._w("bias_hh", k)
             w_ih, w_hh = amp.cast(low, self._w("weight_ih", k).data, self._w("weight_hh", k).data)
             ws = self._workspace(k, T, N, sdtype, low)
-            gates, cbuf, g_t, c_t = ws.gates, ws.cbuf, ws.gates_t, ws.cbuf_t
+            gates, cbuf, g_t, c_t, tc_t = ws.gates, ws.cbuf, ws.gates_t, ws.cbuf_t, ws.tanh_c_t
             # pre-activations of every step at once: (T*N, I) @ (I, 4H); W^T as K.rhs_t gives it (a copy
             # where the simulator's GEMM would read the transpose slowly), W_hh^T for the T - 1 (or T) steps
             wt, tb = K.rhs_t(w_ih, T * N)
@@ -105,13 +105,13 @@ class LSTM(Module):
                     break
                 if t > 0 or h0 is not None:  # h_{-1} = 0 contributes nothing
                     K.gemm(hl_t[t], w_hh_t, g_t[t], beta=1.0, trans_b=tb_hh)
-                K.lstm_gates_forward(g_t[t], b_ih, b_hh, c_t[t], h_t[t + 1], c_t[t + 1])
+                K.lstm_gates_forward(g_t[t], b_ih, b_hh, c_t[t], h_t[t + 1], c_t[t + 1], tc_t[t])
             _at(h_n, k).copy_from(h_t[T])
             _at(c_n, k).copy_from(c_t[T])
             # cached per layer: the layer's input (for dW_ih), the weights the GEMMs used (the
             # parameters or their 16-bit copies), the activated gates and every h (in the GEMMs'
             # dtype) and c including the initial ones (the gate gradients need i, f, g, o, c_{t-1}
-            # and c_t; dW_hh needs h_{t-1}); hlow[1:] is also the layer's output
+            # and tanh(c_t), in the workspace; dW_hh needs h_{t-1}); hlow[1:] is also the layer's output
             layers.append((inp, w_ih, w_hh, gates, hlow, cbuf))
             out = hlow._view((T, N, H), hlow.strides, hlow.strides[0])  # hlow[1:]
             inp = _rows(out)
@@ -156,7 +156,7 @@ class LSTM(Module):
         for k in reversed(range(L)):
             inp, w_ih, w_hh, gates, hlow, cbuf = layers[k]
             ws = self._work[k]
-            g_t, c_t, dg_t, dl_t = ws.gates_t, ws.cbuf_t, ws.dgates_t, ws.dlow_t
+            g_t, c_t, tc_t, dg_t, dl_t = ws.gates_t, ws.cbuf_t, ws.tanh_c_t, ws.dgates_t, ws.dlow_t
             dc, dh_rec = _at(self.dc0, k), _at(self.dh0, k)  # running dL/dc_t and recurrent dL/dh_t buffers
             if d_cn is not None:
                 dc.copy_from(_at(d_cn, k))
@@ -167,7 +167,7 @@ class LSTM(Module):
                 dh_rec.copy_from(_at(d_hn, k))
             for t in reversed(range(T)):
                 # dgates[t] from dh_t = d_out[t] + (recurrent part), and dc_t -> dc_{t-1} in place
-                K.lstm_gates_backward(g_t[t], c_t[t], c_t[t + 1], d_t[t], dh_rec if has_rec else None, dc, dg_t[t])
+                K.lstm_gates_backward(g_t[t], c_t[t], tc_t[t], d_t[t], dh_rec if has_rec else None, dc, dg_t[t])
                 if dl_t is not dg_t:
                     gpublas.indexing.copy_to(dl_t[t], dg_t[t])  # the gate gradients for the 16-bit GEMMs
                 # a_t = ... + h_{t-1} W_hh^T  =>  dL/dh_{t-1} (recurrent part) = dgates_t W_hh
@@ -210,8 +210,9 @@ def _rows(x):
 
 
 class _Workspace:
-    """One layer's buffers for a (T, N) batch that no caller sees: the activated gates (T, N, 4H) and
-    the cell states c_0..c_T (T + 1, N, H), cached by forward for backward, and the gate gradients
+    """One layer's buffers for a (T, N) batch that no caller sees: the activated gates (T, N, 4H), the
+    cell states c_0..c_T (T + 1, N, H) and tanh(c_1)..tanh(c_T) (T, N, H), cached by forward for
+    backward (which would otherwise compute tanh(c) again), and the gate gradients
     (T, N, 4H) of backward; each with its per-step views (and the gates' (T*N, 4H) view for the GEMMs).
     Under autocast (`low` a 16-bit dtype) also the gate gradients' 16-bit copies (dlow) for the GEMMs;
     else dlow is dgates itself."""
@@ -220,9 +221,11 @@ class _Workspace:
         self.key = (T, N, dtype, low)
         self.gates = gpublas.empty((T, N, 4 * H), dtype)
         self.cbuf = gpublas.empty((T + 1, N, H), dtype)
+        self.tanh_c = gpublas.empty((T, N, H), dtype)
         self.dgates = gpublas.empty((T, N, 4 * H), dtype)
         self.dlow = self.dgates if low == dtype else gpublas.empty((T, N, 4 * H), low)
         self.gates2, self.dgates2 = self.gates.reshape(T * N, 4 * H), self.dgates.reshape(T * N, 4 * H)
         self.dlow2 = self.dlow.reshape(T * N, 4 * H)
         self.gates_t, self.cbuf_t, self.dgates_t = _steps(self.gates), _steps(self.cbuf), _steps(self.dgates)
+        self.tanh_c_t = _steps(self.tanh_c)
         self.dlow_t = self.dgates_t if low == dtype else _steps(self.dlow)
