@@ -70,3 +70,19 @@ class FlatGroups:
         else:
             for p in self.params:
                 p.zero_grad()
+
+
+def span(arrays):
+    """One 1-D view over `arrays` when they are, in order, C-contiguous slices of one allocation lying
+    back to back with one dtype (a flat group's gradients, as _slices lays them out), else None."""
+    if not arrays:
+        return None
+    first = arrays[0]
+    end = first._offset
+    for a in arrays:
+        if a._mem is not first._mem or a.dtype != first.dtype or not a.c_contiguous or a._offset != end:
+            return None
+        end += a.nbytes
+    base = first if first.base is None else first.base
+    n = (end - first._offset) // first.itemsize
+    return base._view((n,), (first.itemsize,), first._offset - base._offset)

@@ -9,7 +9,7 @@ import numpy as np
 import gpublas
 
 from . import step_kernels as K
-from .flat_params import FlatGroups
+from .flat_params import FlatGroups, span
 from .module import Parameter
 
 
@@ -168,16 +168,21 @@ def clip_grad_norm(params, max_norm, on_device=False):
     DeviceArray with no read-back (a captured step). Each parameter's sum of squares is one
     fixed-order device reduction into its own slot; one one-thread kernel sums the slots (in NumPy's
     order, in double), takes the root and the coefficient, and the scaling kernels read it there.
-    A 16-bit gradient's sum of squares is taken in float32 (of its widened copy)."""
+    Gradients that lie back to back in one buffer (an optimizer's flat group, nn.flat_params) of a
+    float32 or float64 dtype are one slot instead: one reduction over the buffer and one scaling launch
+    (the total's last bits can differ from the per-parameter sums'; the scaled gradients are the same
+    function of it). A 16-bit gradient's sum of squares is taken in float32 (of its widened copy)."""
     params = _param_list(params)
     compute = [gpublas.dtypes.TABLE[p.dtype].compute for p in params]
     dtypes = list(dict.fromkeys(compute))
-    make = gpublas.empty if len(dtypes) == 1 else gpublas.zeros   # slot i: parameter i (the others' stay 0)
-    sums = {dtype: make((len(params),), dtype) for dtype in dtypes}
-    for i, (p, dtype) in enumerate(zip(params, compute)):
-        K.sumsq(p.grad if p.dtype == dtype else p.grad.astype(dtype), sums[dtype], i)
+    flat = span([p.grad for p in params]) if len(dtypes) == 1 and params[0].dtype == dtypes[0] else None
+    grads = [p.grad for p in params] if flat is None else [flat]
+    make = gpublas.empty if len(dtypes) == 1 else gpublas.zeros   # slot i: gradient i (the others' stay 0)
+    sums = {dtype: make((len(grads),), dtype) for dtype in dtypes}
+    for i, (g, dtype) in enumerate(zip(grads, compute)):
+        K.sumsq(g if g.dtype == dtype else g.astype(dtype), sums[dtype], i)
     clip = gpublas.empty((2,), np.float64)
     K.clip_coef(sums.get(np.dtype(np.float32)), sums.get(np.dtype(np.float64)), float(max_norm), clip)
-    for p in params:
-        K.clip_scale(p.grad, clip)
+    for g in grads:
+        K.clip_scale(g, clip)
     return clip[0:1] if on_device else float(clip.get()[0])

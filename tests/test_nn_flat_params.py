@@ -78,3 +78,28 @@ def test_a_replaced_array_falls_back_to_per_parameter_updates(rng):
         opt.step()
     for p, a, gi in zip(params, p0, g):
         assert_close(p.data, ref.sgd(a, [gi, gi], 0.1, momentum=0.9), np.float32, k=8)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_clip_grad_norm_of_a_flat_group_is_one_reduction_and_one_scaling(rng, dtype):
+    """A flat group's gradients (back to back in one buffer) are clipped as one vector: one dot, one
+    clip_scale; total as NumPy's norm, each gradient scaled by the coefficient of that total."""
+    params = _params(rng, (dtype,) * 3)
+    opt = nn.SGD(params, lr=0.1)
+    grads = [rng.standard_normal(p.shape).astype(dtype) for p in params]
+    for p, g in zip(params, grads):
+        p.grad.set(g)
+    want = np.sqrt(sum((g.astype(np.float64) ** 2).sum() for g in grads))
+    with gpublas.profile() as prof:
+        total = nn.clip_grad_norm(opt.params, 1.0, on_device=True)
+    counts = _kernel_counts(prof)
+    assert counts["dot_partial"] == 1 and counts["clip_scale"] == 1
+    total = float(total.get()[0])
+    assert total == pytest.approx(want, rel=1e-6) and total > 1.0
+    for p, g in zip(params, grads):
+        assert np.array_equal(p.grad.get(), g * (np.dtype(dtype).type(1.0 / (total + 1e-6))))
+    # a list that is not the group's layout (reordered, or a gap) keeps one reduction per parameter
+    with gpublas.profile() as prof:
+        nn.clip_grad_norm(opt.params[::-1], 1e9)
+        nn.clip_grad_norm(opt.params[::2], 1e9)
+    assert _kernel_counts(prof)["dot_partial"] == 3 + 2
