@@ -102,9 +102,10 @@ def bias_act_forward(x, b, y, channels, inner, act):
     return y
 
 
-def bias_grad_sum(dy, db, channels, inner):
-    """db[c] += sum of dy over (outer, inner) for dy viewed as (outer, channels, inner): gpublas'
-    deterministic reductions, in two passes when inner > 1. Short rows (a conv's H*W up to
+def bias_grad_sum(dy, db, channels, inner, accumulate=True):
+    """db[c] += sum of dy over (outer, inner) for dy viewed as (outer, channels, inner) (db[c] = the sum
+    with accumulate=False, db then in dy's compute dtype): gpublas' deterministic reductions, in two
+    passes when inner > 1. Short rows (a conv's H*W up to
     reduction.SERIAL_N) sum over outer first, coalesced across the channels * inner columns, then the
     channels' short rows; long ones sum each (outer, channel) row first, then over outer. The sums are in
     dy's compute dtype: float32 for a 16-bit dy (FP32 bias gradients, summed in float32). A 16-bit db
@@ -112,7 +113,7 @@ def bias_grad_sum(dy, db, channels, inner):
     if db.size != channels or dy.size % (channels * inner):
         raise ValueError(f"bias_grad_sum: db {db.shape} does not fit dy {dy.shape} as (*, {channels}, {inner})")
     dtype = dtypes.TABLE[dy.dtype].compute
-    if db.dtype != dtype and dtypes.TABLE[db.dtype].compute == dtype:
+    if db.dtype != dtype and dtypes.TABLE[db.dtype].compute == dtype and accumulate:
         acc = db.astype(dtype)
         bias_grad_sum(dy, acc, channels, inner)
         gpublas.indexing.copy_to(db, acc)
@@ -120,19 +121,19 @@ def bias_grad_sum(dy, db, channels, inner):
     if db.dtype != dtype:
         raise TypeError(f"bias_grad_sum: db must be {dtype} (or 16 bits) for a {dy.dtype} dy, got {db.dtype}")
     outer = dy.size // (channels * inner)
-    SUM, reduce = reduction.SUM, reduction.launch_reduce
+    SUM, reduce, beta = reduction.SUM, reduction.launch_reduce, 1.0 if accumulate else 0.0
     if outer == 0:
-        return db
+        return db if accumulate else db.fill(0)
     if inner == 1:
-        reduce(SUM, dy, 1, outer, channels, db, None, beta=1.0)
+        reduce(SUM, dy, 1, outer, channels, db, None, beta=beta)
     elif reduction.serial_fits(inner, 1):
         cols = gpublas.empty((channels * inner,), dtype)
         reduce(SUM, dy, 1, outer, channels * inner, cols, None)
-        reduce(SUM, cols, channels, inner, 1, db, None, beta=1.0)
+        reduce(SUM, cols, channels, inner, 1, db, None, beta=beta)
     else:
         rows = gpublas.empty((outer * channels,), dtype)
         reduce(SUM, dy, outer * channels, inner, 1, rows, None)
-        reduce(SUM, rows, 1, outer, channels, db, None, beta=1.0)
+        reduce(SUM, rows, 1, outer, channels, db, None, beta=beta)
     return db
 
 

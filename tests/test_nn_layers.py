@@ -247,3 +247,7 @@ def test_bias_grad_sum_every_pass_order(rng, outer, channels, inner):
     db = gpublas.to_device(np.full(channels, 0.5, np.float32))
     K.bias_grad_sum(gpublas.to_device(dy), db, channels, inner)  # adds into db
     np.testing.assert_allclose(db.get(), 0.5 + dy.astype(np.float64).sum(axis=(0, 2)), rtol=1e-5, atol=1e-4)
+    # accumulate=False writes the sum alone (the old values are not read), and adding it is the same bits
+    s = gpublas.to_device(np.full(channels, np.nan, np.float32))
+    K.bias_grad_sum(gpublas.to_device(dy), s, channels, inner, accumulate=False)
+    np.testing.assert_array_equal(0.5 + s.get(), db.get())

@@ -179,8 +179,14 @@ class LSTM(Module):
             K.gemm(dg2, inp, self._w("weight_ih", k).grad, beta=1.0, trans_a=True)
             K.gemm(dg2, hlow._view((T * N, H), hlow.strides[1:]), self._w("weight_hh", k).grad, beta=1.0,
                    trans_a=True)  # h_0 .. h_{T-1}: hlow[0:T] as rows (hlow is contiguous)
-            for b in (self._w("bias_ih", k), self._w("bias_hh", k)):
-                if b is not None:
+            biases = [b for b in (self._w("bias_ih", k), self._w("bias_hh", k)) if b is not None]
+            if len(biases) == 2 and all(b.grad.dtype == sdtype for b in biases):
+                # both get sum dg: one reduction, added to each (b + 1 * s = b + s: the same bits)
+                K.bias_grad_sum(ws.dgates2, ws.dbias, 4 * H, 1, accumulate=False)
+                for b in biases:
+                    gpublas.add(b.grad, ws.dbias, out=b.grad)
+            else:
+                for b in biases:
                     K.bias_grad_sum(ws.dgates2, b.grad, 4 * H, 1)
             # dL/dx = dg W_ih: the next layer down's d_out (in the state's dtype, for its gate kernels)
             d_out = gpublas.empty((T, N, inp.shape[1]), sdtype)
@@ -212,7 +218,8 @@ def _rows(x):
 class _Workspace:
     """One layer's buffers for a (T, N) batch that no caller sees: the activated gates (T, N, 4H), the
     cell states c_0..c_T (T + 1, N, H) and tanh(c_1)..tanh(c_T) (T, N, H), cached by forward for
-    backward (which would otherwise compute tanh(c) again), and the gate gradients
+    backward (which would otherwise compute tanh(c) again), the bias gradients' sum (4H,), and the gate
+    gradients
     (T, N, 4H) of backward; each with its per-step views (and the gates' (T*N, 4H) view for the GEMMs).
     Under autocast (`low` a 16-bit dtype) also the gate gradients' 16-bit copies (dlow) for the GEMMs;
     else dlow is dgates itself."""
@@ -222,6 +229,7 @@ class _Workspace:
         self.gates = gpublas.empty((T, N, 4 * H), dtype)
         self.cbuf = gpublas.empty((T + 1, N, H), dtype)
         self.tanh_c = gpublas.empty((T, N, H), dtype)
+        self.dbias = gpublas.empty((4 * H,), dtype)
         self.dgates = gpublas.empty((T, N, 4 * H), dtype)
         self.dlow = self.dgates if low == dtype else gpublas.empty((T, N, 4 * H), low)
         self.gates2, self.dgates2 = self.gates.reshape(T * N, 4 * H), self.dgates.reshape(T * N, 4 * H)
