@@ -6,7 +6,9 @@ and GradScaler (dynamic loss scaling).
     model.backward(crit.backward())               # FP32 weight and bias gradients, accumulated into .grad
 
 Under autocast a float32 Dense casts its input and weights to the 16-bit dtype, runs its GEMMs there
-(FP32 accumulation) and adds its weight gradient into the FP32 .grad by a GEMM with a float32 C;
+(FP32 accumulation) and adds its weight gradient into the FP32 .grad by a GEMM with a float32 C; its
+output is rounded to 16 bits once, after the bias and activation are added to the FP32 product (the
+GEMM writes FP32, the bias kernel rounds: PyTorch's fused linear epilogue), as is Conv2d's;
 activations, pooling and dropout run on the 16-bit data they get. The state is per thread.
 
 FP16 gradients underflow without loss scaling: the backward pass starts from the loss gradient

@@ -54,9 +54,27 @@ def act_code(name):
         raise ValueError(f"unknown activation {name!r}; expected one of relu, tanh, sigmoid or None") from None
 
 
-def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False):
-    """gpublas.gemm: C = alpha op(A) op(B) + beta C (a new C when none is given)."""
-    return gpublas.gemm(a, b, c, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b)
+def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, acc=False):
+    """gpublas.gemm: C = alpha op(A) op(B) + beta C (a new C when none is given). acc=True: a new C in the
+    accumulator's dtype (float32 for 16-bit operands, GemmEx's FP32 output), for an epilogue kernel after it
+    (bias_act_forward, cnp_to_nchw_bias, col2im) that rounds the result to the operands' dtype once."""
+    out = acc_dtype(a.dtype) if acc else None
+    return gpublas.gemm(a, b, c, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b,
+                        out_dtype=out if out != a.dtype else None)
+
+
+def acc_dtype(dtype):
+    """The dtype GEMMs accumulate `dtype` operands in and nn's epilogue kernels read them as (acc_real)."""
+    return dtypes.TABLE[np.dtype(dtype)].compute
+
+
+def _epilogue(what, acc, *outs):
+    """The `real` of a kernel that reads the GEMM output `acc` as acc_real and writes `outs` (None allowed)."""
+    dtype = _same(what, *outs)
+    if acc.dtype != acc_dtype(dtype):
+        raise TypeError(f"{what}: the GEMM output must be {acc_dtype(dtype)} for {dtype} data (its accumulator "
+                        f"dtype, nn.kernels.gemm(acc=True)), got {acc.dtype}")
+    return dtype
 
 
 def rhs_t(w, rows):
@@ -94,10 +112,12 @@ def act_backward(y, dy, dx, act):
 
 
 def bias_act_forward(x, b, y, channels, inner, act):
-    """y = act(x + b[channel]) for x viewed as (outer, channels, inner) (y may be x)."""
-    if b.size != channels or x.size % (channels * inner):
-        raise ValueError(f"bias_act_forward: bias {b.shape} does not fit x {x.shape} as (*, {channels}, {inner})")
-    get_kernel("activation", "bias_act_forward", _same("bias_act_forward", x, b, y))(
+    """y = act(x + b[channel]) for x viewed as (outer, channels, inner), b None: act(x). x is a GEMM's output
+    in the accumulator dtype (gemm(acc=True): float32 for 16-bit y, rounded once here); y may be x."""
+    if (b is not None and b.size != channels) or x.size % (channels * inner) or y.size != x.size:
+        raise ValueError(f"bias_act_forward: bias {None if b is None else b.shape} and y {y.shape} do not fit "
+                         f"x {x.shape} as (*, {channels}, {inner})")
+    get_kernel("activation", "bias_act_forward", _epilogue("bias_act_forward", x, y, b))(
         *geometry_1d(x.size), x, b, y, x.size, fd(channels), fd(inner), act)
     return y
 
@@ -160,23 +180,23 @@ def im2col(x, cols, geom, cols_t=None):
 
 
 def col2im(dcols, dx, geom):
-    """dx (N, C, H, W) = the sum of dcols over every tap landing on each pixel (writes dx)."""
+    """dx (N, C, H, W) = the sum of dcols (accumulator dtype) over every tap landing on each pixel (writes dx)."""
     N, C, H, W = dx.shape
     kh, kw, _, _, _, _, _, _, OH, OW = geom
     if dcols.shape != (C * kh * kw, N * OH * OW):
         raise ValueError(f"col2im: dcols {dcols.shape}, expected {(C * kh * kw, N * OH * OW)}")
-    get_kernel("conv", "col2im_nchw", _same("col2im", dcols, dx))(
+    get_kernel("conv", "col2im_nchw", _epilogue("col2im", dcols, dx))(
         *geometry_1d(dx.size), dcols, dx, *_conv_sizes(N, C, H, W, geom))
     return dx
 
 
 def cnp_to_nchw_bias(Y, b, y, act):
-    """y (N, C, P...) = act(Y (C, N*P) permuted + b[c]); b may be None."""
+    """y (N, C, P...) = act(Y (C, N*P) permuted + b[c]); b may be None; Y in the accumulator dtype."""
     N, C = y.shape[:2]
     P = y.size // max(1, N * C)
     if Y.size != y.size or Y.shape[0] != C:
         raise ValueError(f"cnp_to_nchw_bias: Y {Y.shape} does not fit y {y.shape}")
-    get_kernel("conv", "cnp_to_nchw_bias", _same("cnp_to_nchw_bias", Y, b, y))(
+    get_kernel("conv", "cnp_to_nchw_bias", _epilogue("cnp_to_nchw_bias", Y, y, b))(
         *geometry_1d(y.size), Y, b, y, N, fd(C), fd(P), act)
     return y
 

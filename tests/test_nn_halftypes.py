@@ -52,9 +52,16 @@ def test_bias_act_and_float32_bias_gradients(dtype, shape, channels, inner, rng)
     x16, x32 = both(dtype, rng.standard_normal(shape))
     b16, b32 = both(dtype, rng.standard_normal(channels))
     act = K.act_code("tanh")
-    y16 = K.bias_act_forward(x16, b16, gpublas.empty(shape, dtype), channels, inner, act)
-    y32 = K.bias_act_forward(x32, b32, gpublas.empty(shape), channels, inner, act)
+    # x is a GEMM's FP32 output (not 16-bit-representable): bias and activation added to it in float32,
+    # then rounded once to 16 bits
+    z = gpublas.to_device(rng.standard_normal(shape).astype(np.float32))
+    y16 = K.bias_act_forward(z, b16, gpublas.empty(shape, dtype), channels, inner, act)
+    y32 = K.bias_act_forward(z, b32, gpublas.empty(shape), channels, inner, act)
     same(y16.get(), y32.get().astype(dtype))
+    y16 = K.bias_act_forward(z, None, gpublas.empty(shape, dtype), channels, inner, act)  # no bias: act(z)
+    same(y16.get(), K.bias_act_forward(z, None, gpublas.empty(shape), channels, inner, act).get().astype(dtype))
+    with pytest.raises(TypeError, match="float32 for"):  # a 16-bit input would have been rounded already
+        K.bias_act_forward(x16, b16, gpublas.empty(shape, dtype), channels, inner, act)
     db16, db32 = gpublas.full(channels, 0.5), gpublas.full(channels, 0.5)
     K.bias_grad_sum(x16, db16, channels, inner)  # float32 db from 16-bit dy: summed in float32
     K.bias_grad_sum(x32, db32, channels, inner)

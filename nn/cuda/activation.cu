@@ -8,7 +8,10 @@
 //                     terms of the forward OUTPUT y (relu: y > 0, tanh: 1 - y^2, sigmoid: y (1 - y)),
 //                     so forward only has to keep y. dx may be dy.
 // bias_act_forward:   grid-stride loop over x viewed as (outer, C, inner), one element per thread:
-//                     y[i] = act(x[i] + b[(i / inner) % C]); Dense uses inner = 1, Conv2d inner = H*W.
+//                     y[i] = act(x[i] + b[(i / inner) % C]) (b may be null: y[i] = act(x[i])); Dense uses
+//                     inner = 1. x is acc_real, a GEMM's accumulator output (FP32 for 16-bit y), so the
+//                     product, the bias and the activation are rounded to `real` once, on this store, as
+//                     a fused GEMM epilogue (cuBLASLt's) does; y may be x when they have one type.
 //                     C and inner are FastDivmod divisors; 32-bit index math below 2^31 elements.
 // The bias gradient (a sum over every axis but the channel) is gpublas' reduce.cu: nn.kernels.bias_grad_sum.
 #include "common.cuh"
@@ -24,16 +27,20 @@ extern "C" __global__ void act_backward(const real* __restrict__ y, const real* 
 }
 
 template <class I>
-__device__ __forceinline__ void bias_act_loop(const real* x, const real* __restrict__ b, real* y, I n,
+__device__ __forceinline__ void bias_act_loop(const acc_real* x, const real* __restrict__ b, real* y, I n,
                                               const FastDivmod& C, const FastDivmod& inner, int act) {
     GRID_STRIDE_LOOP(I, i, n) {
-        I j, c;
-        div_mod(div_mod(i, inner, j), C, c);  // c = (i / inner) % C
-        y[i] = convert<real>(act_apply(load_as(x[i]) + load_as(b[c]), act));
+        acc_real v = x[i];
+        if (b) {
+            I j, c;
+            div_mod(div_mod(i, inner, j), C, c);  // c = (i / inner) % C
+            v += load_as(b[c]);
+        }
+        y[i] = convert<real>(act_apply(v, act));
     }
 }
 
-extern "C" __global__ void bias_act_forward(const real* x, const real* __restrict__ b, real* y, long long n,
+extern "C" __global__ void bias_act_forward(const acc_real* x, const real* __restrict__ b, real* y, long long n,
                                             unsigned long long C_, unsigned long long inner_, int act) {
     const FastDivmod C(C_), inner(inner_);
     if (small_index(n)) bias_act_loop<unsigned>(x, b, y, (unsigned)n, C, inner, act);

@@ -1,7 +1,9 @@
 // conv.cu: the data movement around Conv2d's GEMMs (im2col lowering, NCHW), batched over the minibatch.
 // `real` is the element type (float, double, __half, __nv_bfloat16: sums and the bias in acc_real, one
-// rounding on store). Shapes: x (N, C, H, W); kernel (kh, kw) with
-// stride (sh, sw), padding (ph, pw), dilation (dh, dw); output (OH, OW); P = OH*OW; K = C*kh*kw.
+// rounding on store). Y and dcols, the GEMMs' outputs these kernels read, are acc_real (FP32 for 16-bit
+// data): a GEMM's FP32 accumulator reaches the one rounding to `real` in the kernel after it.
+// Shapes: x (N, C, H, W); kernel (kh, kw) with stride (sh, sw), padding (ph, pw), dilation (dh, dw);
+// output (OH, OW); P = OH*OW; K = C*kh*kw.
 // cols is (K, N*P): row k = (c, i, j) of the kernel window, column (n, p) of the output, so that
 // weight (C_out, K) @ cols = Y (C_out, N*P) in one GEMM.
 //
@@ -12,10 +14,10 @@
 //                   cols_t (else null) the same values also go to cols^T (N*P, K), kh*kw consecutive
 //                   elements of row (n, p) per thread: dW = dY cols^T then reads it untransposed.
 // col2im_nchw:      grid-stride loop, one thread per dx element (n, c, h, w): GATHERS every (i, j, oh, ow)
-//                   whose tap lands on (h, w) and sums dcols there, in a fixed order (no atomics, so the
-//                   result does not depend on thread order). Writes (not adds) dx.
+//                   whose tap lands on (h, w) and sums dcols (acc_real) there, in a fixed order (no atomics,
+//                   so the result does not depend on thread order). Writes (not adds) dx.
 // cnp_to_nchw_bias: grid-stride loop, one thread per y element (n, c, p): y[n,c,p] = Y[c,n,p] + b[c],
-//                   then the activation `act` (common.cuh's ACT_*); b may be null.
+//                   then the activation `act` (common.cuh's ACT_*); b may be null. Y is acc_real.
 // Its inverse without bias (dY (C, N*P) from dy (N, C, P)) is gpublas' swap01 (cuda_src/transpose.cu).
 //
 // Index math: every size a kernel divides by (N, C, H, W, kh, kw, sh, sw, OH, OW; N*OH*OW for im2col_nchw,
@@ -87,7 +89,7 @@ extern "C" __global__ void im2col_nchw(const real* __restrict__ x, real* __restr
 
 // dx element e = ((n * C + c) * H + h) * W + w
 template <class I>
-__device__ __forceinline__ void col2im_loop(const real* __restrict__ dcols, real* __restrict__ dx, I total,
+__device__ __forceinline__ void col2im_loop(const acc_real* __restrict__ dcols, real* __restrict__ dx, I total,
                                             const ConvGeom& g) {
     const I P = (I)g.OH.d * (I)g.OW.d, NP = (I)g.N.d * P;
     GRID_STRIDE_LOOP(I, e, total) {
@@ -107,14 +109,14 @@ __device__ __forceinline__ void col2im_loop(const real* __restrict__ dcols, real
                 ow = div_mod((unsigned)tw, g.sw, rw);
                 if (rw || (int)ow >= g.OW.d) continue;
                 const I k = (c * (I)g.kh.d + (I)i) * (I)g.kw.d + (I)j;
-                s += load_as(dcols[k * NP + n * P + (I)oh * (I)g.OW.d + (I)ow]);
+                s += dcols[k * NP + n * P + (I)oh * (I)g.OW.d + (I)ow];
             }
         }
         dx[e] = convert<real>(s);
     }
 }
 
-extern "C" __global__ void col2im_nchw(const real* __restrict__ dcols, real* __restrict__ dx, unsigned long long N, unsigned long long C,
+extern "C" __global__ void col2im_nchw(const acc_real* __restrict__ dcols, real* __restrict__ dx, unsigned long long N, unsigned long long C,
                                        unsigned long long H, unsigned long long W, unsigned long long kh,
                                        unsigned long long kw, unsigned long long sh, unsigned long long sw, int ph,
                                        int pw, int dh, int dw, unsigned long long OH, unsigned long long OW) {
@@ -128,19 +130,19 @@ extern "C" __global__ void col2im_nchw(const real* __restrict__ dcols, real* __r
 
 // y element e = (n * C + c) * P + p; Y element (c * N + n) * P + p
 template <class I>
-__device__ __forceinline__ void cnp_to_nchw_loop(const real* __restrict__ Y, const real* __restrict__ b,
+__device__ __forceinline__ void cnp_to_nchw_loop(const acc_real* __restrict__ Y, const real* __restrict__ b,
                                                  real* __restrict__ y, I total, I N, const FastDivmod& C,
                                                  const FastDivmod& P, int act) {
     GRID_STRIDE_LOOP(I, e, total) {
         I p, c;
         const I n = div_mod(div_mod(e, P, p), C, c);
-        acc_real v = load_as(Y[(c * N + n) * (I)P.d + p]);
+        acc_real v = Y[(c * N + n) * (I)P.d + p];
         if (b) v += load_as(b[c]);
         y[e] = convert<real>(act_apply(v, act));
     }
 }
 
-extern "C" __global__ void cnp_to_nchw_bias(const real* __restrict__ Y, const real* __restrict__ b, real* __restrict__ y,
+extern "C" __global__ void cnp_to_nchw_bias(const acc_real* __restrict__ Y, const real* __restrict__ b, real* __restrict__ y,
                                             long long N, unsigned long long C_, unsigned long long P_, int act) {
     const FastDivmod C(C_), P(P_);
     const long long total = N * C.d * P.d;

@@ -28,7 +28,13 @@ def out_size(size, k, stride, pad, dilation=1):
 class Conv2d(Module):
     """2-D convolution (cross-correlation, as PyTorch): weight (C_out, C_in, kh, kw), bias (C_out,).
     `activation` ('relu', 'tanh', 'sigmoid') fuses an activation into the output kernel. Under
-    nn.autocast a float32 Conv2d lowers and multiplies in 16 bits from its FP32 weights (nn/amp.py)."""
+    nn.autocast a float32 Conv2d lowers and multiplies in 16 bits from its FP32 weights (nn/amp.py).
+
+    16-bit outputs are rounded once from the FP32 accumulator, as PyTorch's convolutions on the CPU
+    (oneDNN) round them: the forward GEMM writes Y in FP32 and cnp_to_nchw_bias, the NCHW permute that
+    runs anyway, adds the bias and the activation in FP32 and stores 16 bits; the input gradient's GEMM
+    writes dcols in FP32 and col2im sums the taps in FP32 and stores 16 bits. No launch is added (the
+    permute and col2im run in FP32 too); the cost is Y and dcols in FP32, freed at once."""
     _storage_inputs = True  # 16-bit input from a layer before it under autocast
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, bias=True,
@@ -84,7 +90,7 @@ class Conv2d(Module):
         cols_t = gpublas.empty((N * OH * OW, Kdim), x.dtype) if self.training and K.copy_pays(
             Kdim, N * OH * OW, self.out_channels) else None
         cols = K.im2col(x, gpublas.empty((Kdim, N * OH * OW), x.dtype), geom, cols_t)  # (K, N*P)
-        Y = K.gemm(w.reshape(self.out_channels, Kdim), cols)                       # (C_out, N*P)
+        Y = K.gemm(w.reshape(self.out_channels, Kdim), cols, acc=True)             # (C_out, N*P), FP32
         y = gpublas.empty((N, self.out_channels, OH, OW), x.dtype)
         K.cnp_to_nchw_bias(Y, b, y, self.act)
         Y.free()
@@ -116,7 +122,7 @@ class Conv2d(Module):
         cols_t, tb = (self.cols_t, False) if self.cols_t is not None else K.rhs_t(cols, self.out_channels)
         K.gemm(dY, cols_t, dW, beta=1.0, trans_b=tb)
         # dL/dcols = W^T dY, then each input pixel gathers the taps that read it
-        dcols = K.gemm(w.reshape(self.out_channels, Kdim), dY, trans_a=True)
+        dcols = K.gemm(w.reshape(self.out_channels, Kdim), dY, trans_a=True, acc=True)  # FP32 for 16-bit dY
         dx = K.col2im(dcols, gpublas.empty(self.x_shape, dy.dtype), self.geom)
         dY.free()
         dcols.free()

@@ -13,7 +13,16 @@ from ..module import Module, uniform_param
 class Dense(Module):
     """Fully connected layer. `activation` ('relu', 'tanh', 'sigmoid') fuses an activation into the
     bias kernel; the default None is the plain affine map. Under nn.autocast a float32 Dense computes
-    in 16 bits from its FP32 weights (nn/amp.py)."""
+    in 16 bits from its FP32 weights (nn/amp.py).
+
+    16-bit output (autocast, or a 16-bit layer) is rounded once, y = round16(act(x W^T + b)) from the
+    FP32 accumulator, as PyTorch's fused linear (cuBLASLt's bias epilogue, oneDNN on the CPU) does: the
+    GEMM writes FP32 (GemmEx's FP32 output) into a workspace and bias_act_forward adds the bias and the
+    activation in FP32 and stores 16 bits. Two launches, as in FP32, where bias_act_forward works in
+    place. A GEMM with beta = 1 onto C pre-filled with the broadcast bias would need a fill launch
+    before it and a rounding pass to 16 bits after it (three); the cost here is only the FP32
+    workspace, the output's size, freed at once. A plain product (no bias, no activation) is rounded by
+    the GEMM itself."""
     _storage_inputs = True  # 16-bit input from a layer before it under autocast
 
     def __init__(self, in_features, out_features, bias=True, *, activation=None, dtype=np.float32):
@@ -42,11 +51,13 @@ class Dense(Module):
         # 16-bit input is computed in the layer's dtype
         x, w, b = amp.cast(amp.compute_dtype(w.dtype), x, w, b)
         wt, tb = K.rhs_t(w, x.shape[0])
-        y = K.gemm(x, wt, trans_b=tb)  # x W^T
-        if b is not None:
-            K.bias_act_forward(y, b, y, self.out_features, 1, self.act)
-        elif self.act:
-            K.act_forward(y, y, self.act)
+        epilogue = b is not None or self.act
+        z = K.gemm(x, wt, trans_b=tb, acc=epilogue)  # x W^T (FP32 for 16-bit x when an epilogue follows)
+        y = z if z.dtype == x.dtype else gpublas.empty(z.shape, x.dtype)
+        if epilogue:
+            K.bias_act_forward(z, b, y, self.out_features, 1, self.act)  # act(z + b), rounded once
+        if z is not y:
+            z.free()
         # cached: x for dW = dy^T x; y (only with a fused activation) for its derivative, which is
         # written in terms of the output; w for dx = dy W: the parameter itself, or its 16-bit copy
         # under autocast (as x is then the 16-bit input).
