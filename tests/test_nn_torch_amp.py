@@ -27,6 +27,14 @@ def close(got, want, tol):
     assert err <= tol * (1 + np.max(np.abs(want))), err
 
 
+def ulps(got, want, dtype):
+    """The largest |got - want| in units of dtype's spacing at want (0: the same bits)."""
+    fi = ml_dtypes.finfo(dtype)
+    want = np.asarray(want, np.float64)
+    e = np.floor(np.log2(np.maximum(np.abs(want), float(fi.smallest_normal))))
+    return np.max(np.abs(np.asarray(got, np.float64) - want) / 2.0 ** (e - fi.nmant))
+
+
 def torch_cnn(model):
     """digits.model's layers in torch.nn with the same weights."""
     t = torch.nn.Sequential(
@@ -98,6 +106,8 @@ def test_pure_bf16_mlp_steps_like_torch_model_to_bfloat16(rng):
     tlogits = tmodel(tx)
     tloss = torch.nn.functional.cross_entropy(tlogits, torch.from_numpy(labels))
     tloss.backward()
+    # both round x W^T + b to bf16 once from FP32 sums: at most a flip where the sums' orders differ
+    assert ulps(logits.get(), tlogits.detach().float().numpy(), bf) <= 1   # measured 0
     assert logits.dtype == bf and tlogits.dtype == torch.bfloat16
     # PyTorch's loss of bf16 logits is bf16 (computed in FP32 inside, then rounded); nn's stays FP32
     assert abs(loss - tloss.item()) <= eps(bf) * loss
@@ -114,7 +124,8 @@ def test_pure_bf16_mlp_steps_like_torch_model_to_bfloat16(rng):
 def test_pure_bf16_conv2d_and_lstm_match_torch_in_bfloat16(rng):
     """Layers built in bf16 against PyTorch's layers .to(torch.bfloat16): outputs, input and weight
     gradients, within 4 eps (measured at most 0.35 eps; PyTorch's bf16 LSTM keeps its cell state in bf16,
-    nn's is FP32)."""
+    nn's is FP32). The convolution's output and input gradient are rounded once from FP32 on both sides:
+    within an ulp (measured: the same bits; 8 ulps apart when nn rounded the GEMM's output first)."""
     bf = gpublas.bfloat16
     nn.manual_seed(12)
     conv, lstm = nn.Conv2d(3, 4, 3, stride=2, padding=1, dtype=bf), nn.LSTM(5, 6, dtype=bf)
@@ -135,6 +146,9 @@ def test_pure_bf16_conv2d_and_lstm_match_torch_in_bfloat16(rng):
         assert y.dtype == dx.dtype == bf and ty.dtype == torch.bfloat16
         close(y.get(), ty.detach().float().numpy(), 4 * eps(bf))
         close(dx.get(), tx.grad.float().numpy(), 4 * eps(bf))
+        if m is conv:
+            assert ulps(y.get(), ty.detach().float().numpy(), bf) <= 1
+            assert ulps(dx.get(), tx.grad.float().numpy(), bf) <= 1
         for p, tp in zip(m.parameters(), t.parameters()):
             assert p.grad.dtype == bf
             close(p.grad.get(), tp.grad.float().numpy(), 4 * eps(bf))
