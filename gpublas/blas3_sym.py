@@ -18,9 +18,9 @@ the whole of symm's 2 m^2 n FLOPs is GEMM's. syrk and syr2k recurse on halves of
 of LEAF: the off-diagonal block of the triangle is one GEMM (two for syr2k), down to diagonal blocks of
 LEAF rows, whose dense products all go through one batched GEMM into a temporary stack that one
 tri_update adds into c's triangle (one more of each for a short last block). All the FLOPs are GEMM's,
-LEAF / n of them the diagonal blocks' other triangles. op(a) is first made a view whose transpose is
-row-major (a transposed copy when it is not: trans 'N'), so the products op(a)_i op(a)_j^T never hand a
-GEMM a transposed B, the simulator's slow orientation (_b_ready says by how much).
+LEAF / n of them the diagonal blocks' other triangles. The products op(a)_i op(a)_j^T read op(a)_j
+transposed where it is row-major (trans 'N'): every GEMM kernel takes that orientation, the simulator's
+within 1.5x of the untransposed one (cuda_src/gemm.cu's direct_tile), so no transposed copy is made.
 
 The Hermitian routines (complex only, as cuBLAS's chemm / cherk / cher2k and Z) are the same code: hemm
 densifies a Hermitian (the mirrored triangle conjugated, the diagonal's imaginary parts taken as 0), herk and
@@ -33,7 +33,7 @@ from .blas1 import scale_output
 from .blas2 import TYPES
 from .blas3 import gemm, gemm_batched
 from .blas3_tri import blocks, check_writable, leaf_blocks, mm, parse_side, parse_trans, split, tri_dense, tri_update
-from .checks import check_operands, leading_dimension, swap_last
+from .checks import check_operands, swap_last
 from .dtypes import COMPLEX
 
 
@@ -79,14 +79,6 @@ def _product(a, b, c, alpha, beta, herm, stream):
     if herm:
         return (gemm_batched if c.ndim == 3 else gemm)(a, b, c, alpha=alpha, beta=beta, trans_b="C", stream=stream)
     return mm(a, swap_last(b), c, alpha, beta, stream)
-
-
-def _b_ready(x, stream):
-    """x (op(a), n x k) as a view whose transpose is row-major: a transposed copy's transpose when x.T is not. The
-    products x_i @ y_j^T then read their B operand untransposed: the sim's GEMM (gemm_direct) with B transposed
-    loads 8 strided columns where it loads one row, ~8x slower (n = 256, k = 512, float32: 12.7 vs 1.6 ms);
-    the copy is n k elements beside the n^2 k multiply-adds, and the GPU's GEMMs read either layout."""
-    return x if leading_dimension(x.T) is not None else x.T.copy(stream).T
 
 
 def _syr2k(a, b, c, alpha, beta, stream, herm=False):
@@ -138,7 +130,6 @@ def _rank_k(routine, a, b, c, trans, lower, alpha, beta, stream):
                          f"{routine}; pass 'N' or 'T' (cuBLAS refuses it too; her{routine[3:]} is the Hermitian one)")
     trans = parse_trans(routine, trans)
     opa, opb = (a.T, None if b is None else b.T) if trans else (a, b)   # op(a) is n x k
-    opa, opb = _b_ready(opa, stream), None if b is None else _b_ready(opb, stream)
     n = opa.shape[0]
     c = _output(routine, c, (n, n), beta, a.dtype, inputs)
     if n == 0:
