@@ -189,21 +189,6 @@ def sim_kernel(m, n, k, trans_a=False, trans_b=False, dtype=np.float32):
     return "direct" if direct <= naive else "naive"
 
 
-# gemm_direct with op(B) = B.T (B stored n x k) turns B's 8 columns into rows 8 values of k at a time on the
-# simulator (6195119): about 0.01 ns a multiply-add over the product with B stored k x n (float32 32x64x256,
-# 768x16x256, 768x64x45, 64x32x128, 16x128x64; one OpenMP thread, 2-core AMD EPYC, 2026-11-25; it was 0.095
-# with the strided loads before); transpose.cu's swap01 copies n x k into k x n at about 1.8 ns an element
-# plus a launch. So a copy of B.T pays only for a weight multiplying thousands of rows.
-SIM_TRANS_B_EXTRA_NS = 0.01                    # per multiply-add, over the product with B stored k x n
-SIM_SWAP_NS, SIM_SWAP_LAUNCH_NS = 1.8, 5000.0  # swap01: per element, per launch (its host time included)
-
-
-def sim_transpose_b_pays(rows, n, k):
-    """True when, on the simulator, `rows` rows of A in all (of any number of products) multiplied by op(B) =
-    B.T with B stored n x k cost more than one swap01 of B into k x n and the products by that."""
-    return rows * n * k * SIM_TRANS_B_EXTRA_NS > n * k * SIM_SWAP_NS + SIM_SWAP_LAUNCH_NS
-
-
 # -- what a kernel can take --------------------------------------------------------------------------
 def indexable(*lds):
     """True when 32-bit index math inside a 128-row tile cannot overflow for these leading dimensions."""

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 import gpublas
-from gpublas import dtypes, gemm_plan, launch, reduction, source
+from gpublas import dtypes, launch, reduction, source
 from gpublas.launch import ceil_div, geometry_1d
 from gpublas.launch import fast_divisor as fd
 
@@ -75,22 +75,6 @@ def _epilogue(what, acc, *outs):
         raise TypeError(f"{what}: the GEMM output must be {acc_dtype(dtype)} for {dtype} data (its accumulator "
                         f"dtype, nn.kernels.gemm(acc=True)), got {acc.dtype}")
     return dtype
-
-
-def rhs_t(w, rows):
-    """(B, trans_b) for products x @ w.T with w (n, k) that multiply `rows` rows of x in all: (w, True), the
-    GEMM reading w transposed, or on the simulator, where gemm_plan's cost model says those strided reads
-    cost more than a copy, (a contiguous (k, n) copy of w.T (swap01), False). The products' bits are the same."""
-    n, k = w.shape
-    if w.c_contiguous and copy_pays(n, k, rows):
-        return swap01(w, gpublas.empty((k, n), w.dtype)), False
-    return w, True
-
-
-def copy_pays(n, k, rows):
-    """Whether products x @ w.T with w (n, k) over `rows` rows of x in all should read a contiguous copy of
-    w.T: on the simulator, where gemm_plan's cost model says so."""
-    return launch.simulated() and gemm_plan.sim_transpose_b_pays(rows, n, k)
 
 
 # -- activation.cu ----------------------------------------------------------------------------------
@@ -165,17 +149,14 @@ def _conv_sizes(N, C, H, W, geom):
     return (*map(fd, (N, C, H, W, kh, kw, sh, sw)), ph, pw, dh, dw, fd(OH), fd(OW))
 
 
-def im2col(x, cols, geom, cols_t=None):
-    """cols (C*kh*kw, N*OH*OW) from x (N, C, H, W); geom = (kh, kw, sh, sw, ph, pw, dh, dw, OH, OW). With
-    cols_t (N*OH*OW, C*kh*kw), the same launch also writes cols' transpose there."""
+def im2col(x, cols, geom):
+    """cols (C*kh*kw, N*OH*OW) from x (N, C, H, W); geom = (kh, kw, sh, sw, ph, pw, dh, dw, OH, OW)."""
     N, C, H, W = x.shape
     kh, kw, _, _, _, _, _, _, OH, OW = geom
     if cols.shape != (C * kh * kw, N * OH * OW):
         raise ValueError(f"im2col: cols {cols.shape}, expected {(C * kh * kw, N * OH * OW)}")
-    if cols_t is not None and cols_t.shape != cols.shape[::-1]:
-        raise ValueError(f"im2col: cols_t {cols_t.shape}, expected {cols.shape[::-1]}")
-    get_kernel("conv", "im2col_nchw", _same("im2col", x, cols, cols_t))(  # a thread item per (c, column)
-        *geometry_1d(C * N * OH * OW), x, cols, cols_t, *_conv_sizes(N, C, H, W, geom), fd(N * OH * OW))
+    get_kernel("conv", "im2col_nchw", _same("im2col", x, cols))(  # a thread item per (c, column)
+        *geometry_1d(C * N * OH * OW), x, cols, *_conv_sizes(N, C, H, W, geom), fd(N * OH * OW))
     return cols
 
 

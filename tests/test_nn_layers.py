@@ -26,50 +26,6 @@ def test_dense_forward(rng, dtype, bias):
     assert_close(layer(x), want, dtype, k=7)
 
 
-def test_rhs_t_copy_gives_the_bits_of_the_transposed_view(rng, monkeypatch):
-    # x @ w.T through K.rhs_t: a contiguous copy of w.T where the simulator's cost model says so, else w
-    # read transposed; the GEMM sums each element in the same order either way, so the products are equal bit for bit
-    from gpublas import gemm_plan
-    assert gemm_plan.sim_transpose_b_pays(23 * 32, 256, 64)      # the LSTM example's W_hh over a sequence
-    assert not gemm_plan.sim_transpose_b_pays(16, 64, 128)       # digits' Dense(128, 64) at batch 16
-    x, w = rng.standard_normal((37, 64)).astype(np.float32), rng.standard_normal((45, 64)).astype(np.float32)
-    dx, dw = gpublas.to_device(x), gpublas.to_device(w)
-    got = {}
-    for pays in (True, False):
-        monkeypatch.setattr(gemm_plan, "sim_transpose_b_pays", lambda rows, n, k: pays)
-        b, trans_b = K.rhs_t(dw, len(x))
-        copied = pays and gpublas.backend() == "sim"
-        assert (b.shape, trans_b) == (((64, 45), False) if copied else ((45, 64), True))
-        got[pays] = K.gemm(dx, b, trans_b=trans_b).get()
-    np.testing.assert_array_equal(got[True], got[False])
-    assert_close(got[True], x.astype(np.float64) @ w.T, np.float32, k=64)
-
-
-def test_im2col_writes_its_transpose_alongside(rng, monkeypatch):
-    # with cols_t, im2col's one launch also writes cols.T; Conv2d takes it for dW = dY cols^T in training
-    # where the simulator's cost model says so: the same weight gradient, bit for bit, as through cols itself
-    layer = nn.Conv2d(2, 4, (3, 2), stride=(2, 1), padding=(1, 0), dilation=(1, 2))
-    x = rng.standard_normal((3, 2, 5, 6)).astype(np.float32)
-    geom = layer._geometry(5, 6)
-    rows, n = 2 * 3 * 2, 3 * geom[-2] * geom[-1]
-    dx = gpublas.to_device(x)
-    cols = K.im2col(dx, gpublas.empty((rows, n)), geom).get()
-    again, cols_t = gpublas.empty((rows, n)), gpublas.empty((n, rows))
-    K.im2col(dx, again, geom, cols_t)
-    np.testing.assert_array_equal(again.get(), cols)
-    np.testing.assert_array_equal(cols_t.get(), cols.T)
-    dy = rng.standard_normal((3, 4) + geom[-2:]).astype(np.float32)
-    grads = {}
-    for pays in (True, False):
-        monkeypatch.setattr(K, "copy_pays", lambda n, k, rows: pays)
-        layer.zero_grad()
-        layer(x)
-        assert (layer.cols_t is not None) == pays
-        layer.backward(dy)
-        grads[pays] = layer.weight.grad.get()
-    np.testing.assert_array_equal(grads[True], grads[False])
-
-
 @pytest.mark.parametrize("act, fn", [("relu", lambda v: np.maximum(v, 0)), ("tanh", np.tanh),
                                      ("sigmoid", ref.sigmoid)])
 def test_dense_fused_activation(rng, act, fn):

@@ -10,9 +10,7 @@
 // im2col_nchw:      grid-stride loop, one thread per (c, n, p): the column (n, p) of input channel c's
 //                   kh*kw rows of cols, tap by tap (x at the tap or 0 in padding); p fastest so that
 //                   consecutive threads write consecutive columns of each row. The index math (two
-//                   divisions, then the tap's offsets added) is paid once per kh*kw elements. With
-//                   cols_t (else null) the same values also go to cols^T (N*P, K), kh*kw consecutive
-//                   elements of row (n, p) per thread: dW = dY cols^T then reads it untransposed.
+//                   divisions, then the tap's offsets added) is paid once per kh*kw elements.
 // col2im_nchw:      grid-stride loop, one thread per dx element (n, c, h, w): GATHERS every (i, j, oh, ow)
 //                   whose tap lands on (h, w) and sums dcols (acc_real) there, in a fixed order (no atomics,
 //                   so the result does not depend on thread order). Writes (not adds) dx.
@@ -46,34 +44,29 @@ __device__ __forceinline__ ConvGeom conv_geom(unsigned long long N, unsigned lon
 // then the kh*kw taps of channel c write rows k = (c * kh + i) * kw + j, the tap's input row and column
 // stepping by dh and dw
 template <class I>
-__device__ __forceinline__ void im2col_loop(const real* __restrict__ x, real* __restrict__ cols,
-                                            real* __restrict__ cols_t, I total, const ConvGeom& g,
-                                            const FastDivmod& NP) {
+__device__ __forceinline__ void im2col_loop(const real* __restrict__ x, real* __restrict__ cols, I total,
+                                            const ConvGeom& g, const FastDivmod& NP) {
     const int kh = g.kh.d, kw = g.kw.d, H = g.H.d, W = g.W.d;
-    const I K = (I)g.C.d * (I)(kh * kw);
     GRID_STRIDE_LOOP(I, e, total) {
         I q, ow, oh;
         const I c = div_mod(e, NP, q);
         const I n = div_mod(div_mod(q, g.OW, ow), g.OH, oh);
         const real* xc = x + (n * (I)g.C.d + c) * (I)H * (I)W;
         real* out = cols + c * (I)(kh * kw) * (I)NP.d + q;
-        real* out_t = cols_t ? cols_t + q * K + c * (I)(kh * kw) : nullptr;
         const int h0 = (int)oh * g.sh.d - g.ph, w0 = (int)ow * g.sw.d - g.pw;
         for (int i = 0; i < kh; ++i) {
             const int h = h0 + i * g.dh;
             const bool row_in = h >= 0 && h < H;
             for (int j = 0; j < kw; ++j, out += NP.d) {
                 const int w = w0 + j * g.dw;
-                const real v = (row_in && w >= 0 && w < W) ? xc[(I)h * (I)W + (I)w] : convert<real>(0.0f);
-                *out = v;
-                if (out_t) *out_t++ = v;
+                *out = (row_in && w >= 0 && w < W) ? xc[(I)h * (I)W + (I)w] : convert<real>(0.0f);
             }
         }
     }
 }
 
-extern "C" __global__ void im2col_nchw(const real* __restrict__ x, real* __restrict__ cols, real* __restrict__ cols_t,
-                                       unsigned long long N, unsigned long long C,
+extern "C" __global__ void im2col_nchw(const real* __restrict__ x, real* __restrict__ cols, unsigned long long N,
+                                       unsigned long long C,
                                        unsigned long long H, unsigned long long W, unsigned long long kh,
                                        unsigned long long kw, unsigned long long sh, unsigned long long sw, int ph,
                                        int pw, int dh, int dw, unsigned long long OH, unsigned long long OW,
@@ -82,9 +75,9 @@ extern "C" __global__ void im2col_nchw(const real* __restrict__ x, real* __restr
     const FastDivmod NP(NP_);  // N * OH * OW
     const long long total = (long long)g.C.d * NP.d;  // thread items; cols has kh*kw times as many elements
     if (small_index(total * g.kh.d * g.kw.d) && small_index((long long)g.N.d * g.C.d * g.H.d * g.W.d))
-        im2col_loop<unsigned>(x, cols, cols_t, (unsigned)total, g, NP);
+        im2col_loop<unsigned>(x, cols, (unsigned)total, g, NP);
     else
-        im2col_loop<long long>(x, cols, cols_t, total, g, NP);
+        im2col_loop<long long>(x, cols, total, g, NP);
 }
 
 // dx element e = ((n * C + c) * H + h) * W + w

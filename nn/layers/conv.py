@@ -56,7 +56,7 @@ class Conv2d(Module):
         bound = 1.0 / math.sqrt(in_channels * kh * kw)
         self.weight = uniform_param((out_channels, in_channels, kh, kw), bound, dtype)
         self.bias = uniform_param((out_channels,), bound, dtype) if bias else None
-        self.cols = self.cols_t = self.w = self.y = self.x_shape = None
+        self.cols = self.w = self.y = self.x_shape = None
 
     def extra_repr(self):
         s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}, "
@@ -86,10 +86,7 @@ class Conv2d(Module):
         # under autocast: 16-bit copies of x, W and b (a 16-bit x outside it: the layer's dtype)
         x, w, b = amp.cast(amp.compute_dtype(self.weight.dtype), x, self.weight.data,
                            None if self.bias is None else self.bias.data)
-        # cols^T (N*P, K) too, written by the same launch, where dW = dY cols^T reads it faster (training)
-        cols_t = gpublas.empty((N * OH * OW, Kdim), x.dtype) if self.training and K.copy_pays(
-            Kdim, N * OH * OW, self.out_channels) else None
-        cols = K.im2col(x, gpublas.empty((Kdim, N * OH * OW), x.dtype), geom, cols_t)  # (K, N*P)
+        cols = K.im2col(x, gpublas.empty((Kdim, N * OH * OW), x.dtype), geom)  # (K, N*P)
         Y = K.gemm(w.reshape(self.out_channels, Kdim), cols, acc=True)             # (C_out, N*P), FP32
         y = gpublas.empty((N, self.out_channels, OH, OW), x.dtype)
         K.cnp_to_nchw_bias(Y, b, y, self.act)
@@ -97,7 +94,7 @@ class Conv2d(Module):
         # cached: cols (the lowered input) for dW = dY cols^T, the input shape for col2im, y only
         # with a fused activation (its derivative is written in terms of the output), and w for
         # dcols = W^T dY: the parameter itself, or its 16-bit copy under autocast
-        self.cols, self.cols_t, self.w, self.x_shape, self.geom = cols, cols_t, w, x.shape, geom
+        self.cols, self.w, self.x_shape, self.geom = cols, w, x.shape, geom
         self.y = y if self.act else None
         return y
 
@@ -119,8 +116,7 @@ class Conv2d(Module):
         Kdim = cols.shape[0]
         # Y = W cols  =>  dL/dW = dY cols^T (into the FP32 .grad: a float32 C accumulates 16-bit products)
         dW = self.weight.grad.reshape(self.out_channels, Kdim)
-        cols_t, tb = (self.cols_t, False) if self.cols_t is not None else K.rhs_t(cols, self.out_channels)
-        K.gemm(dY, cols_t, dW, beta=1.0, trans_b=tb)
+        K.gemm(dY, cols, dW, beta=1.0, trans_b=True)
         # dL/dcols = W^T dY, then each input pixel gathers the taps that read it
         dcols = K.gemm(w.reshape(self.out_channels, Kdim), dY, trans_a=True, acc=True)  # FP32 for 16-bit dY
         dx = K.col2im(dcols, gpublas.empty(self.x_shape, dy.dtype), self.geom)

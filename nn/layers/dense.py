@@ -50,9 +50,8 @@ class Dense(Module):
         # under autocast: 16-bit copies of x and the FP32 weights (cached for backward); outside it a
         # 16-bit input is computed in the layer's dtype
         x, w, b = amp.cast(amp.compute_dtype(w.dtype), x, w, b)
-        wt, tb = K.rhs_t(w, x.shape[0])
         epilogue = b is not None or self.act
-        z = K.gemm(x, wt, trans_b=tb, acc=epilogue)  # x W^T (FP32 for 16-bit x when an epilogue follows)
+        z = K.gemm(x, w, trans_b=True, acc=epilogue)  # x W^T (FP32 for 16-bit x when an epilogue follows)
         y = z if z.dtype == x.dtype else gpublas.empty(z.shape, x.dtype)
         if epilogue:
             K.bias_act_forward(z, b, y, self.out_features, 1, self.act)  # act(z + b), rounded once

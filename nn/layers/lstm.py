@@ -82,11 +82,8 @@ class LSTM(Module):
             w_ih, w_hh = amp.cast(low, self._w("weight_ih", k).data, self._w("weight_hh", k).data)
             ws = self._workspace(k, T, N, sdtype, low)
             gates, cbuf, g_t, c_t, tc_t = ws.gates, ws.cbuf, ws.gates_t, ws.cbuf_t, ws.tanh_c_t
-            # pre-activations of every step at once: (T*N, I) @ (I, 4H); W^T as K.rhs_t gives it (a copy
-            # where the simulator's GEMM would read the transpose slowly), W_hh^T for the T - 1 (or T) steps
-            wt, tb = K.rhs_t(w_ih, T * N)
-            K.gemm(inp, wt, ws.gates2, trans_b=tb)
-            w_hh_t, tb_hh = K.rhs_t(w_hh, (T if h0 is not None else T - 1) * N)
+            # pre-activations of every step at once: (T*N, I) @ (I, 4H), W_ih read transposed
+            K.gemm(inp, w_ih, ws.gates2, trans_b=True)
             hbuf = gpublas.empty((T + 1, N, H), sdtype)
             hlow = hbuf if low == sdtype else gpublas.empty((T + 1, N, H), low)  # h_t for the GEMMs
             h_t = _steps(hbuf)
@@ -104,7 +101,7 @@ class LSTM(Module):
                 if t == T:
                     break
                 if t > 0 or h0 is not None:  # h_{-1} = 0 contributes nothing
-                    K.gemm(hl_t[t], w_hh_t, g_t[t], beta=1.0, trans_b=tb_hh)
+                    K.gemm(hl_t[t], w_hh, g_t[t], beta=1.0, trans_b=True)
                 K.lstm_gates_forward(g_t[t], b_ih, b_hh, c_t[t], h_t[t + 1], c_t[t + 1], tc_t[t])
             _at(h_n, k).copy_from(h_t[T])
             _at(c_n, k).copy_from(c_t[T])
