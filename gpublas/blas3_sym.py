@@ -32,7 +32,8 @@ from .creation import zeros
 from .blas1 import scale_output
 from .blas2 import TYPES
 from .blas3 import gemm, gemm_batched
-from .blas3_tri import blocks, check_writable, leaf_blocks, mm, parse_side, parse_trans, split, tri_dense, tri_update
+from .blas3_tri import (blocks, check_writable, leaf_blocks, mm, parse_op, parse_side, parse_trans, split, tri_dense,
+                        tri_update)
 from .checks import check_operands, swap_last
 from .dtypes import COMPLEX
 
@@ -125,7 +126,7 @@ def _operands(routine, a, b, c, types):
 
 def _rank_k(routine, a, b, c, trans, lower, alpha, beta, stream):
     dtype, inputs = _operands(routine, a, b, c, TYPES)
-    if dtype.kind == "c" and (str(trans).upper() == "C" or not isinstance(trans, (bool, str)) and trans == 2):
+    if dtype.kind == "c" and parse_op(routine, trans) == "C":
         raise ValueError(f"{routine}: trans {trans!r} (conjugate transpose) is not defined for a complex symmetric "
                          f"{routine}; pass 'N' or 'T' (cuBLAS refuses it too; her{routine[3:]} is the Hermitian one)")
     trans = parse_trans(routine, trans)

@@ -12,9 +12,8 @@ dgmm's x scales as it is (no conjugate, as cuBLAS's cdgmm).
 from . import source
 from .array import empty
 from .blas2 import TYPES
-from .blas3_tri import parse_side, strides
+from .blas3_tri import parse_op, parse_side, strides
 from .checks import check_operands, vector
-from .gemm_complex import trans_op
 from .launch import ceil_div, get_kernel
 
 _DEFINES = source.int_defines("geam.cu", "GEAM_")
@@ -33,7 +32,7 @@ def geam(a, b, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, stream=None
     dtype = check_operands("geam", TYPES, a=a, b=b)
     if a.ndim != 2 or b.ndim != 2:
         raise ValueError(f"geam: a and b must be 2-D, got a {a.shape} and b {b.shape}")
-    ta, tb = (trans_op("C" if type(t) is int and t == 2 else t, "geam") for t in (trans_a, trans_b))
+    ta, tb = parse_op("geam", trans_a), parse_op("geam", trans_b)
     opa, opb = (a if ta == "N" else a.T), (b if tb == "N" else b.T)
     if opa.shape != opb.shape:
         raise ValueError(f"geam: op(a) = a{_OP[ta]} is {opa.shape} but op(b) = b{_OP[tb]} is {opb.shape}; "
