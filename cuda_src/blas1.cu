@@ -34,7 +34,7 @@
 
 // |v|; for a complex v cuBLAS's |re| + |im| (icamax's magnitude, common.cuh's abs1) as a complex number with
 // imaginary part 0, so that the value comparisons below (lexicographic for complex) order it as a real number
-template <class T> __device__ __forceinline__ T abs_real(T v) { return v < (T)0 ? -v : v; }
+template <class T> __device__ __forceinline__ T abs_real(T v) { return abs1(v); }
 template <class R> __device__ __forceinline__ gcomplex<R> abs_real(gcomplex<R> v) { return gcomplex<R>(abs1(v), (R)0); }
 
 // ---------------------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@
 //                                    type (vector shuffles on the simulator)
 //   ew_exp, ew_log, ew_sqrt, ew_abs, ew_tanh, ew_pow   float/double overloads (expf for float), int builds;
 //                                    exp, log, sqrt and abs of complex numbers too
-//   gcomplex<R>, cfloat, cdouble     complex numbers in cuComplex's layout, NumPy's arithmetic (conj, abs1)
+//   gcomplex<R>, cfloat, cdouble     complex numbers in cuComplex's layout, NumPy's arithmetic (conj, conj_if, abs1)
 //   SumOp / MaxOp / MinOp<T>         combiners; MaxOp and MinOp propagate NaN (a NaN anywhere wins)
 //   warp_reduce(v, op)               shuffle-down tree inside a warp: lane 0 ends with op over the warp
 //   block_reduce(v, op, identity)    op over every thread of the block (1-, 2- or 3-D), valid in thread
@@ -199,6 +199,7 @@ template <class R> __host__ __device__ __forceinline__ bool operator<=(gcomplex<
 template <class R> __host__ __device__ __forceinline__ bool operator>=(gcomplex<R> a, gcomplex<R> b) { return b <= a; }
 template <class R> __host__ __device__ __forceinline__ gcomplex<R> conj(gcomplex<R> a) { return {a.x, -a.y}; }
 template <class T> __host__ __device__ __forceinline__ T conj(T a) { return a; }  // a real number is its own
+template <class T> __host__ __device__ __forceinline__ T conj_if(T a, int cj) { return cj ? conj(a) : a; }
 // cuBLAS's |re| + |im| (the magnitude icamax, scasum, LAPACK's pivoting use); |a| for a real number
 template <class R> __host__ __device__ __forceinline__ R abs1(gcomplex<R> a) {
     return (a.x < (R)0 ? -a.x : a.x) + (a.y < (R)0 ? -a.y : a.y);

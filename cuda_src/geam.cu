@@ -21,14 +21,8 @@ extern "C" __global__ void geam(int M, int N, real alpha, const real* __restrict
     if (j >= N) return;
     for (int i = blockIdx.y * blockDim.y + threadIdx.y; i < M; i += gridDim.y * blockDim.y) {
         real v = (real)0;
-        if (alpha != (real)0) {
-            const real a = A[i * sar + j * sac];
-            v = alpha * (cja ? conj(a) : a);
-        }
-        if (beta != (real)0) {
-            const real b = B[i * sbr + j * sbc];
-            v = v + beta * (cjb ? conj(b) : b);
-        }
+        if (alpha != (real)0) v = alpha * conj_if(A[i * sar + j * sac], cja);
+        if (beta != (real)0) v = v + beta * conj_if(B[i * sbr + j * sbc], cjb);
         C[i * ldc + j] = v;
     }
 }

@@ -45,7 +45,6 @@
 #define TRSM_THREADS 128
 
 __device__ __forceinline__ bool in_triangle(int i, int j, int lower) { return lower ? j <= i : j >= i; }
-__device__ __forceinline__ real conj_if(real a, int cj) { return cj ? conj(a) : a; }
 
 extern "C" __global__ void tri_fill(int n, const real* __restrict__ A, long long sar, long long sac, long long za,
                                     int lower, int mirror, int unit, int cj, real* __restrict__ D) {
