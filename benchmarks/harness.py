@@ -251,7 +251,7 @@ def versions():
         if found:
             v[dist] = found
     if gpublas.backend() == "sim":
-        from gpublas.backends.sim import host_compiler
+        from gpublas.backends.sim_build import host_compiler
         v["host_compiler"] = host_compiler()[1]
     else:
         try:

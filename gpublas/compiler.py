@@ -16,6 +16,7 @@ directory for this process instead, said once on stderr.
 """
 import atexit
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -157,6 +158,32 @@ def _build_once(root, name, source, build):
         for p in (src, part, root / f"{stem}.{tag}.sha256"):
             p.unlink(missing_ok=True)
     return out
+
+
+def memo_load(name):
+    """The JSON object a build stored under `name` in the cache (memo_store), or None when there is
+    none or it cannot be read or parsed (a memo is only ever a shortcut: the caller recomputes)."""
+    for root in (cache_dir(), _private):
+        if root is None:
+            continue
+        try:
+            return json.loads((root / name).read_text())
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def memo_store(name, data):
+    """Stores the JSON-able `data` under `name` in the cache: written under a temporary name and
+    os.replace'd, so a reader sees the old memo or the new one, never half of one. A cache that
+    cannot be written keeps no memo (nothing else changes)."""
+    root = _private or cache_dir()
+    part = root / f"{name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.part"
+    try:
+        part.write_text(json.dumps(data))
+        os.replace(part, root / name)
+    except OSError:
+        part.unlink(missing_ok=True)
 
 
 def _private_dir(reason):

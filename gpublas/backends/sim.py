@@ -8,38 +8,23 @@ launched through ctypes; see those headers and docs/sim-backend.md for how threa
 simulated.
 """
 import ctypes
-import functools
 import os
-import platform
 import itertools
 import mmap
-import shutil
 import struct
-import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 
-from .. import compiler, config, dtypes, source
-from ..errors import CompileError, IllegalAddressError, LaunchError
-from . import sim_fission, sim_graph
-from .sim_cparse import kernels_needing_fibers, translate
+from .. import config, dtypes
+from ..errors import IllegalAddressError, LaunchError
+from . import sim_build, sim_graph
+from .sim_build import _cpu_name
 from .base import Backend
 
-HEADER = Path(__file__).resolve().parent.parent / "sim" / "gpublas_sim.h"
 ORDERS = {"forward": 0, "reverse": 1, "random": 2}
 RECORD = "@6I2IQ"  # record.h's LaunchHeader: grid xyz, block xyz, flags, seed, dynamic shared bytes
-# -O3 -march=native: measured against -O2 and against -march=x86-64-v2/v3 in docs/sim-backend.md
-# ("Host compiler flags"); the compile cache key names the CPU (_cpu_id), so a cache copied to another
-# CPU is rebuilt. -ffp-contract=off: a * b + c rounds the same in every build of a kernel (fused or
-# not was the optimizer's choice, and fission and fibers differed at -O3).
-_CXXFLAGS = ["-O3", "-ffp-contract=off", "-std=c++17", "-fPIC", "-shared", "-fopenmp", "-fvisibility=hidden",
-             "-U_FORTIFY_SOURCE", "-D_FORTIFY_SOURCE=0", "-fno-strict-aliasing", "-Wno-unknown-pragmas",
-             "-Wno-unused-result"]
-
 _libc = ctypes.CDLL(None)
 _libc.aligned_alloc.restype = ctypes.c_void_p
 _libc.aligned_alloc.argtypes = [ctypes.c_size_t, ctypes.c_size_t]
@@ -64,61 +49,6 @@ _C_TYPES = {"P": "pointer", "f": "float", "d": "double", "i": "int32", "I": "uin
             "?": "bool", "b": "int8", "B": "uint8", "h": "int16", "H": "uint16"}  # struct codes of parameters
 
 
-def headers_digest():
-    """One digest of every simulator header (gpublas_sim.h includes the others): a change to any
-    of them rebuilds every cached module."""
-    return compiler.cache_key(*(f"{p.name}\0{p.read_text()}" for p in sorted(HEADER.parent.glob("*.h"))))
-
-
-@functools.lru_cache(maxsize=None)
-def host_compiler():
-    """(command, version line) of the host C++ compiler: $CXX, else g++, else clang++."""
-    for cand in [config.executable("CXX"), "g++", "clang++", "c++"]:
-        if cand and shutil.which(cand):
-            out = subprocess.run([cand, "--version"], capture_output=True, text=True).stdout
-            return cand, out.splitlines()[0] if out else cand
-    raise CompileError("the sim backend needs a C++ compiler (g++ or clang++) on the PATH, or $CXX",
-                       "no compiler found")
-
-
-def _cpu_name():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-@functools.lru_cache(maxsize=None)
-def _cpu_id(cpuinfo="/proc/cpuinfo"):
-    """The CPU as -march=native sees it, for the compile cache key: model name, family, model and
-    stepping, and a digest of the feature flags (a VM may report only "AMD EPYC" for CPUs of different
-    instruction sets)."""
-    fields = {}
-    try:
-        for line in open(cpuinfo):
-            key, _, value = line.partition(":")
-            key = key.strip()
-            if key in ("cpu family", "model", "stepping", "flags") and key not in fields:
-                fields[key] = value.strip()
-    except OSError:
-        pass
-    flags = compiler.cache_key(fields.pop("flags", ""))[:16]
-    return " ".join([_cpu_name(), *(f"{k} {v}" for k, v in sorted(fields.items())), f"flags {flags}",
-                     platform.machine()])
-
-
-def _machine_flags():
-    if platform.machine() in ("x86_64", "AMD64"):
-        # TLS descriptors: threadIdx, blockIdx and __shared__ (thread_local in a dlopened
-        # module) are re-read after every barrier; gnu2 makes that a short call instead of
-        # __tls_get_addr (tiled GEMM 256^3: 59 -> 52.5 ms of CPU).
-        return ["-march=native", "-mtls-dialect=gnu2"]
-    return []
-
-
 def _load(path):
     """Loads a compiled module and attaches it to the process-wide Runtime (guard.h)."""
     global _runtime
@@ -131,16 +61,9 @@ def _load(path):
 
 
 def host_library(text, source_name):
-    """A C++ source of the simulator's own (sim/graph_replay.cpp: no kernels, no force-included
-    dialect) built with the kernels' flags, cached on disk, loaded and attached like a module."""
-    cxx, version = host_compiler()
-    flags = _CXXFLAGS + _machine_flags()
-
-    def build(src, out):
-        compiler.run_compiler([cxx, *flags, "-I", str(HEADER.parent), "-x", "c++", str(src), "-o", str(out)],
-                              what="the sim backend", output=out, source_name=source_name)
-    return _load(compiler.compile_cached(text, key_parts=[headers_digest(), " ".join(flags), version, _cpu_id()],
-                                         suffix=".so", build=build, source_name=source_name))
+    """A C++ source of the simulator's own (sim/graph_replay.cpp) built and cached like a module
+    (sim_build.build_host), loaded and attached like one."""
+    return _load(sim_build.build_host(text, source_name))
 
 
 class SimModule:
@@ -305,40 +228,7 @@ class SimBackend(Backend):
 
     # kernels
     def compile(self, text, defines, source_name):
-        cxx, version = host_compiler()
-        sigs = source.kernel_signatures(text, defines)
-        full = source.with_includes(text)
-        barrier = kernels_needing_fibers(full)
-        plain = source.strip_comments(translate(text))
-        fissioned, report = sim_fission.transform(plain, list(sigs), barrier, source.strip_comments(full),
-                                                  source_name)
-
-        def body(src, report):
-            return (f'#line 1 "{source_name}"\n' + src + '\n#line 1 "<gpublas sim entries>"\n'
-                    + "".join(f"GPUBLAS_SIM_{'FISSION_' if report.get(k, 1) is None else ''}ENTRY({k})\n"
-                              for k in sigs))
-        flags = _CXXFLAGS + [f"-D{k}={v}" for k, v in sorted((defines or {}).items())] + _machine_flags()
-
-        def build(src, out):
-            cmd = [cxx, *flags, "-I", str(source.src_dir()), "-I", str(HEADER.parent), "-include", str(HEADER),
-                   "-x", "c++", str(src),
-                   "-o", str(out)]
-            compiler.run_compiler(cmd, what="the sim backend", output=out, source_name=source_name)
-
-        key = [headers_digest(), source.headers_digest(), " ".join(flags), version, _cpu_id()]
-        _dump(source_name, body(fissioned, report), report)
-        try:
-            path = compiler.compile_cached(body(fissioned, report), key_parts=key, suffix=".so", build=build,
-                                           source_name=source_name)
-        except CompileError as e:
-            if not any(r is None for r in report.values()):
-                raise
-            # the rewrite produced code the compiler refuses: the kernels keep their fibers
-            print(f"gpublas: the sim's loop fission of {source_name} does not compile ({e.filename}:{e.line}); "
-                  "running its barrier kernels on fibers", file=sys.stderr)
-            report = {k: f"the rewritten source did not compile: {e}" for k in report}
-            path = compiler.compile_cached(body(plain, {}), key_parts=key, suffix=".so", build=build,
-                                           source_name=source_name)
+        path, barrier, report = sim_build.build_module(text, defines, source_name)
         lib = _load(path)
         lib.gpublas_sim_error.restype = ctypes.c_char_p
         lib.gpublas_sim_fault.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
@@ -382,19 +272,6 @@ class SimBackend(Backend):
                 raise _launch_failure(backend, lib, name, status)
 
         return launch
-
-
-def _dump(source_name, text, report):
-    """GPUBLAS_SIM_FISSION_DUMP=DIR: the source as compiled (with the fissioned block functions) and,
-    per barrier kernel, whether it was rewritten or why not."""
-    where = os.environ.get("GPUBLAS_SIM_FISSION_DUMP")
-    if not where:
-        return
-    stem = Path(where) / Path(source_name).name
-    stem.parent.mkdir(parents=True, exist_ok=True)
-    stem.with_name(stem.name + ".fission.cu").write_text(text)
-    stem.with_name(stem.name + ".fission.txt").write_text(
-        "".join(f"{k}: {'fissioned' if r is None else 'fibers: ' + r}\n" for k, r in sorted(report.items())))
 
 
 def _launch_failure(backend, lib, kernel, status):
