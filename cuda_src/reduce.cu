@@ -16,11 +16,17 @@
 //                 fixed order y = 0..7. Block b covers 32 inner positions of outer index b / tiles.
 //                 val = result + beta * val (beta == 0: val is only written).
 // reduce_serial:  no barrier, block 256 (x; on the sim as few whole warps as cover few outputs), grid-stride
-//                 over the outer * inner outputs of an (outer, n, inner) array, one thread per output: it
-//                 walks its n values in the order k = 0..n-1 (stride inner, so adjacent threads read adjacent
-//                 addresses when inner > 1). For short reduced axes, where a block or warp reduce would idle
-//                 most of its threads and pay its barriers for a few elements (the simulator runs it without
-//                 fibers). Writes as reduce_cols.
+//                 over the outputs of an (outer, n, inner) array in runs of `cols` adjacent ones (inner
+//                 positions of one outer index; the last run of a row may be shorter), one thread per run:
+//                 each output walks its n values in the order k = 0..n-1 (stride inner, so adjacent threads
+//                 read adjacent addresses when inner > 1). The launcher passes cols = 1 on a GPU (its build
+//                 takes one output per thread whatever cols is); on the simulator SERIAL_COLS: a run's chains
+//                 advance together (a few vector adds per k) instead of one latency-bound chain at a time (a
+//                 row's short last run goes 8, then 1 output at a time). Every output's sum has the same
+//                 order either way.
+//                 For short reduced axes, where a block or warp reduce would idle most of its threads and
+//                 pay its barriers for a few elements (the simulator runs it without fibers), and on the
+//                 simulator for column sums (bias gradients). Writes as reduce_cols.
 // softmax_rows:   block 32..256 threads, one block per row: max, sum of exp(x - max) (two block
 //                 reduces), then y = exp(x - max) / sum; stable for large logits.
 // logsumexp_rows: as softmax_rows, writing max + log(sum of exp(x - max)) per row (a max that is not
@@ -31,6 +37,7 @@
 #define RED_MAX 1
 #define RED_MIN 2
 #define NO_INDEX 0x7fffffff
+#define SERIAL_COLS 32  // reduce_serial's outputs per thread on the simulator (gpublas.reduction reads it)
 
 // The identities of max (lowest) and min (highest): infinities for floats, the limits for the int
 // builds (-Dreal=int or long long: sum, max, min, argmax, argmin; softmax and logsumexp are float-only).
@@ -133,20 +140,55 @@ extern "C" __global__ void reduce_cols(const real* x, compute_t<real>* val, int*
     }
 }
 
-extern "C" __global__ void reduce_serial(const real* x, compute_t<real>* val, int* idx, int op, long long outer,
-                                         long long n, long long inner, compute_t<real> scale, compute_t<real> beta) {
-    const bool is_max = op == RED_MAX;
-    GRID_STRIDE_LOOP(long long, at, outer * inner) {
-        const real* xo = x + (at / inner) * n * inner + at % inner;
-        acc_real v = op == RED_SUM ? (acc_real)0 : (is_max ? red_lowest((acc_real)0) : red_highest((acc_real)0));
-        int i = NO_INDEX;
-        for (long long k = 0; k < n; ++k) {
-            const acc_real xv = load_as(xo[k * inner]);
-            if (op == RED_SUM) v += xv;
-            else if (red_better(xv, (int)k, v, i, is_max)) { v = xv; i = (int)k; }
-        }
-        store_result(val, idx, at, v, i, op, scale, beta);
+// W adjacent outputs of reduce_serial, starting at output `at` whose first value is xo[0]: W chains, each
+// in the order k = 0..n-1, advanced together (W = SERIAL_COLS: the simulator's vector adds).
+template <int W>
+__device__ __forceinline__ void serial_outputs(const real* xo, compute_t<real>* val, int* idx, int op, long long at,
+                                               long long n, long long inner, acc_real scale, acc_real beta) {
+    acc_real v[W];
+    int i[W];
+    if (op == RED_SUM) {
+        for (int u = 0; u < W; ++u) v[u] = (acc_real)0;
+        for (long long k = 0; k < n; ++k)
+            for (int u = 0; u < W; ++u) v[u] += load_as(xo[k * inner + u]);
+        for (int u = 0; u < W; ++u) store_result(val, idx, at + u, v[u], NO_INDEX, op, scale, beta);
+        return;
     }
+    const bool is_max = op == RED_MAX;
+    for (int u = 0; u < W; ++u) {
+        v[u] = is_max ? red_lowest((acc_real)0) : red_highest((acc_real)0);
+        i[u] = NO_INDEX;
+    }
+    for (long long k = 0; k < n; ++k)
+        for (int u = 0; u < W; ++u) {
+            const acc_real xv = load_as(xo[k * inner + u]);
+            if (red_better(xv, (int)k, v[u], i[u], is_max)) { v[u] = xv; i[u] = (int)k; }
+        }
+    for (int u = 0; u < W; ++u) store_result(val, idx, at + u, v[u], i[u], op, scale, beta);
+}
+
+extern "C" __global__ void reduce_serial(const real* x, compute_t<real>* val, int* idx, int op, long long outer,
+                                         long long n, long long inner, int cols, compute_t<real> scale,
+                                         compute_t<real> beta) {
+#ifdef __CUDA_ARCH_SIM__
+    const long long runs = (inner + cols - 1) / cols;  // per outer index
+    GRID_STRIDE_LOOP(long long, r, outer * runs) {
+        const long long o = r / runs, j = (r % runs) * cols, at = o * inner + j;
+        const real* xo = x + o * n * inner + j;
+        const int w = inner - j < cols ? (int)(inner - j) : cols;  // this run's outputs
+        int u = 0;
+        if (w == SERIAL_COLS) {
+            serial_outputs<SERIAL_COLS>(xo, val, idx, op, at, n, inner, scale, beta);
+            u = w;
+        }
+        for (; u + 8 <= w; u += 8)  // a row's short last run
+            serial_outputs<8>(xo + u, val, idx, op, at + u, n, inner, scale, beta);
+        for (; u < w; ++u) serial_outputs<1>(xo + u, val, idx, op, at + u, n, inner, scale, beta);
+    }
+#else  // one output per thread whatever cols says (the launcher passes 1); runs took 40 registers, not 31 (sm_90, double)
+    GRID_STRIDE_LOOP(long long, at, outer * inner)
+        serial_outputs<1>(x + (at / inner) * n * inner + at % inner, val, idx, op, at, n, inner, scale, beta);
+#endif
 }
 
 // The row's max (NaN wins), handed to every thread of the block.

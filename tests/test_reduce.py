@@ -254,3 +254,26 @@ def test_short_axes_take_the_serial_kernel():
     with gpublas.profile() as p:
         gpublas.sum(long_rows, axis=1)
     assert {e.name for e in p.key_averages() if e.kind == "kernel"} == {"reduce_rows"}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_serial_runs_keep_each_outputs_order(dtype, rng, sim_order):
+    """reduce_serial with runs of SIM_SERIAL_COLS outputs a thread (the sim's choice; runs of 8 and single
+    outputs end a row) gives the bits of one output a thread: each sum in the order k = 0..n-1 (cumsum's)."""
+    k = R.get_kernel("reduce", "reduce_serial", dtype)
+    for outer, n, inner in [(1, 37, 45), (3, 5, 13), (2, 33, 64), (1, 2, 71), (2, 3, 1)]:
+        x = rng.standard_normal((outer, n, inner)).astype(dtype)
+        x[0, n // 2, 0] = x[0, 0, 0]  # a tie: the first index wins
+        d = dev(x)
+        serial = x.cumsum(axis=1, dtype=dtype)[:, -1, :]  # sequential, in dtype
+        for cols in (1, 8, R.SIM_SERIAL_COLS):
+            runs = outer * -(-inner // cols)
+            val, idx = gpublas.empty((outer, inner), dtype), gpublas.empty((outer, inner), np.int32)
+            k(1, 64, d, val, None, R.SUM, outer, n, inner, cols, 1, 0)
+            np.testing.assert_array_equal(val.get(), serial, err_msg=f"cols {cols}, runs {runs}")
+            k(2, 32, d, val, idx, R.MAX, outer, n, inner, cols, 1, 0)
+            np.testing.assert_array_equal(val.get(), x.max(axis=1))
+            np.testing.assert_array_equal(idx.get(), x.argmax(axis=1))
+            acc = gpublas.to_device(np.ones((outer, inner), dtype))
+            k(1, 32, d, acc, None, R.SUM, outer, n, inner, cols, 0.5, 2.0)
+            np.testing.assert_array_equal(acc.get(), dtype(2) * dtype(1) + serial * dtype(0.5))
