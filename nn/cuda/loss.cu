@@ -4,7 +4,12 @@
 // softmax_xent_forward: grid-stride loop, one thread per row n of logits (N, C): max, then
 //                       lse = max + log(sum exp(x - max)) (numerically stable), row_loss[n] = lse - x[label],
 //                       and the gradient of the batch MEAN: dlogits[n, j] = (exp(x_j - lse) - [j == label]) / N.
-//                       One fused pass; a label outside [0, C) gives a NaN row loss.
+//                       One fused pass; a label outside [0, C) gives a NaN row loss. On the simulator one
+//                       thread per group of `rows` consecutive rows (XENT_ROWS; the launcher passes 1 on a GPU,
+//                       whose build takes one row per thread whatever rows is): the group's rows go through
+//                       each step together, so one row's max and sum chains (a compare or an add per
+//                       element, each waiting for the last) overlap the other rows' work instead of stalling
+//                       the exps; every row's values are computed as alone, in the same order.
 // mse_forward:          grid-stride loop, one element per thread: d = pred - target, sq[i] = d*d,
 //                       dpred[i] = 2 d / n (the gradient of the mean).
 // loss_track:           one thread: acc[0] = a * acc[0] + b * (double)loss[0] in double, each product and
@@ -13,21 +18,49 @@
 //                       smooths them (a = 0.9, b = 0.1) to the bit as it would with floats on the host.
 #include "common.cuh"
 
-extern "C" __global__ void softmax_xent_forward(const real* __restrict__ logits, const int* __restrict__ labels,
-                                                real* __restrict__ dlogits, real* __restrict__ row_loss, int N, int C) {
-    const real invN = (real)1 / (real)N;
-    GRID_STRIDE_LOOP(long long, n, N) {
-        const real* x = logits + n * C;
-        real* dx = dlogits + n * C;
-        const int label = labels[n];
-        real m = x[0];
-        for (int j = 1; j < C; ++j) m = x[j] > m ? x[j] : m;
-        real s = 0;
-        for (int j = 0; j < C; ++j) s += exp(x[j] - m);
-        const real lse = m + log(s);
-        for (int j = 0; j < C; ++j) dx[j] = (exp(x[j] - lse) - (j == label ? (real)1 : (real)0)) * invN;
-        row_loss[n] = (label >= 0 && label < C) ? lse - x[label] : (real)NAN;
+#define XENT_ROWS 8  // softmax_xent_forward's rows per thread on the simulator (nn.step_kernels reads it)
+
+// Rows n0 .. n0 + G - 1 of softmax_xent_forward (x, dx: the first row's logits and gradient), step by step
+// together; each row's max, sum of exps (in j order) and outputs as for G = 1.
+template <int G>
+__device__ __forceinline__ void xent_rows(const real* __restrict__ x, const int* __restrict__ labels,
+                                          real* __restrict__ dx, real* __restrict__ row_loss, long long n0, int C,
+                                          real invN) {
+    real m[G], s[G], lse[G];
+    int label[G];
+    for (int g = 0; g < G; ++g) {
+        label[g] = labels[n0 + g];
+        m[g] = x[g * C];
+        s[g] = 0;
     }
+    for (int j = 1; j < C; ++j)
+        for (int g = 0; g < G; ++g) m[g] = x[g * C + j] > m[g] ? x[g * C + j] : m[g];
+    for (int j = 0; j < C; ++j)
+        for (int g = 0; g < G; ++g) s[g] += exp(x[g * C + j] - m[g]);
+    for (int g = 0; g < G; ++g) lse[g] = m[g] + log(s[g]);
+    for (int j = 0; j < C; ++j)
+        for (int g = 0; g < G; ++g)
+            dx[g * C + j] = (exp(x[g * C + j] - lse[g]) - (j == label[g] ? (real)1 : (real)0)) * invN;
+    for (int g = 0; g < G; ++g)
+        row_loss[n0 + g] = (label[g] >= 0 && label[g] < C) ? lse[g] - x[g * C + label[g]] : (real)NAN;
+}
+
+extern "C" __global__ void softmax_xent_forward(const real* __restrict__ logits, const int* __restrict__ labels,
+                                                real* __restrict__ dlogits, real* __restrict__ row_loss, int N, int C,
+                                                int rows) {
+    const real invN = (real)1 / (real)N;
+#ifdef __CUDA_ARCH_SIM__
+    GRID_STRIDE_LOOP(long long, r, (N + rows - 1) / rows) {
+        const long long n0 = r * rows;
+        if (rows == XENT_ROWS && n0 + XENT_ROWS <= N)
+            xent_rows<XENT_ROWS>(logits + n0 * C, labels, dlogits + n0 * C, row_loss, n0, C, invN);
+        else
+            for (long long n = n0; n < n0 + rows && n < N; ++n)
+                xent_rows<1>(logits + n * C, labels, dlogits + n * C, row_loss, n, C, invN);
+    }
+#else
+    GRID_STRIDE_LOOP(long long, n, N) xent_rows<1>(logits + n * C, labels, dlogits + n * C, row_loss, n, C, invN);
+#endif
 }
 
 extern "C" __global__ void mse_forward(const real* __restrict__ pred, const real* __restrict__ target,

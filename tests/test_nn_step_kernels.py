@@ -1,0 +1,53 @@
+"""The launch choices of nn.step_kernels that only change how work is spread over threads: each keeps the
+bits of the plain mapping (one row a thread for softmax_xent_forward)."""
+import numpy as np
+import pytest
+
+import gpublas
+from gpublas.launch import geometry_1d
+from nn import reference as ref
+from nn import step_kernels as K
+
+
+def _xent(kernel, x, labels, rows):
+    N, C = x.shape
+    d, rl = gpublas.empty((N, C), x.dtype), gpublas.empty((N,), x.dtype)
+    kernel(1, 32, gpublas.to_device(x), gpublas.to_device(labels), d, rl, N, C, rows)
+    return d.get(), rl.get()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_softmax_xent_row_groups_keep_each_rows_bits(dtype, rng, sim_order):
+    kernel = K.get_kernel("loss", "softmax_xent_forward", dtype)
+    for N, C in [(1, 1), (13, 2), (37, 45), (64, 7)]:
+        x = (3 * rng.standard_normal((N, C))).astype(dtype)
+        labels = rng.integers(0, C, N).astype(np.int32)
+        if N > 8:
+            x[1, -1], x[2, :] = np.nan, -np.inf  # a NaN row; an all -inf row
+            labels[3] = C                        # a label outside [0, C): a NaN row loss
+        one = _xent(kernel, x, labels, 1)
+        for rows in (3, K.SIM_XENT_ROWS):  # a short last group of single rows included
+            for a, b in zip(one, _xent(kernel, x, labels, rows)):
+                np.testing.assert_array_equal(a, b, err_msg=f"N {N}, C {C}, rows {rows}")
+        good = np.isfinite(x).all(axis=1) & (labels < C)
+        loss, grad = ref.np_softmax_xent(x[good].astype(np.float64), labels[good])
+        tol = 1e-5 if dtype == np.float32 else 1e-12
+        np.testing.assert_allclose(one[1][good].mean(), loss, rtol=tol)
+        np.testing.assert_allclose(one[0][good] * N / good.sum(), grad, rtol=tol, atol=tol)
+        assert np.isnan(one[1][~good]).all()
+
+
+def test_the_launcher_picks_row_groups_on_the_sim_only(rng):
+    N, C = 100, 45
+    logits = gpublas.to_device(rng.standard_normal((N, C)).astype(np.float32))
+    labels = gpublas.to_device(rng.integers(0, C, N).astype(np.int32))
+    d, rl = gpublas.empty((N, C), np.float32), gpublas.empty((N,), np.float32)
+    with gpublas.profile() as p:
+        K.softmax_xent_forward(logits, labels, d, rl)
+    threads = -(-N // K.SIM_XENT_ROWS) if gpublas.backend() == "sim" else N  # a group of rows or a row each
+    (entry,) = [e for e in p.key_averages() if e.name == "softmax_xent_forward"]
+    assert (entry.grid[0], entry.block[0]) == geometry_1d(threads)
+    kernel = K.get_kernel("loss", "softmax_xent_forward", np.float32)
+    one = _xent(kernel, logits.get(), labels.get(), 1)
+    np.testing.assert_array_equal(d.get(), one[0])
+    np.testing.assert_array_equal(rl.get(), one[1])
