@@ -185,7 +185,7 @@ extern "C" __global__ void reduce_serial(const real* x, compute_t<real>* val, in
             serial_outputs<8>(xo + u, val, idx, op, at + u, n, inner, scale, beta);
         for (; u < w; ++u) serial_outputs<1>(xo + u, val, idx, op, at + u, n, inner, scale, beta);
     }
-#else  // one output per thread whatever cols says (the launcher passes 1); runs took 40 registers, not 31 (sm_90, double)
+#else  // one output per thread whatever cols is (the launcher passes 1); runs took 40 registers, not 31 (sm_90, double)
     GRID_STRIDE_LOOP(long long, at, outer * inner)
         serial_outputs<1>(x + (at / inner) * n * inner + at % inner, val, idx, op, at, n, inner, scale, beta);
 #endif

@@ -11,7 +11,8 @@ from gpublas.launch import ceil_div, geometry_1d, simulated
 from .kernels import KERNELS, _same, get_kernel
 
 # softmax_xent_forward's rows per thread on the sim, taken through each step together so that one row's
-# max and sum chains overlap the others' exps (768 rows of 45, the LSTM example's loss: 206 -> 134 us of CPU; 4 rows 149, 16 rows 130)
+# max and sum chains overlap the others' exps (768 rows of 45, the LSTM example's loss: 206 -> 134 us of
+# CPU; 4 rows a thread 149, 16 rows 130); one row per thread on a GPU
 SIM_XENT_ROWS = source.int_defines("loss.cu", "XENT_", root=KERNELS)["XENT_ROWS"]
 
 
