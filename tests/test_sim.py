@@ -228,6 +228,31 @@ def test_tanhf_is_the_simulators_own_within_one_ulp():
     assert (zz[:2] == 0).all() and np.signbit(zz[1]).all() and not np.signbit(zz[0]).any() and np.isnan(zz[2]).all()
 
 
+def test_expf_is_the_simulators_own_within_one_ulp():
+    src = """extern "C" __global__ void exps(const float* x, float* out, int n) {
+        for (int i = 0; i < n; ++i) {
+            out[4 * i] = expf(x[i]); out[4 * i + 1] = exp(x[i]); out[4 * i + 2] = std::exp(x[i]);
+            out[4 * i + 3] = __expf(x[i]);
+        }
+    }"""
+    k = load_source(src, source_name="exps.cu").get("exps")
+    bits = np.arange(0, 0x43000000, 1009, dtype=np.uint32)  # 0 to 128 by bit pattern, subnormals included
+    x = np.concatenate([bits.view(np.float32), np.float32([88.72283, 88.72284, 89.0, 103.0, 104.0, 150.0])])
+    x = np.concatenate([x, -x, np.float32([np.inf, -np.inf, np.nan, 1e30, -1e30, 201.0, -201.0])])
+    out = gpublas.empty(4 * x.size, np.float32)
+    k(1, 1, gpublas.to_device(x), out, x.size)
+    got = out.get().reshape(-1, 4)
+    with np.errstate(over="ignore"):
+        want = np.exp(x.astype(np.float64)).astype(np.float32)  # the exact result rounded once
+    finite = np.isfinite(want) & (want > 0)
+    ulp = np.abs(got[finite].view(np.int32).astype(np.int64) - want[finite].view(np.int32)[:, None])
+    assert ulp.max() <= 1, x[finite][ulp.max(axis=1).argmax()]
+    np.testing.assert_array_equal(got[~finite], np.repeat(want[~finite][:, None], 4, axis=1))  # inf, 0, NaN
+    np.testing.assert_array_equal(got, np.repeat(got[:, :1], 4, axis=1))  # every spelling is the same function
+    assert (got[x < -104] == 0).all() and (got[(x > 88.7229) & ~np.isnan(x)] == np.inf).all()
+    assert 0 < got[x == -103.0][0, 0] < np.finfo(np.float32).tiny  # a subnormal result, not 0
+
+
 def test_fast_path_threads_get_their_index_in_each_order(sim_order):
     src = """extern "C" __global__ void visits(int* counter, int* seq, int* idx) {
         const int t = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
