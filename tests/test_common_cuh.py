@@ -1,6 +1,9 @@
 """cuda_src/common.cuh's helpers on the device: FastDivmod (host-computed multiplier, __umulhi and a shift on
 the device) and div_mod's 32- and 64-bit paths agree with integer division; load_run_as converts 16-bit runs
-as load_as converts each element; load_runs_transposed reads eight runs as the rows of their transpose."""
+as load_as converts each element; load_runs_transposed reads eight runs as the rows of their transpose;
+block_reduce (the simulator's form) gives the bits of the GPU's shuffle tree."""
+import os
+
 import numpy as np
 import pytest
 
@@ -136,3 +139,55 @@ def test_load_runs_transposed_reads_each_run_as_a_column(rng, dtype):
         want = x[at[None, :] + np.arange(n)[:, None]]
         np.testing.assert_array_equal(out.get().view(f"u{want.itemsize}"), want.view(f"u{want.itemsize}"),
                                       err_msg=f"n = {n}")
+
+
+REDUCE_SRC = """#include "common.cuh"
+// Block b reduces its threads' values x[b * n + t] (n threads, 1-, 2- or 3-D) with block_reduce into out[2b],
+// and with the GPU's tree written out (warp shuffles, warp results through shared memory) into out[2b + 1].
+template <class Op>
+__device__ void both_ways(const real* x, real* out, Op op, real identity) {
+    __shared__ real warp_part[32];
+    const int tid = block_thread_id(), lane = tid & 31, warp = tid >> 5;
+    const real v = x[blockIdx.x * (blockDim.x * blockDim.y * blockDim.z) + tid];
+    const real r = block_reduce(v, op, identity);
+    if (tid == 0) out[2 * blockIdx.x] = r;
+    real w = warp_reduce(v, op);
+    if (lane == 0) warp_part[warp] = w;
+    __syncthreads();
+    w = lane < block_warps() ? warp_part[lane] : identity;
+    if (warp == 0) w = warp_reduce(w, op);
+    if (tid == 0) out[2 * blockIdx.x + 1] = w;
+}
+extern "C" __global__ void block_reduce_check(const real* x, real* out, int op) {
+    if (op == 0) both_ways(x, out, SumOp<real>(), (real)0);
+    else both_ways(x, out, MaxOp<real>(), -(real)INFINITY);
+}
+"""
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_block_reduce_gives_the_bits_of_the_shuffle_tree(dtype, rng, sim_order):
+    # the simulator's block_reduce (thread 0 walks the tree) against the GPU's code run on it: sums of values
+    # spread over 20 orders of magnitude (any other pairing shows), max with NaNs and signed zeros; blocks with a
+    # partial last warp, 2-D and 3-D blocks; with loop fission and on fibers
+    k = load_source(REDUCE_SRC, {"real": "float" if dtype == np.float32 else "double"}, "block_reduce_check.cu")
+    k = k.get("block_reduce_check")
+    backend, sim = gpublas.backends.current(), gpublas.backend() == "sim"
+    for block in [1, 32, 40, 256, 1000, (16, 8), (8, 5, 3)]:
+        n, blocks = int(np.prod(block)), 3
+        x = (rng.standard_normal(n * blocks) * 10.0 ** rng.integers(-10, 10, n * blocks)).astype(dtype)
+        m = np.where(rng.random(n * blocks) < 0.5, -0.0, 0.0).astype(dtype)
+        m[n + n // 2] = np.nan  # block 1 has a NaN
+        for op, data in ((0, x), (1, m), (1, x)):
+            for fission in ((False, True) if sim else (None,)):
+                out = gpublas.empty((2 * blocks,), dtype)
+                try:
+                    if sim:
+                        backend.fission = fission
+                    k(blocks, block, gpublas.to_device(data), out, np.int32(op))
+                finally:
+                    if sim:
+                        backend.fission = os.environ.get("GPUBLAS_SIM_FISSION", "1") not in ("", "0")
+                got = out.get().view(np.uint32 if dtype == np.float32 else np.uint64)
+                np.testing.assert_array_equal(got[0::2], got[1::2], err_msg=f"block {block}, op {op}")
+        np.testing.assert_allclose(out.get()[0::2], x.reshape(blocks, n).max(axis=1))
