@@ -51,3 +51,35 @@ def test_the_launcher_picks_row_groups_on_the_sim_only(rng):
     one = _xent(kernel, logits.get(), labels.get(), 1)
     np.testing.assert_array_equal(d.get(), one[0])
     np.testing.assert_array_equal(rl.get(), one[1])
+
+
+@pytest.mark.parametrize("n", [1, 37, 24637, K.SIM_IN_ORDER + 1])
+def test_optimizer_updates_give_the_bits_of_a_full_grid(rng, n):
+    """The launchers' geometry (one thread walking the elements in order on the sim, up to SIM_IN_ORDER)
+    against the kernels launched over a grid of many threads: sgd_update, adam_update, clip_scale."""
+    host = {k: rng.standard_normal(n).astype(np.float32) for k in ("p", "g", "buf", "m")}
+    host["v"] = np.abs(host["m"])
+    state = gpublas.to_device(np.array([0.1, 2.0, 0.05, 0.9]))
+    clip = gpublas.to_device(np.array([3.0, 0.25]))
+
+    def run(launch):
+        d = {k: gpublas.to_device(a) for k, a in host.items()}
+        launch(d)
+        return [d[k].get() for k in ("p", "buf", "m", "v")]
+
+    def by_launchers(d):
+        K.sgd_update(d["p"], d["g"], d["buf"], state, 0.9, 0.1, 0.01, True)
+        K.adam_update(d["p"], d["g"], d["m"], d["v"], None, state, 0.9, 0.999, 1e-8, 0.01, True)
+        K.clip_scale(d["p"], clip)
+
+    def by_grid(d):
+        f = np.float32
+        K.get_kernel("optim", "sgd_update", f)(7, 96, d["p"], d["g"], d["buf"], n, state, 0.9, 0.1, 0.01, 1)
+        K.get_kernel("optim", "adam_update", f)(7, 96, d["p"], d["g"], d["m"], d["v"], None, n, state, 0.9, 0.999,
+                                                 1e-8, 0.01, 1)
+        K.get_kernel("optim", "clip_scale", f)(7, 96, d["p"], n, clip)
+
+    for a, b in zip(run(by_launchers), run(by_grid)):
+        np.testing.assert_array_equal(a, b)
+    assert K._update_geometry(n) == ((1, 1) if gpublas.backend() == "sim" and n <= K.SIM_IN_ORDER
+                                     else geometry_1d(n))
