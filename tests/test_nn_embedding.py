@@ -103,3 +103,25 @@ def test_embedding_parity_with_pytorch(rng):
     assert_close(ours(x), ty.detach().numpy(), np.float64)
     ours.backward(dy)
     assert_close(ours.weight.grad, theirs.weight.grad.numpy(), np.float64, k=15)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_both_backward_kernels_give_the_same_bits(rng, dtype, sim_order):
+    """embedding_backward_serial (the sim's, no barrier) against embedding_backward (the GPU's, bit masks in
+    shared memory), each launched directly: runs of EMB_RUN columns and a shorter last one, padding_idx,
+    indices outside [0, V) that match no row, no indices at all."""
+    from nn.kernels import EMB_RUN, get_kernel
+    serial, block = (get_kernel("embedding", k, dtype) for k in ("embedding_backward_serial", "embedding_backward"))
+    for V, D, n, pad in [(5, 3, 7, -1), (11, 2 * EMB_RUN + 2, 65, 3), (2, 1, 1, -1), (40, EMB_RUN, 301, 0),
+                         (3, 40, 2100, -1), (4, 6, 0, -1)]:
+        idx = rng.integers(-1, V + 1, n).astype(np.int32)  # -1 and V match no row
+        dy = (rng.standard_normal((n, D)) * 10 ** rng.uniform(-3, 3, (n, 1))).astype(dtype)
+        w = rng.standard_normal((V, D)).astype(dtype)
+        d_dy, d_idx = gpublas.to_device(dy), gpublas.to_device(idx)
+        out = [gpublas.to_device(w), gpublas.to_device(w)]
+        serial(3, 32, d_dy, d_idx, out[0], n, D, V, pad)  # a grid-stride loop over fewer threads than pairs
+        block((V, -(-D // 32)), 32, d_dy, d_idx, out[1], n, D, pad)
+        ok = (idx >= 0) & (idx < V) & (idx != pad)
+        want = w + _sequential_grad(dy[ok], idx[ok], V)
+        np.testing.assert_array_equal(out[0].get(), out[1].get(), err_msg=f"V {V}, D {D}, n {n}")
+        np.testing.assert_array_equal(out[0].get(), want)

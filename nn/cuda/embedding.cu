@@ -15,9 +15,16 @@
 //                     Same order every run, so the same bits. Rows equal to padding_idx (-1: none) get
 //                     nothing; an index outside [0, V) matches no row. Work is V * n * ceil(D / B) index
 //                     compares plus one read of dy per match: right for character and small-word vocabularies.
+// embedding_backward_serial: the same sums without a barrier, for the simulator (where each of
+//                     embedding_backward's two barriers a tile is a pass over the block's threads): grid-stride
+//                     loop over (row r, run of EMB_RUN columns) pairs, one thread each, which compares idx with
+//                     r 32 indices at a time into a bit mask and walks its set bits in increasing order,
+//                     adding dy[i, d] into a register per column, then dweight[r, d] += that sum: the same
+//                     additions in the same order, so the bits of embedding_backward.
 #include "common.cuh"
 
 #define EMB_THREADS 128
+#define EMB_RUN 16  // embedding_backward_serial's columns per thread (nn.kernels reads it)
 
 extern "C" __global__ void embedding_forward(const real* __restrict__ weight, const int* __restrict__ idx,
                                              real* __restrict__ y, long long n, int D, int V) {
@@ -53,4 +60,29 @@ extern "C" __global__ void embedding_backward(const real* __restrict__ dy, const
         __syncthreads();                                // the words are rewritten next
     }
     if (d < D) dweight[(long long)r * D + d] = convert<real>(load_as(dweight[(long long)r * D + d]) + acc);
+}
+
+extern "C" __global__ void embedding_backward_serial(const real* __restrict__ dy, const int* __restrict__ idx,
+                                                     real* __restrict__ dweight, long long n, int D, int V,
+                                                     int padding_idx) {
+    const int runs = (D + EMB_RUN - 1) / EMB_RUN;  // per row
+    GRID_STRIDE_LOOP(long long, t, (long long)V * runs) {
+        const int r = (int)(t / runs), d0 = (int)(t % runs) * EMB_RUN;
+        if (r == padding_idx) continue;
+        const int w = D - d0 < EMB_RUN ? D - d0 : EMB_RUN;  // this run's columns
+        acc_real acc[EMB_RUN];
+        for (int u = 0; u < EMB_RUN; ++u) acc[u] = 0;
+        for (long long t0 = 0; t0 < n; t0 += 32) {
+            const int mine = (int)(n - t0 < 32 ? n - t0 : 32);
+            unsigned word = 0;
+            for (int k = 0; k < mine; ++k) word |= (unsigned)(idx[t0 + k] == r) << k;
+            for (unsigned m = word; m; m &= m - 1) {  // set bits in increasing order: increasing i
+                const real* row = dy + (t0 + __ffs((int)m) - 1) * D + d0;
+                for (int u = 0; u < EMB_RUN; ++u)
+                    if (u < w) acc[u] += load_as(row[u]);
+            }
+        }
+        real* out = dweight + (long long)r * D + d0;
+        for (int u = 0; u < w; ++u) out[u] = convert<real>(load_as(out[u]) + acc[u]);
+    }
 }
