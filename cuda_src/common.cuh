@@ -12,8 +12,8 @@
 //                                    acc_real is compute_t<real> in a family built for `real`
 //   load_run_as(p, out[, n])         a run of consecutive elements as their compute type (vector
 //                                    conversions of 16-bit runs on the simulator)
-//   load_runs_transposed(p, at, n, out)   eight runs read as the rows of their transpose, as their compute
-//                                    type (vector shuffles on the simulator)
+//   load_runs_transposed(p, at, n, out)   W runs (a multiple of 8) read as the rows of their transpose, as
+//                                    their compute type (vector shuffles on the simulator)
 //   ew_exp, ew_log, ew_sqrt, ew_abs, ew_tanh, ew_pow   float/double overloads (expf for float), int builds;
 //                                    exp, log, sqrt and abs of complex numbers too
 //   gcomplex<R>, cfloat, cdouble     complex numbers in cuComplex's layout, NumPy's arithmetic (conj, conj_if, abs1)
@@ -100,29 +100,31 @@ __device__ __forceinline__ void load_run_as(const T* __restrict__ p, compute_t<T
 #endif
 }
 
-// out[k][r] = load_as(p[at[r] + k]) for k < n, r < 8: the eight runs p + at[r] (each n consecutive elements)
-// as the rows of their transpose. The GPU reads them one by one; the simulator transposes 8 values of each
-// run at a time with vector shuffles (gpublas/sim's transpose_runs), 16-bit runs converted first (load_run_as).
-template <class T>
-__device__ __forceinline__ void load_runs_transposed(const T* __restrict__ p, const long long (&at)[8], int n,
-                                                     compute_t<T> (*out)[8]) {
+// out[k][r] = load_as(p[at[r] + k]) for k < n, r < W: the W runs p + at[r] (each n consecutive elements; W a
+// multiple of 8) as the rows of their transpose. The GPU reads them one by one; the simulator transposes 8 values
+// of 8 runs at a time with vector shuffles (gpublas/sim's transpose_runs), 16-bit runs converted first
+// (load_run_as).
+template <int W, class T>
+__device__ __forceinline__ void load_runs_transposed(const T* __restrict__ p, const long long (&at)[W], int n,
+                                                     compute_t<T> (*out)[W]) {
 #if defined(__CUDA_ARCH_SIM__)
     if constexpr (sizeof(T) == sizeof(compute_t<T>)) {
         gpublas_sim::transpose_runs(p, at, n, out);
     } else {  // converted 32 values of each run at a time, then transposed
         constexpr int CHUNK = 32;
-        compute_t<T> runs[8][CHUNK];
-        constexpr long long runs_at[8] = {0, CHUNK, 2 * CHUNK, 3 * CHUNK, 4 * CHUNK, 5 * CHUNK, 6 * CHUNK, 7 * CHUNK};
+        compute_t<T> runs[W][CHUNK];
+        long long runs_at[W];
+        for (int r = 0; r < W; ++r) runs_at[r] = r * CHUNK;
         for (int k0 = 0; k0 < n; k0 += CHUNK) {
             const int len = n - k0 < CHUNK ? n - k0 : CHUNK;
-            for (int r = 0; r < 8; ++r) load_run_as(p + at[r] + k0, runs[r], len);
+            for (int r = 0; r < W; ++r) load_run_as(p + at[r] + k0, runs[r], len);
             gpublas_sim::transpose_runs(&runs[0][0], runs_at, len, out + k0);
         }
     }
     return;
 #endif
     for (int k = 0; k < n; ++k)
-        for (int r = 0; r < 8; ++r) out[k][r] = load_as(p[at[r] + k]);
+        for (int r = 0; r < W; ++r) out[k][r] = load_as(p[at[r] + k]);
 }
 
 // v as a T: storage types widen to their compute type first (exactly), then one C conversion, which

@@ -28,9 +28,10 @@
 //                aligned and the 4 elements are in bounds; else 4 scalar loads, zero-padded) into shared
 //                memory; op(A)'s tile is stored k-major so that a thread's 8 (4) rows are contiguous.
 //                Then 8 (16) rank-1 updates of the thread's register tile. Two barriers per K tile.
-// gemm_direct:   block up to 16x16 (threadIdx.x along columns), each thread a 4x8 tile of C (a 16x16 block:
-//                64x128), read straight from global memory: no shared memory, no barrier. For every k it
-//                loads 4 elements of op(A)'s column k and 8 consecutive ones of op(B)'s row k and does 32
+// gemm_direct:   block up to 16x16 (threadIdx.x along columns), each thread a DIRECT_TM x DIRECT_TN tile of C:
+//                4x8 on a GPU (a 16x16 block: 64x128), 16x16 on the simulator (double 16x8), read straight from
+//                global memory: no shared memory, no barrier. For every k it loads DIRECT_TM elements of op(A)'s
+//                column k and DIRECT_TN consecutive ones of op(B)'s row k and does their DIRECT_TM x DIRECT_TN
 //                multiply-adds in registers; each C element is summed in the order k = 0..K-1. A tile that
 //                would cross an edge of C moves back inside it (recomputing, not storing, some of its
 //                neighbour's outputs), so the K loop has no bounds checks; when C is smaller than a tile
@@ -228,8 +229,26 @@ gemm_regblock(GEMM_PARAMS) {
 // ---------------------------------------------------------------------------------------------------
 // gemm_direct
 // ---------------------------------------------------------------------------------------------------
-#define DIRECT_TM 4
-#define DIRECT_TN 8
+// A thread's tile: DIRECT_TM x DIRECT_TN. The GPU's is 4x8 (32 accumulators in registers). The simulator's is
+// 16 rows of one 64-byte vector each (16 floats, 8 doubles; 16-bit inputs accumulate in float): a simulated
+// thread costs ~40 ns of CPU besides its multiply-adds (set-up, the loop over the block's threads, its stores:
+// measured with K = 1), which a 4x8 tile of K = 16 (512 multiply-adds) cannot pay for, and 16 independent vector
+// accumulators keep the CPU's adders busy where 4 waited on each other's latency. CPU us of the LSTM example's
+// float products, one core (4x8 -> 16x16, with the row stores below): 768x256x16 nt 329 -> 103, 32x256x64 nt
+// 33 -> 16.7, 768x45x64 nt 116 -> 49, 256x64x768 tn 438 -> 164; 256x256x512 nn / nt / tn / tt 1100 / 1260 /
+// 1321 / 1497 -> 398 / 460 / 474 / 578 (double, 16x8: 1349 / 1593 / 1744 / 2006 -> 1351 / 1356 / 915 / 1193).
+// gemm_plan.py reads these sizes.
+#define DIRECT_GPU_TM 4
+#define DIRECT_GPU_TN 8
+#define DIRECT_SIM_TM 16
+#define DIRECT_SIM_ROW_BYTES 64
+#if defined(__CUDA_ARCH_SIM__)
+#define DIRECT_TM DIRECT_SIM_TM
+#define DIRECT_TN (DIRECT_SIM_ROW_BYTES / (int)sizeof(acc_real))
+#else
+#define DIRECT_TM DIRECT_GPU_TM
+#define DIRECT_TN DIRECT_GPU_TN
+#endif
 #define DIRECT_KC 32  // the simulator's staging: values of k a chunk
 // On the simulator GCC's loop vectorizer would vectorize the K loop where op(A) is contiguous along K
 // (A not transposed) into in-order reductions with strided loads of B; without it the 4x8 tile is
@@ -245,13 +264,13 @@ gemm_regblock(GEMM_PARAMS) {
 // read the last row (only when C has fewer than DIRECT_TM rows). FIT_N: the tile's columns lie inside
 // C, at fixed strides from its corner (op(B)'s row k is read as one run when B is not transposed); else
 // (C has fewer than DIRECT_TN columns) columns past N read the last one. Per k: load a (op(A)'s column k,
-// the tile's rows) and b (op(B)'s row k, its columns), then the 32 multiply-adds. The simulator runs the
+// the tile's rows) and b (op(B)'s row k, its columns), then the tile's multiply-adds. The simulator runs the
 // same multiply-adds in the same order on the tile's rows as vectors of DIRECT_TN, with op(B)'s rows for
 // DIRECT_KC values of k staged where B does not hold them as runs: B transposed (its columns' runs turned
-// into rows, 8 values at a time, by load_runs_transposed), 16-bit (converted as runs) or C narrower than a
-// tile; a 16-bit tile's op(A) columns are staged as floats too. CPU per 256x256x512 float GEMM, one core,
-// ms: nn 1.6 -> 0.95, nt 5.0 -> 1.05, tn 1.9 -> 1.3, tt 5.1 -> 1.4 (double 1.2 / 4.9 / 1.6 / 4.8 -> 1.25 /
-// 1.55 / 1.65 / 1.85); results unchanged, bit for bit.
+// into rows, 8 values of 8 or 16 runs at a time, by load_runs_transposed), 16-bit (converted as runs) or C
+// narrower than a tile; a 16-bit tile's op(A) columns are staged as floats too. CPU per 256x256x512 float
+// GEMM, one core, ms, with the 4x8 tile: nn 1.6 -> 0.95, nt 5.0 -> 1.05, tn 1.9 -> 1.3, tt 5.1 -> 1.4 (double
+// 1.2 / 4.9 / 1.6 / 4.8 -> 1.25 / 1.55 / 1.65 / 1.85); results unchanged, bit for bit.
 template <bool TA, bool TB, bool FIT_N>
 __device__ __forceinline__ void direct_tile(int M, int N, int K, const real* __restrict__ A, int lda,
                                             const real* __restrict__ B, int ldb, int row0, int col0,
@@ -358,6 +377,37 @@ extern "C" __global__ void gemm_direct(GEMM_PARAMS) {
         case 6: direct_tile<true, true, false>(M, N, K, A, lda, B, ldb, row0, col0, acc); break;
         default: direct_tile<true, true, true>(M, N, K, A, lda, B, ldb, row0, col0, acc); break;
     }
+#if defined(__CUDA_ARCH_SIM__)
+    // The simulator stores the tile's rows as vectors (a tile inside C): per row, the columns this thread owns,
+    // each rounded as store_c rounds it (a 16-bit C: each value narrowed by convert, C's old values widened as a
+    // run). CPU us, float, 16x16 tile, one element at a time -> rows: 768x256x16 nt 155 -> 103, 32x256x64 nt 20.5 ->
+    // 16.7.
+    if (fit_n) {
+        typedef acc_real tile_row __attribute__((vector_size(DIRECT_TN * sizeof(acc_real))));
+        constexpr bool same = sizeof(out_real) == sizeof(acc_real);  // C holds acc_real: whole rows copied
+        const int skip = own_col - col0;  // the tile's first columns, stored by the neighbour whose tile it overlaps
+        for (int i = 0; i < DIRECT_TM; ++i) {
+            const int row = row0 + i;
+            if (row < own_row || row >= M) continue;
+            out_real* c = C + (long long)row * ldc + col0;
+            tile_row v, old = {};
+            memcpy(&v, acc[i], sizeof(tile_row));
+            v = alpha * v;
+            if (beta != (acc_real)0) {
+                if (same && skip == 0) memcpy(&old, c, sizeof(tile_row));
+                else load_run_as(c + skip, reinterpret_cast<acc_real*>(&old) + skip, DIRECT_TN - skip);
+                v = v + beta * old;
+            }
+            if (same && skip == 0) {
+                memcpy(c, &v, sizeof(tile_row));
+            } else {
+                const acc_real* w = reinterpret_cast<const acc_real*>(&v);
+                for (int j = skip; j < DIRECT_TN; ++j) c[j] = convert<out_real>(w[j]);
+            }
+        }
+        return;
+    }
+#endif
 #pragma unroll
     for (int i = 0; i < DIRECT_TM; ++i) {
         const int row = row0 + i;

@@ -58,7 +58,7 @@ CONFIGS = {"large": {4: (128, 128, 256), 8: (128, 64, 256)}, "medium": {4: (64, 
 _TF32 = source.int_defines("gemm_tf32.cu", "TF32_")  # gemm_tf32_large: its tile and stage count
 _WGMMA_STAGES = source.int_defines("gemm_tf32.cu", "WGMMA_")["WGMMA_STAGES"]  # gemm_tf32_wgmma's
 _HALF = source.int_defines("gemm_half.cu", "HALF_")  # gemm_half_mma's tile and stages; gemm_half_wgmma's
-DIRECT_TILE = (4, 8)  # gemm.cu's DIRECT_TM x DIRECT_TN
+_DIRECT = source.int_defines("gemm.cu", "DIRECT_")  # gemm_direct's tile on a GPU and on the simulator
 MAX_SPLITS = 16
 INDEX_LIMIT = 2 ** 31
 MAX_CACHED = 4096  # plans kept (a training loop needs a few dozen; the cache empties when full)
@@ -162,30 +162,42 @@ def choose_kernel(m, n, k, sim=False, batch=1, sms=132, lds=(0,), dtype=np.float
 
 
 # -- the simulator's choice: a CPU cost model -------------------------------------------------------
-# On sim, gemm_direct pays for every multiply-add of its 4x8 tiles (full-size at C's edges: a C of one
-# column costs 8x its work) plus a simulated thread (a call and 32 stores) per tile; gemm_naive pays
-# for the real multiply-adds only, but each is one link of a single add chain (no independent
-# accumulators), more when an operand is read across K with a stride, plus a call per output.
-# CPU ns measured with one OpenMP thread on a 2-core AMD EPYC (2026-11-23, shared) over nn's digits
-# and LSTM shapes, squares up to 512^3 and thin products, both dtypes. The barrier kernels lost every
-# one of those shapes: regblock by 1.0-4x (its 128x128 tiles pad a 32-row product 4x, a barrier is a
-# fiber switch per thread), tiled and v2 by more; direct beat naive except where C has one column
-# (e.g. 2048x1x1024: naive 4.1 ms, direct 6.6). Re-measure when the simulator's barrier cost changes.
-SIM_NAIVE_NS = {2: (1.2, 0.65), 4: (1.2, 0.65), 8: (1.1, 1.2)}  # itemsize -> (per multiply-add, extra per strided
+# On sim, gemm_direct pays per K step of each tile (16 vector multiply-adds: the same for its 16x16 float and
+# 16x8 double tiles, full-size at C's edges: a C of one column costs 16 (8) columns' work) plus a simulated
+# thread (its set-up and 16 row stores) per tile; gemm_naive pays for the real multiply-adds only, but each is one
+# link of a single add chain (no independent accumulators), more when an operand is read across K with a
+# stride, plus a call per output. The barrier kernels lost every shape measured (2026-11-23: regblock by 1.0-4x,
+# its 128x128 tiles pad a 32-row product 4x and a barrier is a fiber switch per thread; tiled and v2 by more).
+# CPU ns with one OpenMP thread on a 2-core AMD EPYC (Zen 5, 2026-11-25, shared), float, double and bf16 over
+# squares to 256^3, the LSTM example's products and thin ones: direct wins all but a C of a few elements with
+# a long K (1x1x4096: naive 3.4 us, direct 12-24; 4x1x10000: 21 against 28-57; 2048x1x1024: naive 1.23 ms,
+# direct 0.68-0.94). Re-measure when the simulator's barrier cost or gemm_direct's tile changes.
+SIM_NAIVE_NS = {2: (0.5, 0.35), 4: (0.5, 0.35), 8: (0.5, 0.6)}  # itemsize -> (per multiply-add, extra per strided
                                                                 # operand); 16-bit read as float: FP32's
-SIM_NAIVE_OUTPUT_NS = 20.0                        # per C element (one simulated thread)
-SIM_DIRECT_NS = 0.4                               # per multiply-add of gemm_direct's tiles, either dtype
-SIM_DIRECT_TILE_NS = 110.0                        # per 4x8 tile (one simulated thread)
+SIM_NAIVE_OUTPUT_NS = 8.0                         # per C element (one simulated thread)
+SIM_DIRECT_K_NS = 4.0                             # per K step of a gemm_direct tile, every dtype
+SIM_DIRECT_TILE_NS = 40.0                         # per tile (one simulated thread)
+
+
+def direct_tile(dtype, sim=None):
+    """(rows, columns) of C that one gemm_direct thread computes for `dtype` inputs on the simulator (sim=True), a
+    GPU (False) or the active backend (None): 4x8 on a GPU; 16 rows of one 64-byte vector of the accumulator type on
+    the simulator (16x16 for float and 16-bit inputs, 16x8 for double: gemm.cu says why)."""
+    if not (simulated() if sim is None else sim):
+        return _DIRECT["DIRECT_GPU_TM"], _DIRECT["DIRECT_GPU_TN"]
+    acc_size = 8 if np.dtype(dtype).itemsize == 8 else 4
+    return _DIRECT["DIRECT_SIM_TM"], _DIRECT["DIRECT_SIM_ROW_BYTES"] // acc_size
 
 
 def sim_kernel(m, n, k, trans_a=False, trans_b=False, dtype=np.float32):
     """'direct' or 'naive' for an (m x k) @ (k x n) product on the simulator, whichever the cost
     model above says is cheaper on the CPU."""
     base, strided = SIM_NAIVE_NS[np.dtype(dtype).itemsize]
-    per_fma = base + strided * (bool(trans_a) + (not trans_b))  # op(A) strided along K when transposed, B when not
+    # op(A) is strided along K when transposed, op(B) when not, unless it is one row (column): a plain vector
+    per_fma = base + strided * (bool(trans_a and m > 1) + bool(not trans_b and n > 1))
     naive = m * n * k * per_fma + m * n * SIM_NAIVE_OUTPUT_NS
-    tm, tn = DIRECT_TILE
-    direct = ceil_div(m, tm) * ceil_div(n, tn) * (tm * tn * k * SIM_DIRECT_NS + SIM_DIRECT_TILE_NS)
+    tm, tn = direct_tile(dtype, sim=True)
+    direct = ceil_div(m, tm) * ceil_div(n, tn) * (k * SIM_DIRECT_K_NS + SIM_DIRECT_TILE_NS)
     return "direct" if direct <= naive else "naive"
 
 
@@ -313,8 +325,8 @@ def _ladder(name, p, dtype):
     if name == "regblock":
         edge = 128 if dtype == np.float32 else 64  # gemm_regblock's BM/BN for `real`
         return Plan(name, "gemm", "gemm_regblock", dtype, (edge, edge), (256,), flags=True)
-    if name == "direct":  # 4x8 per thread; a block of up to 16x16 threads
-        tm, tn = DIRECT_TILE
+    if name == "direct":  # direct_tile per thread; a block of up to 16x16 threads
+        tm, tn = direct_tile(dtype)
         bx, by = min(16, ceil_div(p.n, tn)), min(16, ceil_div(p.m, tm))
         return Plan(name, "gemm", "gemm_direct", dtype, (by * tm, bx * tn), (bx, by), flags=True,
                     defines=_out_real(p))

@@ -1,6 +1,6 @@
 """cuda_src/common.cuh's helpers on the device: FastDivmod (host-computed multiplier, __umulhi and a shift on
 the device) and div_mod's 32- and 64-bit paths agree with integer division; load_run_as converts 16-bit runs
-as load_as converts each element; load_runs_transposed reads eight runs as the rows of their transpose;
+as load_as converts each element; load_runs_transposed reads 8 or 16 runs as the rows of their transpose;
 block_reduce (the simulator's form) gives the bits of the GPU's shuffle tree."""
 import os
 
@@ -107,24 +107,26 @@ def test_load_run_as_converts_16_bit_runs_as_load_as_does(dtype):
 
 
 TRANSPOSED_SRC = """#include "common.cuh"
-// out (n x 8) = the eight runs x + at[r] of n elements each as the rows of their transpose.
+// out (n x RUNS) = the RUNS runs x + at[r] of n elements each as the rows of their transpose.
 extern "C" __global__ void transposed_check(const real* x, const long long* at_in, int n, compute_t<real>* out) {
-    long long at[8];
-    for (int r = 0; r < 8; ++r) at[r] = at_in[r];
-    load_runs_transposed(x, at, n, reinterpret_cast<compute_t<real> (*)[8]>(out));
+    long long at[RUNS];
+    for (int r = 0; r < RUNS; ++r) at[r] = at_in[r];
+    load_runs_transposed(x, at, n, reinterpret_cast<compute_t<real> (*)[RUNS]>(out));
 }
 """
 
 
+@pytest.mark.parametrize("runs", [8, 16])
 @pytest.mark.parametrize("dtype", [np.dtype(np.float32), np.dtype(np.float64), np.dtype(gpublas.float16),
                                    np.dtype(gpublas.bfloat16)], ids=str)
-def test_load_runs_transposed_reads_each_run_as_a_column(rng, dtype):
-    # the simulator's vector shuffles (8 values of each run at a time, the rest one by one; 16-bit runs converted
-    # 32 at a time first): n below, at and across those steps; runs at odd offsets, two of them the same run and
-    # two overlapping. float and double keep every bit (random patterns, NaN payloads included)
+def test_load_runs_transposed_reads_each_run_as_a_column(rng, dtype, runs):
+    # the simulator's vector shuffles (8 values of 8 runs at a time, float's 16 runs at once with AVX-512, the rest
+    # one by one; 16-bit runs converted 32 at a time first): n below, at and across those steps; runs at odd
+    # offsets, some of them the same run and some overlapping. float and double keep every bit (random patterns,
+    # NaN payloads included)
     c_type = {np.float32: "float", np.float64: "double", np.float16: "__half"}.get(dtype.type, "__nv_bfloat16")
-    k = load_source(TRANSPOSED_SRC, {"real": c_type}, "transposed_check.cu").get("transposed_check")
-    at = np.array([0, 71, 3, 3, 150, 151, 233, 5], np.int64)
+    k = load_source(TRANSPOSED_SRC, {"real": c_type, "RUNS": runs}, "transposed_check.cu").get("transposed_check")
+    at = np.array([0, 71, 3, 3, 150, 151, 233, 5, 9, 240, 150, 64, 1, 2, 100, 17][:runs], np.int64)
     if dtype.itemsize == 2:
         x = rng.standard_normal(320).astype(np.float32)
         dx = gpublas.to_device(x).astype(dtype)
@@ -134,7 +136,7 @@ def test_load_runs_transposed_reads_each_run_as_a_column(rng, dtype):
         dx = gpublas.to_device(x)
     out_type = np.float32 if dtype.itemsize == 2 else dtype
     for n in (1, 7, 8, 9, 31, 32, 33, 70):
-        out = gpublas.empty((n, 8), out_type)
+        out = gpublas.empty((n, runs), out_type)
         k(1, 1, dx, gpublas.to_device(at), np.int32(n), out)
         want = x[at[None, :] + np.arange(n)[:, None]]
         np.testing.assert_array_equal(out.get().view(f"u{want.itemsize}"), want.view(f"u{want.itemsize}"),
