@@ -308,16 +308,15 @@ __device__ __forceinline__ void direct_tile(int M, int N, int K, const real* __r
     constexpr bool b_runs = !TB && FIT_N && !convert;            // op(B)'s row k: B + k * ldb + col0
     tile_row c[DIRECT_TM];
     for (int i = 0; i < DIRECT_TM; ++i) memcpy(&c[i], acc[i], sizeof(tile_row));
-    acc_real at[DIRECT_TM][DIRECT_KC], bs[DIRECT_KC][DIRECT_TN], a[DIRECT_TM];
+    acc_real at[DIRECT_TM][DIRECT_KC], ak[DIRECT_KC][DIRECT_TM], bs[DIRECT_KC][DIRECT_TN], a[DIRECT_TM];
     for (int k0 = 0; k0 < K; k0 += DIRECT_KC) {
         const int kc = min(DIRECT_KC, K - k0);
         if constexpr (convert && !TA) {  // op(A)'s rows are runs along k
             for (int i = 0; i < DIRECT_TM; ++i) load_run_as(A + a_at[i] + k0, at[i], kc);
-        } else if constexpr (convert) {
+        } else if constexpr (convert) {  // op(A)'s columns (the tile's rows) are runs: ak[kk] = column k0 + kk
             for (int kk = 0; kk < kc; ++kk) {
-                if (M >= DIRECT_TM) load_run_as(A + (k0 + kk) * a_k + a_at[0], a);  // the tile's rows: a run
-                else load_a(k0 + kk, a);
-                for (int i = 0; i < DIRECT_TM; ++i) at[i][kk] = a[i];
+                if (M >= DIRECT_TM) load_run_as(A + (k0 + kk) * a_k + a_at[0], ak[kk]);
+                else load_a(k0 + kk, ak[kk]);
             }
         }
         if constexpr (TB) {  // op(B)'s columns are runs along k, transposed into its rows
@@ -330,7 +329,7 @@ __device__ __forceinline__ void direct_tile(int M, int N, int K, const real* __r
         }
         for (int kk = 0; kk < kc; ++kk) {
             if constexpr (convert)
-                for (int i = 0; i < DIRECT_TM; ++i) a[i] = at[i][kk];
+                for (int i = 0; i < DIRECT_TM; ++i) a[i] = TA ? ak[kk][i] : at[i][kk];
             else
                 load_a(k0 + kk, a);
             tile_row b;
