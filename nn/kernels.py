@@ -29,6 +29,19 @@ def get_kernel(family, name, dtype):
     return launch.get_kernel(family, name, dtype, root=KERNELS)
 
 
+# Up to this many elements a grid-stride kernel over independent elements runs on the sim as one thread walking
+# them in order, about twice as fast as geometry_1d's threads each hopping by the grid's width (its grid for so
+# few, 15 blocks at most, stays under the 4,096 threads that the sim spreads over cores). us of CPU: 24.6k
+# floats, sgd_update 41 -> 21, adam_update 96 -> 67, clip_scale 24 -> 9; embedding_forward 768 x 16 23 -> 11.
+SIM_IN_ORDER = 15 * launch.BLOCK * launch.SIM_ELEMENTS_PER_THREAD
+
+
+def in_order_geometry(n):
+    """(grid, block) for a grid-stride loop over n independent elements: geometry_1d's, or on the sim up to
+    SIM_IN_ORDER elements one thread (the same bits: no element's value depends on its thread)."""
+    return (1, 1) if 0 < n <= SIM_IN_ORDER and launch.simulated() else geometry_1d(n)
+
+
 def _same(what, *arrays):
     dtype = arrays[0].dtype
     for a in arrays:
@@ -315,7 +328,7 @@ def embedding_forward(weight, idx, y):
     if y.shape != (idx.size, D):
         raise ValueError(f"embedding_forward: y {y.shape}, expected {(idx.size, D)}")
     get_kernel("embedding", "embedding_forward", _same("embedding_forward", weight, y))(
-        *geometry_1d(y.size), weight, idx, y, idx.size, D, V)
+        *in_order_geometry(y.size), weight, idx, y, idx.size, fd(D), V)
     return y
 
 

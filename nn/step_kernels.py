@@ -6,9 +6,9 @@ import numpy as np
 
 import gpublas
 from gpublas import reduction, source
-from gpublas.launch import BLOCK, SIM_ELEMENTS_PER_THREAD, ceil_div, geometry_1d, simulated
+from gpublas.launch import ceil_div, geometry_1d, simulated
 
-from .kernels import KERNELS, _same, get_kernel
+from .kernels import KERNELS, _same, get_kernel, in_order_geometry
 
 # softmax_xent_forward's rows per thread on the sim, taken through each step together so that one row's
 # max and sum chains overlap the others' exps (768 rows of 45, the LSTM example's loss: 206 -> 134 us of
@@ -56,19 +56,6 @@ def loss_track(loss, acc, a, b):
 
 
 # -- optim.cu ---------------------------------------------------------------------------------------
-# Up to this many elements an optimizer's grid-stride update runs on the sim as one thread walking them in
-# order, which GCC's code does about twice as fast as geometry_1d's threads, each hopping by the grid's
-# width (its grid for so few, 15 blocks at most, is under the 4,096 threads that the sim spreads over
-# cores). 24.6k floats, us of CPU: sgd_update 41 -> 21, adam_update 96 -> 67, clip_scale 24 -> 9. Each
-# element alone: the same bits.
-SIM_IN_ORDER = 15 * BLOCK * SIM_ELEMENTS_PER_THREAD
-
-
-def _update_geometry(n):
-    """(grid, block) for an optimizer kernel's grid-stride loop over n elements."""
-    return (1, 1) if 0 < n <= SIM_IN_ORDER and simulated() else geometry_1d(n)
-
-
 def _state(state):
     if state.dtype != np.float64 or state.shape != (4,):
         raise ValueError(f"optimizer state must be float64 (4,) [lr, t, step_size, bc2_sqrt], got "
@@ -92,7 +79,7 @@ def sgd_update(p, grad, buf, state, momentum, dampening, weight_decay, nesterov)
         raise ValueError("sgd_update: momentum needs a buffer")
     _state(state)
     get_kernel("optim", "sgd_update", _same("sgd_update", p, grad, buf))(
-        *_update_geometry(p.size), p, grad, buf, p.size, state, momentum, dampening, weight_decay, int(nesterov))
+        *in_order_geometry(p.size), p, grad, buf, p.size, state, momentum, dampening, weight_decay, int(nesterov))
     return p
 
 
@@ -106,7 +93,7 @@ def adam_update(p, grad, m, v, vmax, state, beta1, beta2, eps, weight_decay, dec
                              f"{name} {None if b is None else b.shape}")
     _state(state)
     get_kernel("optim", "adam_update", _same("adam_update", p, grad, m, v, vmax))(
-        *_update_geometry(p.size), p, grad, m, v, vmax, p.size, state, beta1, beta2, eps, weight_decay, int(decoupled))
+        *in_order_geometry(p.size), p, grad, m, v, vmax, p.size, state, beta1, beta2, eps, weight_decay, int(decoupled))
     return p
 
 
@@ -119,7 +106,7 @@ def sumsq(x, out, slot):
 
 
 def scale_inplace(x, s):
-    get_kernel("optim", "scale_inplace", x.dtype)(*_update_geometry(x.size), x, x.size, s)
+    get_kernel("optim", "scale_inplace", x.dtype)(*in_order_geometry(x.size), x, x.size, s)
     return x
 
 
@@ -139,5 +126,5 @@ def clip_coef(sums32, sums64, max_norm, clip):
 
 def clip_scale(x, clip):
     """x *= clip[1] (rounded to x's dtype) unless clip[1] == 1: clip_coef's coefficient applied on the device."""
-    get_kernel("optim", "clip_scale", x.dtype)(*_update_geometry(x.size), x, x.size, clip)
+    get_kernel("optim", "clip_scale", x.dtype)(*in_order_geometry(x.size), x, x.size, clip)
     return x

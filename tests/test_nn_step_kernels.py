@@ -6,6 +6,7 @@ import pytest
 import gpublas
 from gpublas.launch import geometry_1d
 from nn import reference as ref
+from nn import kernels as NK
 from nn import step_kernels as K
 
 
@@ -53,7 +54,7 @@ def test_the_launcher_picks_row_groups_on_the_sim_only(rng):
     np.testing.assert_array_equal(rl.get(), one[1])
 
 
-@pytest.mark.parametrize("n", [1, 37, 24637, K.SIM_IN_ORDER + 1])
+@pytest.mark.parametrize("n", [1, 37, 24637, NK.SIM_IN_ORDER + 1])
 def test_optimizer_updates_give_the_bits_of_a_full_grid(rng, n):
     """The launchers' geometry (one thread walking the elements in order on the sim, up to SIM_IN_ORDER)
     against the kernels launched over a grid of many threads: sgd_update, adam_update, clip_scale."""
@@ -81,5 +82,5 @@ def test_optimizer_updates_give_the_bits_of_a_full_grid(rng, n):
 
     for a, b in zip(run(by_launchers), run(by_grid)):
         np.testing.assert_array_equal(a, b)
-    assert K._update_geometry(n) == ((1, 1) if gpublas.backend() == "sim" and n <= K.SIM_IN_ORDER
+    assert NK.in_order_geometry(n) == ((1, 1) if gpublas.backend() == "sim" and n <= NK.SIM_IN_ORDER
                                      else geometry_1d(n))

@@ -3,7 +3,8 @@
 // not read back, so the kernels guard them).
 //
 // embedding_forward:  grid-stride loop, one output element per thread: y[i, d] = weight[idx[i], d], or
-//                     NaN when idx[i] is outside [0, V) (no read outside the table; the loss shows it).
+//                     NaN when idx[i] is outside [0, V) (no read outside the table; the loss shows it). D is a
+//                     FastDivmod divisor (gpublas.launch.fast_divisor): 32-bit index math below 2^31 elements.
 // embedding_backward: deterministic scatter-add without atomics. Block of B <= EMB_THREADS threads (the
 //                     launcher picks B from D), grid (V, ceil(D / B)): block (r, b) owns weight row r,
 //                     columns b*B + threadIdx.x. The block walks idx in tiles of 32*B indices: thread t
@@ -26,13 +27,22 @@
 #define EMB_THREADS 128
 #define EMB_RUN 16  // embedding_backward_serial's columns per thread (nn.kernels reads it)
 
-extern "C" __global__ void embedding_forward(const real* __restrict__ weight, const int* __restrict__ idx,
-                                             real* __restrict__ y, long long n, int D, int V) {
-    const long long total = n * D;
-    GRID_STRIDE_LOOP(long long, e, total) {
-        const int r = idx[e / D];
-        y[e] = (unsigned)r < (unsigned)V ? weight[(long long)r * D + e % D] : (real)NAN;
+template <class I>
+__device__ __forceinline__ void embedding_gather(const real* __restrict__ weight, const int* __restrict__ idx,
+                                                 real* __restrict__ y, I total, const FastDivmod& D, int V) {
+    GRID_STRIDE_LOOP(I, e, total) {
+        I d;
+        const int r = idx[div_mod(e, D, d)];  // element e is column d of index e / D
+        y[e] = (unsigned)r < (unsigned)V ? weight[(long long)r * D.d + d] : (real)NAN;
     }
+}
+
+extern "C" __global__ void embedding_forward(const real* __restrict__ weight, const int* __restrict__ idx,
+                                             real* __restrict__ y, long long n, unsigned long long D_, int V) {
+    const FastDivmod D(D_);
+    const long long total = n * D.d;
+    if (small_index(total)) embedding_gather<unsigned>(weight, idx, y, (unsigned)total, D, V);
+    else embedding_gather<long long>(weight, idx, y, total, D, V);
 }
 
 extern "C" __global__ void embedding_backward(const real* __restrict__ dy, const int* __restrict__ idx,
