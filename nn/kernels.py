@@ -32,7 +32,8 @@ def get_kernel(family, name, dtype):
 # Up to this many elements a grid-stride kernel over independent elements runs on the sim as one thread walking
 # them in order, about twice as fast as geometry_1d's threads each hopping by the grid's width (its grid for so
 # few, 15 blocks at most, stays under the 4,096 threads that the sim spreads over cores). us of CPU: 24.6k
-# floats, sgd_update 41 -> 21, adam_update 96 -> 67, clip_scale 24 -> 9; embedding_forward 768 x 16 23 -> 11.
+# floats, sgd_update 28.5 -> 14.1, clip_scale 14 -> 7.2, adam_update 63 -> 61 (its sqrt and division bound
+# it); embedding_forward 768 x 16 23 -> 11.
 SIM_IN_ORDER = 15 * launch.BLOCK * launch.SIM_ELEMENTS_PER_THREAD
 
 
