@@ -228,7 +228,7 @@ def test_tanhf_is_the_simulators_own_within_one_ulp():
     assert (zz[:2] == 0).all() and np.signbit(zz[1]).all() and not np.signbit(zz[0]).any() and np.isnan(zz[2]).all()
 
 
-def test_expf_is_the_simulators_own_within_one_ulp():
+def test_exp_of_a_float_is_expf_within_one_ulp_in_every_spelling():
     src = """extern "C" __global__ void exps(const float* x, float* out, int n) {
         for (int i = 0; i < n; ++i) {
             out[4 * i] = expf(x[i]); out[4 * i + 1] = exp(x[i]); out[4 * i + 2] = std::exp(x[i]);
