@@ -238,11 +238,16 @@ gemm_regblock(GEMM_PARAMS) {
 // 33 -> 16.7, 768x45x64 nt 116 -> 49, 256x64x768 tn 438 -> 164; 256x256x512 nn / nt / tn / tt 1100 / 1260 /
 // 1321 / 1497 -> 398 / 460 / 474 / 578 (double, 16x8: 1349 / 1593 / 1744 / 2006 -> 1351 / 1356 / 915 / 1193).
 // gemm_plan.py reads these sizes.
+// SIM_DIRECT_VECTORS: the simulator's tile and its vector code below. A simulator build with GPU_DIRECT_FORM
+// defined compiles the GPU's tile and loops instead, so tests run the code a GPU runs (tests/test_blas3.py).
 #define DIRECT_GPU_TM 4
 #define DIRECT_GPU_TN 8
 #define DIRECT_SIM_TM 16
 #define DIRECT_SIM_ROW_BYTES 64
-#if defined(__CUDA_ARCH_SIM__)
+#if defined(__CUDA_ARCH_SIM__) && !defined(GPU_DIRECT_FORM)
+#define SIM_DIRECT_VECTORS 1
+#endif
+#if defined(SIM_DIRECT_VECTORS)
 #define DIRECT_TM DIRECT_SIM_TM
 #define DIRECT_TN (DIRECT_SIM_ROW_BYTES / (int)sizeof(acc_real))
 #else
@@ -298,7 +303,7 @@ __device__ __forceinline__ void direct_tile(int M, int N, int K, const real* __r
 #pragma unroll
             for (int j = 0; j < DIRECT_TN; ++j) acc[i][j] += a[i] * b[j];
     };
-#if defined(__CUDA_ARCH_SIM__)
+#if defined(SIM_DIRECT_VECTORS)
     // c[i]: the tile's row i as one vector (GCC's vector extension), each element's multiply and add rounded
     // as acc[i][j]'s above (-ffp-contract=off). Per DIRECT_KC values of k, op(B)'s rows are staged in bs
     // unless they are runs of B as it stands (B not transposed, a float or double tile inside C);
@@ -376,7 +381,7 @@ extern "C" __global__ void gemm_direct(GEMM_PARAMS) {
         case 6: direct_tile<true, true, false>(M, N, K, A, lda, B, ldb, row0, col0, acc); break;
         default: direct_tile<true, true, true>(M, N, K, A, lda, B, ldb, row0, col0, acc); break;
     }
-#if defined(__CUDA_ARCH_SIM__)
+#if defined(SIM_DIRECT_VECTORS)
     // The simulator stores the tile's rows as vectors (a tile inside C): per row, the columns this thread owns,
     // each rounded as store_c rounds it (a 16-bit C: each value narrowed by convert, C's old values widened as a
     // run). CPU us, float, 16x16 tile, one element at a time -> rows: 768x256x16 nt 155 -> 103, 32x256x64 nt 20.5 ->

@@ -48,9 +48,24 @@ def test_gemm_every_kernel(rng, dtype, kernel, trans_a, trans_b, shape):
     assert_close(got, ref_gemm(dtype, 1.0, a, b, trans_a=trans_a, trans_b=trans_b), k=k)
 
 
+@pytest.fixture(params=["own", "gpu"])
+def direct_form(request, monkeypatch):
+    """'own': gemm_direct as the backend builds it; 'gpu' (the simulator only): built with GPU_DIRECT_FORM, the
+    GPU's 4x8 tile and loops instead of the simulator's vectors, launched with a GPU's geometry, so the code a
+    GPU runs is checked here too."""
+    if request.param == "gpu":
+        if gpublas.backend() != "sim":
+            pytest.skip("the GPU's form is what the cuda backend runs anyway")
+        ladder_defines, tile = gemm_plan._out_real, gemm_plan.direct_tile
+        monkeypatch.setattr(gemm_plan, "direct_tile", lambda dtype, sim=None: tile(dtype, sim=False))
+        monkeypatch.setattr(gemm_plan, "_out_real", lambda p: ladder_defines(p) + (("GPU_DIRECT_FORM", "1"),))
+        monkeypatch.setattr(gemm_plan, "_PLANS", {})
+    return request.param
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, gpublas.bfloat16, gpublas.float16], ids=str)
 @pytest.mark.parametrize("trans_a,trans_b", TRANS)
-def test_direct_sums_in_naive_order(rng, dtype, trans_a, trans_b):
+def test_direct_sums_in_naive_order(rng, dtype, trans_a, trans_b, direct_form):
     # gemm_direct adds each C element's products in the order k = 0..K-1, as gemm_naive does, whatever its
     # staging on the simulator (op(B)'s columns transposed 8 values at a time, DIRECT_KC = 32 values of k a chunk,
     # 16-bit runs converted) and its tile (16 x 16, double 16 x 8): the same bits. Operands are column slices
