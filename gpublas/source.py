@@ -107,7 +107,7 @@ def strip_comments(source):
 
 def apply_defines(text, defines):
     for name, value in (defines or {}).items():
-        text = re.sub(rf"\b{re.escape(name)}\b", str(value), text)
+        text = _sub_word(re.escape(name), r"\b", lambda _, v=str(value): v, text)
     return text
 
 
@@ -128,13 +128,23 @@ def expand_object_macros(text):
     ones (`#define PARAMS int n, float* x`) and one-argument ones with token pasting
     (`#define STRIDES(p) long long p##0, long long p##1`), so that a family spells a list once."""
     for name, body in _OBJECT_MACRO.findall(text):
-        text = re.sub(rf"\b{name}\b", lambda _: body, text)
+        text = _sub_word(name, r"\b", lambda _, body=body: body, text)
     for name, arg, body in _PARAM_MACRO.findall(text):
         def expand(m, arg=arg, body=body):
             value = m.group(1).strip()
             return re.sub(rf"\b{arg}\b", value, body.replace(f"{arg}##", value))
-        text = re.sub(rf"\b{name}\(\s*(\w+)\s*\)", expand, text)
+        text = _sub_word(name, r"\(\s*(\w+)\s*\)", expand, text)
     return text
+
+
+def _sub_word(name, after, repl, text):
+    """re.sub(rf"\\b{name}{after}", repl, text) for a name of word characters, an order of magnitude faster: the
+    pattern starts with the name itself, which the regex engine finds by a literal search (a leading \\b makes it
+    try every position), and a match preceded by a word character is left as it was."""
+    def checked(m):
+        at = m.start()
+        return m.group(0) if at and (text[at - 1].isalnum() or text[at - 1] == "_") else repl(m)
+    return re.sub(name + after, checked, text)
 
 
 def kernel_signatures(source, defines=None):
