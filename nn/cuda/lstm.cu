@@ -7,16 +7,63 @@
 //                      i = s(a_i), f = s(a_f), g = tanh(a_g), o = s(a_o) in place, then
 //                      c = f c_prev + i g and h = o tanh(c); keeps tanh(c) in tanh_c for the backward step
 //                      (which would otherwise compute it again: one transcendental of five per unit).
+//                      On the simulator, float: one thread per run of LSTM_RUN units of a row, as vectors
+//                      (gpublas/sim/vector_math.h; LSTM_GPU_FORM builds the GPU's form there, for the tests).
 // lstm_gates_backward: grid-stride loop, one thread per (n, j): dh = d_out + dh_rec (the two routes into
-//                      h_t); dc = dc_next + dh o (1 - tanh(c)^2), tanh(c) read from the forward's tanh_c; writes the pre-activation gradients
-//                      dgates (N, 4H) and replaces dc[n, j] with dc_prev = dc f (same element, same thread).
+//                      h_t); dc = dc_next + dh o (1 - tanh(c)^2), tanh(c) read from the forward's tanh_c; writes
+//                      the pre-activation gradients dgates (N, 4H) and replaces dc[n, j] with dc_prev = dc f
+//                      (same element, same thread).
 // batch_first <-> time-major is gpublas' swap01 (cuda_src/transpose.cu).
 #include "common.cuh"
+
+// One unit's activations and cell update: T is `real` (one unit), or on the simulator a run of 16 float units
+// (gpublas/sim/vector_math.h's float16v, whose sigmoid and tanh overloads this reaches).
+template <class T>
+__device__ __forceinline__ void lstm_cell(T& ai, T& af, T& ag, T& ao, T cp, T& cn, T& tc, T& h) {
+    ai = sigmoid(ai); af = sigmoid(af); ag = tanh(ag); ao = sigmoid(ao);  // i, f, g, o
+    cn = af * cp + ai * ag;
+    tc = tanh(cn);
+    h = ao * tc;
+}
+
+#if defined(__CUDA_ARCH_SIM__) && !defined(LSTM_GPU_FORM)
+#define LSTM_SIM_RUNS 1
+#endif
+#define LSTM_RUN 16  // units of a simulated thread's run (float; nn.kernels reads it)
 
 extern "C" __global__ void lstm_gates_forward(real* __restrict__ gates, const real* __restrict__ b_ih,
                                               const real* __restrict__ b_hh, const real* __restrict__ c_prev,
                                               real* __restrict__ h, real* __restrict__ c, real* __restrict__ tanh_c,
                                               int N, int H) {
+#if defined(LSTM_SIM_RUNS)
+    if constexpr (sizeof(real) == 4) {
+        // the simulator, float: one thread per run of LSTM_RUN units (n, j0 .. j0 + 15) of a row, the last run of
+        // a row padded with zeros (computed, not stored); vector_math.h's exp and tanh for every unit
+        using gpublas_sim::float16v;
+        const int runs = (H + LSTM_RUN - 1) / LSTM_RUN;
+        GRID_STRIDE_LOOP(long long, t, (long long)N * runs) {
+            const long long n = t / runs;
+            const int j0 = (int)(t - n * runs) * LSTM_RUN, w = H - j0 < LSTM_RUN ? H - j0 : LSTM_RUN;
+            real* a = gates + n * 4 * H + j0;
+            const long long e = n * H + j0;
+            auto load = [&](const real* p) {
+                float16v v = {};
+                if (p) memcpy(&v, p, w * sizeof(real));
+                return v;
+            };
+            float16v g[4];
+            for (int q = 0; q < 4; ++q) g[q] = load(a + q * H) + load(b_ih ? b_ih + q * H + j0 : nullptr)
+                                                             + load(b_hh ? b_hh + q * H + j0 : nullptr);
+            float16v cn, tc, hv;
+            lstm_cell(g[0], g[1], g[2], g[3], load(c_prev + e), cn, tc, hv);
+            for (int q = 0; q < 4; ++q) memcpy(a + q * H, &g[q], w * sizeof(real));
+            memcpy(c + e, &cn, w * sizeof(real));
+            memcpy(tanh_c + e, &tc, w * sizeof(real));
+            memcpy(h + e, &hv, w * sizeof(real));
+        }
+        return;
+    }
+#endif
     const long long total = (long long)N * H;
     GRID_STRIDE_LOOP(long long, e, total) {
         const int n = (int)(e / H), j = (int)(e - (long long)n * H);
@@ -24,13 +71,12 @@ extern "C" __global__ void lstm_gates_forward(real* __restrict__ gates, const re
         real ai = a[j], af = a[H + j], ag = a[2 * H + j], ao = a[3 * H + j];
         if (b_ih) { ai += b_ih[j]; af += b_ih[H + j]; ag += b_ih[2 * H + j]; ao += b_ih[3 * H + j]; }
         if (b_hh) { ai += b_hh[j]; af += b_hh[H + j]; ag += b_hh[2 * H + j]; ao += b_hh[3 * H + j]; }
-        const real i = sigmoid(ai), f = sigmoid(af), g = tanh(ag), o = sigmoid(ao);
-        a[j] = i; a[H + j] = f; a[2 * H + j] = g; a[3 * H + j] = o;
-        const real cn = f * c_prev[e] + i * g;
-        const real tc = tanh(cn);
+        real cn, tc, hv;
+        lstm_cell(ai, af, ag, ao, c_prev[e], cn, tc, hv);
+        a[j] = ai; a[H + j] = af; a[2 * H + j] = ag; a[3 * H + j] = ao;
         c[e] = cn;
         tanh_c[e] = tc;
-        h[e] = o * tc;
+        h[e] = hv;
     }
 }
 
