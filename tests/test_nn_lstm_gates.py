@@ -72,3 +72,35 @@ def test_gates_forward_forms_agree_on_the_simulator(rng):
     assert ulps(own[0], gpu[0]).max() <= 4  # the activations: rounded once, or as float arithmetic
     for x, y in zip(own[1:], gpu[1:]):  # c, tanh(c), h from them: a cell state near 0 cancels
         np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("with_rec,with_out", [(True, True), (False, True), (True, False)])
+@pytest.mark.parametrize("N,H", SHAPES)
+def test_gates_backward_forms_give_the_same_bits(rng, N, H, with_rec, with_out):
+    # the backward step has no transcendental: its runs (the simulator) and a unit a thread (its GPU form, and
+    # float64 as a reference) do the same float arithmetic, so they agree to the bit and with float64 closely
+    f32 = lambda *s: (rng.standard_normal(s) * 2).astype(np.float32)  # noqa: E731
+    gates = rng.random((N, 4 * H)).astype(np.float32)  # activated gates (i, f, o in (0, 1); g too is fine)
+    tc, cp, dc0 = np.tanh(f32(N, H)), f32(N, H), f32(N, H)
+    dh_rec, d_out = (f32(N, H) if with_rec else None), (f32(N, H) if with_out else None)
+    dev = lambda x: None if x is None else gpublas.to_device(x)  # noqa: E731
+    outs = {}
+    for form in ("own", "gpu") if gpublas.backend() == "sim" else ("own",):
+        dc, dg = gpublas.to_device(dc0), gpublas.empty((N, 4 * H), np.float32)
+        args = (dev(gates), dev(cp), dev(tc), dev(d_out), dev(dh_rec), dc, dg)
+        if form == "own":
+            K.lstm_gates_backward(*args)
+        elif N * H:
+            load_kernel("lstm", "lstm_gates_backward", np.float32, root=K.KERNELS, LSTM_GPU_FORM=1)(
+                *geometry_1d(N * H), *args, N, H)
+        outs[form] = (dg.get(), dc.get())
+    if "gpu" in outs:
+        for x, y in zip(outs["own"], outs["gpu"]):
+            np.testing.assert_array_equal(x.view(np.uint32), y.view(np.uint32))
+    i, f, g, o = (gates[:, q * H:(q + 1) * H].astype(np.float64) for q in range(4))
+    dh = (0 if dh_rec is None else dh_rec) + (0 if d_out is None else d_out.astype(np.float64))
+    dcell = dc0 + dh * o * (1 - tc.astype(np.float64) ** 2)
+    want = np.concatenate([dcell * g * i * (1 - i), dcell * cp * f * (1 - f), dcell * i * (1 - g * g),
+                           dh * tc * o * (1 - o)], axis=1)
+    np.testing.assert_allclose(outs["own"][0], want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(outs["own"][1], dcell * f, rtol=1e-5, atol=1e-5)

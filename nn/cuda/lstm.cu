@@ -12,7 +12,8 @@
 // lstm_gates_backward: grid-stride loop, one thread per (n, j): dh = d_out + dh_rec (the two routes into
 //                      h_t); dc = dc_next + dh o (1 - tanh(c)^2), tanh(c) read from the forward's tanh_c; writes
 //                      the pre-activation gradients dgates (N, 4H) and replaces dc[n, j] with dc_prev = dc f
-//                      (same element, same thread).
+//                      (same element, same thread). On the simulator, float: runs as the forward step's, the
+//                      same arithmetic on vectors (the same bits).
 // batch_first <-> time-major is gpublas' swap01 (cuda_src/transpose.cu).
 #include "common.cuh"
 
@@ -80,29 +81,62 @@ extern "C" __global__ void lstm_gates_forward(real* __restrict__ gates, const re
     }
 }
 
+// One unit's backward step (T as for lstm_cell): from the activated gates i, f, g, o, tanh(c), c_prev and the
+// gradient dh reaching h, the gate pre-activations' gradients da and dc replaced by dc_prev.
+template <class T>
+__device__ __forceinline__ void lstm_cell_backward(T i, T f, T g, T o, T tc, T cp, T dh, T& dc, T (&da)[4]) {
+    // h = o tanh(c): dh/do = tanh(c), dh/dc = o (1 - tanh(c)^2)
+    const T dcell = dc + dh * o * ((real)1 - tc * tc);
+    const T d_o = dh * tc;
+    // c = f c_prev + i g
+    const T d_i = dcell * g, d_f = dcell * cp, d_g = dcell * i;
+    // through the activations: s' = s (1 - s), tanh' = 1 - tanh^2
+    da[0] = d_i * i * ((real)1 - i);
+    da[1] = d_f * f * ((real)1 - f);
+    da[2] = d_g * ((real)1 - g * g);
+    da[3] = d_o * o * ((real)1 - o);
+    dc = dcell * f;
+}
+
 extern "C" __global__ void lstm_gates_backward(const real* __restrict__ gates, const real* __restrict__ c_prev,
                                                const real* __restrict__ tanh_c, const real* __restrict__ d_out,
                                                const real* __restrict__ dh_rec, real* __restrict__ dc,
                                                real* __restrict__ dgates, int N, int H) {
+#if defined(LSTM_SIM_RUNS)
+    if constexpr (sizeof(real) == 4) {  // the simulator, float: runs of LSTM_RUN units, as the forward step
+        using gpublas_sim::float16v;
+        const int runs = (H + LSTM_RUN - 1) / LSTM_RUN;
+        GRID_STRIDE_LOOP(long long, t, (long long)N * runs) {
+            const long long n = t / runs;
+            const int j0 = (int)(t - n * runs) * LSTM_RUN, w = H - j0 < LSTM_RUN ? H - j0 : LSTM_RUN;
+            const real* a = gates + n * 4 * H + j0;
+            real* da = dgates + n * 4 * H + j0;
+            const long long e = n * H + j0;
+            auto load = [&](const real* p) {
+                float16v v = {};
+                if (p) memcpy(&v, p, w * sizeof(real));
+                return v;
+            };
+            float16v dcv = load(dc + e), d[4];
+            const float16v dh = load(dh_rec ? dh_rec + e : nullptr) + load(d_out ? d_out + e : nullptr);
+            lstm_cell_backward(load(a), load(a + H), load(a + 2 * H), load(a + 3 * H), load(tanh_c + e),
+                               load(c_prev + e), dh, dcv, d);
+            for (int q = 0; q < 4; ++q) memcpy(da + q * H, &d[q], w * sizeof(real));
+            memcpy(dc + e, &dcv, w * sizeof(real));
+        }
+        return;
+    }
+#endif
     const long long total = (long long)N * H;
     GRID_STRIDE_LOOP(long long, e, total) {
         const int n = (int)(e / H), j = (int)(e - (long long)n * H);
         const real* a = gates + (long long)n * 4 * H;
         real* da = dgates + (long long)n * 4 * H;
-        const real i = a[j], f = a[H + j], g = a[2 * H + j], o = a[3 * H + j];
         real dh = dh_rec ? dh_rec[e] : (real)0;
         if (d_out) dh += d_out[e];
-        const real tc = tanh_c[e];
-        // h = o tanh(c): dh/do = tanh(c), dh/dc = o (1 - tanh(c)^2)
-        const real dcell = dc[e] + dh * o * ((real)1 - tc * tc);
-        const real d_o = dh * tc;
-        // c = f c_prev + i g
-        const real d_i = dcell * g, d_f = dcell * c_prev[e], d_g = dcell * i;
-        // through the activations: s' = s (1 - s), tanh' = 1 - tanh^2
-        da[j] = d_i * i * ((real)1 - i);
-        da[H + j] = d_f * f * ((real)1 - f);
-        da[2 * H + j] = d_g * ((real)1 - g * g);
-        da[3 * H + j] = d_o * o * ((real)1 - o);
-        dc[e] = dcell * f;
+        real d[4], dcv = dc[e];
+        lstm_cell_backward(a[j], a[H + j], a[2 * H + j], a[3 * H + j], tanh_c[e], c_prev[e], dh, dcv, d);
+        for (int q = 0; q < 4; ++q) da[q * H + j] = d[q];
+        dc[e] = dcv;
     }
 }
