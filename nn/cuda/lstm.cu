@@ -32,36 +32,44 @@ __device__ __forceinline__ void lstm_cell(T& ai, T& af, T& ag, T& ao, T cp, T& c
 #endif
 #define LSTM_RUN 16  // units of a simulated thread's run (float; nn.kernels reads it)
 
+#if defined(LSTM_SIM_RUNS)
+// The simulator's runs (float): a grid-stride loop over the runs of LSTM_RUN units of every row n, calling
+// f(row, j0, e, w, load) with row = n * 4H + j0 (the run in the gates), e = n * H + j0 (in the (N, H) arrays)
+// and w its units (LSTM_RUN, or fewer in a row's last run); load(p) reads w floats at p (null: none) into a
+// float16v, zeros after them: the padding is computed, never stored.
+template <class F>
+__device__ __forceinline__ void for_each_run(int N, int H, F f) {
+    const int runs = (H + LSTM_RUN - 1) / LSTM_RUN;
+    GRID_STRIDE_LOOP(long long, t, (long long)N * runs) {
+        const long long n = t / runs;
+        const int j0 = (int)(t - n * runs) * LSTM_RUN, w = H - j0 < LSTM_RUN ? H - j0 : LSTM_RUN;
+        auto load = [w](const real* p) {
+            gpublas_sim::float16v v = {};
+            if (p) memcpy(&v, p, w * sizeof(real));
+            return v;
+        };
+        f(n * 4 * H + j0, j0, n * H + j0, w, load);
+    }
+}
+#endif
+
 extern "C" __global__ void lstm_gates_forward(real* __restrict__ gates, const real* __restrict__ b_ih,
                                               const real* __restrict__ b_hh, const real* __restrict__ c_prev,
                                               real* __restrict__ h, real* __restrict__ c, real* __restrict__ tanh_c,
                                               int N, int H) {
 #if defined(LSTM_SIM_RUNS)
-    if constexpr (sizeof(real) == 4) {
-        // the simulator, float: one thread per run of LSTM_RUN units (n, j0 .. j0 + 15) of a row, the last run of
-        // a row padded with zeros (computed, not stored); vector_math.h's exp and tanh for every unit
-        using gpublas_sim::float16v;
-        const int runs = (H + LSTM_RUN - 1) / LSTM_RUN;
-        GRID_STRIDE_LOOP(long long, t, (long long)N * runs) {
-            const long long n = t / runs;
-            const int j0 = (int)(t - n * runs) * LSTM_RUN, w = H - j0 < LSTM_RUN ? H - j0 : LSTM_RUN;
-            real* a = gates + n * 4 * H + j0;
-            const long long e = n * H + j0;
-            auto load = [&](const real* p) {
-                float16v v = {};
-                if (p) memcpy(&v, p, w * sizeof(real));
-                return v;
-            };
-            float16v g[4];
+    if constexpr (sizeof(real) == 4) {  // the simulator, float: runs of LSTM_RUN units, vector_math.h's exp, tanh
+        for_each_run(N, H, [&](long long row, int j0, long long e, int w, auto load) {
+            real* a = gates + row;
+            gpublas_sim::float16v g[4], cn, tc, hv;
             for (int q = 0; q < 4; ++q) g[q] = load(a + q * H) + load(b_ih ? b_ih + q * H + j0 : nullptr)
                                                              + load(b_hh ? b_hh + q * H + j0 : nullptr);
-            float16v cn, tc, hv;
             lstm_cell(g[0], g[1], g[2], g[3], load(c_prev + e), cn, tc, hv);
             for (int q = 0; q < 4; ++q) memcpy(a + q * H, &g[q], w * sizeof(real));
             memcpy(c + e, &cn, w * sizeof(real));
             memcpy(tanh_c + e, &tc, w * sizeof(real));
             memcpy(h + e, &hv, w * sizeof(real));
-        }
+        });
         return;
     }
 #endif
@@ -104,26 +112,15 @@ extern "C" __global__ void lstm_gates_backward(const real* __restrict__ gates, c
                                                real* __restrict__ dgates, int N, int H) {
 #if defined(LSTM_SIM_RUNS)
     if constexpr (sizeof(real) == 4) {  // the simulator, float: runs of LSTM_RUN units, as the forward step
-        using gpublas_sim::float16v;
-        const int runs = (H + LSTM_RUN - 1) / LSTM_RUN;
-        GRID_STRIDE_LOOP(long long, t, (long long)N * runs) {
-            const long long n = t / runs;
-            const int j0 = (int)(t - n * runs) * LSTM_RUN, w = H - j0 < LSTM_RUN ? H - j0 : LSTM_RUN;
-            const real* a = gates + n * 4 * H + j0;
-            real* da = dgates + n * 4 * H + j0;
-            const long long e = n * H + j0;
-            auto load = [&](const real* p) {
-                float16v v = {};
-                if (p) memcpy(&v, p, w * sizeof(real));
-                return v;
-            };
-            float16v dcv = load(dc + e), d[4];
-            const float16v dh = load(dh_rec ? dh_rec + e : nullptr) + load(d_out ? d_out + e : nullptr);
+        for_each_run(N, H, [&](long long row, int, long long e, int w, auto load) {
+            const real* a = gates + row;
+            gpublas_sim::float16v dcv = load(dc + e), d[4];
+            const gpublas_sim::float16v dh = load(dh_rec ? dh_rec + e : nullptr) + load(d_out ? d_out + e : nullptr);
             lstm_cell_backward(load(a), load(a + H), load(a + 2 * H), load(a + 3 * H), load(tanh_c + e),
                                load(c_prev + e), dh, dcv, d);
-            for (int q = 0; q < 4; ++q) memcpy(da + q * H, &d[q], w * sizeof(real));
+            for (int q = 0; q < 4; ++q) memcpy(dgates + row + q * H, &d[q], w * sizeof(real));
             memcpy(dc + e, &dcv, w * sizeof(real));
-        }
+        });
         return;
     }
 #endif
