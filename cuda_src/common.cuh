@@ -53,7 +53,8 @@
 #include <cuda_bf16.h>
 #if defined(__CUDA_ARCH_SIM__)
 #include "transpose_runs.h"  // gpublas/sim's: load_runs_transposed's vector shuffles
-#include "vector_math.h"     // gpublas/sim's: exp, tanh, sigmoid of a run of 16 floats (float16v)
+// (gpublas/sim's vector_math.h, exp, tanh and sigmoid of a run of 16 floats, comes with the force-included
+// gpublas_sim.h)
 #endif
 
 #define FULL_MASK 0xffffffffu

@@ -70,6 +70,8 @@ def test_gates_forward_forms_agree_on_the_simulator(rng):
     g0, (b_ih, b_hh, cp) = gates_inputs(rng, 9, 50)
     own, gpu = run_gates(g0, b_ih, b_hh, cp, "own"), run_gates(g0, b_ih, b_hh, cp, "gpu")
     assert ulps(own[0], gpu[0]).max() <= 4  # the activations: rounded once, or as float arithmetic
+    g = slice(2 * 50, 3 * 50)  # the g gate is tanh alone: the runs' tanh gives the scalar tanhf's bits
+    np.testing.assert_array_equal(own[0][:, g].view(np.uint32), gpu[0][:, g].view(np.uint32))
     for x, y in zip(own[1:], gpu[1:]):  # c, tanh(c), h from them: a cell state near 0 cancels
         np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6)
 
