@@ -6,7 +6,7 @@
 
 import numpy as np
 
-from . import backends, dtypes, profiler, source
+from . import backends, cubins, dtypes, profiler, source
 from .errors import LaunchError
 from .stream import current_stream, refuse_in_capture
 
@@ -235,6 +235,7 @@ def load_source(text, defines=None, source_name="<source>"):
         refuse_in_capture(f"compiling {source_name}", "a compile holds the host for seconds; run the work once "
                           "before capturing it (or gpublas.launch.prebuild())")
         m = modules[key] = Module(text, defines, source_name)
+        cubins.record(text, defines, source_name)
     return m
 
 

@@ -30,7 +30,7 @@ import threading
 
 import numpy as np
 
-from .. import compiler, config, dtypes, source
+from .. import compiler, config, cubins, dtypes, source
 from ..errors import CompileError, ConfigError, LaunchError
 from . import cuda_graph
 from .base import Backend
@@ -192,6 +192,7 @@ class CudaBackend(Backend):
         self.contexts = ThreadContexts(self.context.push, drv.Context.pop)
         self.contexts.enter()
         self._closed = False
+        self._cubins = None  # gpublas.cubins.Prebuilt, made on the first compile
         atexit.register(self.close)
 
     def _check_toolkit(self):
@@ -342,17 +343,30 @@ class CudaBackend(Backend):
         self.contexts.enter()
         path, version, _ = nvcc()
         arch, suffix = nvcc_arch_flags(self.cc, self.arch_override)
-        flags = ["-O3", "-std=c++17", *arch, *[f"-D{k}={v}" for k, v in sorted((defines or {}).items())]]
+        flags = cubins.nvcc_flags(arch[0].split("=", 1)[1], defines)
+        body = cubins.module_body(text, source_name)
+        prebuilt = self._prebuilt().lookup(body, flags, source_name) if suffix == ".cubin" else None
+        if prebuilt is not None:
+            try:
+                return self.drv.module_from_file(str(prebuilt))
+            except self.drv.Error as e:
+                self._prebuilt().failed(prebuilt, e)
 
         def build(src, out):
             kind = "-cubin" if suffix == ".cubin" else "-ptx"
             cmd = [path, kind, *flags, "-I", str(source.src_dir()), str(src), "-o", str(out)]
             compiler.run_compiler(cmd, what=f"the cuda backend ({arch[0]})", output=out, source_name=source_name)
 
-        body = f'#line 1 "{source_name}"\n' + text
         binary = compiler.compile_cached(body, key_parts=[source.headers_digest(), " ".join(flags), version],
                                          suffix=suffix, build=build, source_name=source_name)
         return self.drv.module_from_file(str(binary))
+
+    def _prebuilt(self):
+        """The $GPUBLAS_CUBIN_DIR folder of cubins built ahead (gpublas.cubins), read once."""
+        if self._cubins is None:
+            v = self.drv.get_driver_version()
+            self._cubins = cubins.Prebuilt(os.environ.get("GPUBLAS_CUBIN_DIR"), self.target, v // 1000)
+        return self._cubins
 
     def _function(self, module, name):
         self.contexts.enter()
