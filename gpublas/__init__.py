@@ -7,7 +7,8 @@
 from .array import DeviceArray, asarray, empty, to_device
 from .creation import ascontiguousarray, empty_like, full, full_like, ones, ones_like, zeros, zeros_like
 from .dtypes import bfloat16, float16
-from .backends import backend, current as _current_backend, device_info, free_cached, memory_stats, use
+from .backends import (backend, current as _current_backend, device_info, free_cached, memory_stats,
+                       reset_peak_memory_stats, use)
 from .errors import (CompileError, ConfigError, FreedArrayError, GpublasError, GraphError, IllegalAddressError,
                      LaunchError, OutOfMemoryError, SingularMatrixWarning)
 from . import config  # noqa: E402 (the environment variables, checked where read)

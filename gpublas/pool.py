@@ -72,6 +72,7 @@ class MemoryPool:
         self._cached = {}   # (rounded size, stream handle) -> [ptr]: reusable at once on that stream
         self._pending = []  # [(rounded size, ptr, [events])]: reusable on any stream once all completed
         self.in_use = 0      # bytes handed out and not yet freed
+        self.peak = 0        # the most in_use has been since the pool began or reset_peak()
         self.held = 0        # bytes held from the device (in use + cached + pending)
         self.device_allocations = 0
         self.requests = 0
@@ -98,6 +99,7 @@ class MemoryPool:
             if ptr is None:
                 ptr = self._device_alloc(size)
             self.in_use += size
+            self.peak = max(self.peak, self.in_use)
         return Allocation(ptr, size, self, stream)
 
     def _completed(self, size):
@@ -191,7 +193,11 @@ class MemoryPool:
     def stats(self):
         return {"bytes_in_use": self.in_use, "bytes_held": self.held, "bytes_cached": self.held - self.in_use,
                 "bytes_graphs": self.graph_bytes, "device_allocations": self.device_allocations,
-                "allocations": self.requests}
+                "allocations": self.requests, "peak_bytes_in_use": self.peak}
+
+    def reset_peak(self):
+        """Starts peak_bytes_in_use again from the bytes in use now (PyTorch's reset_peak_memory_stats)."""
+        self.peak = self.in_use
 
 
 class GraphPool:

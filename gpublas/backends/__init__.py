@@ -90,8 +90,15 @@ def device_info():
 
 def memory_stats():
     """The active backend's pool: {'bytes_in_use', 'bytes_held', 'bytes_cached', 'bytes_graphs' (the part
-    of bytes_in_use that live graphs reserve, gpublas.graph), 'device_allocations', 'allocations'}."""
+    of bytes_in_use that live graphs reserve, gpublas.graph), 'device_allocations', 'allocations',
+    'peak_bytes_in_use' (the most bytes in use since the start or reset_peak_memory_stats(): PyTorch's
+    max_memory_allocated)}."""
     return current().pool.stats()
+
+
+def reset_peak_memory_stats():
+    """Starts memory_stats()['peak_bytes_in_use'] again from the bytes in use now."""
+    current().pool.reset_peak()
 
 
 def free_cached():

@@ -1,0 +1,442 @@
+// attention.cu: fused scaled dot-product attention, y = softmax(scale q k^T [+ causal mask]) v, with
+// FlashAttention-2's algorithm (Dao 2023): no Tq x Tk matrix ever reaches device memory, in either direction.
+// q (B, H, Tq, D), k and v (B, H, Tk, D) with any strides over b, h, t (d contiguous); the head dim D
+// (a multiple of 8) is padded with zeros to ATT_DP (a multiple of 16) in shared memory. A causal mask is
+// PyTorch's (top-left): query i sees keys j <= i. Built for float or double (`real`: every sum in real);
+// the launcher (nn/kernels_attention.py) picks the tiles and passes them as defines (one compile per head-dim
+// bucket), ATT_* below being nvcc's defaults.
+//
+// attention_forward: grid (ceil(Tq / BQ), B * H), block TY x TX threads (ATT_THREADS; thread t = TX ty + tx).
+//   A block keeps its BQ queries in shared memory and streams K/V tiles of BK keys through two shared
+//   stages (cp.async on sm_80+: tile t + 1 lands while tile t is computed); causal blocks stop at the
+//   diagonal's tile. Per tile, thread (ty, tx) computes the scores of rows ty + TY i (i < BQ / TY) and
+//   keys tx + TX j (j < BK / TX), and the per-row maxima meet in shared memory (one value per thread and
+//   row); every thread of a row then takes the same running max m, rescales its partial row sum l and its
+//   accumulator by e^(m_old - m), and writes P = e^(s - m) to shared memory; the accumulator of rows
+//   ty + TY i, columns tx + TX j (j < DP / TX) adds P V. At the end the TX partial sums of a row are added
+//   in a fixed order, y = acc / l is stored (rounded once) and lse = m + log l (the logsumexp, in
+//   compute_t<real>) is kept for backward.
+// attention_backward_prep: one thread per (b, h, query) row, grid-stride: delta = rowsum(dy * y) (for
+//   dS = P (dP - delta)) in compute_t<real>, and the row of the dq accumulator zeroed.
+// attention_backward: grid (ceil(Tk / BK), B * H), block TY x TX. A block keeps its BK keys' K and V rows in
+//   shared memory and streams tiles of BQ queries (q, dy; two cp.async stages), from the first query tile
+//   the causal mask lets see its keys. Per tile, thread (ty, tx) recomputes the scores and dP = dy v^T of
+//   keys ty + TY i and queries tx + TX j, P = e^(scale s - lse) and dS = P (dP - delta) into shared memory;
+//   then it adds P^T dy and dS^T q into its dv and dk rows ty + TY i, columns tx + TX j (registers, stored
+//   once at the end, dk times scale), and computes rows ty + TY a of this tile's dq = scale dS k, columns
+//   tx + TX j, which it adds into the dq accumulator with atomicAdd (the tiles of different key blocks
+//   meet there, in no fixed order: dq's last bits may vary run to run).
+//
+// The simulator builds the same kernels with TX = 1 (ATT_TX) so that a thread's keys (queries) are
+// consecutive and its loops over them vectorize on the CPU, and ATT_KT = 1: the operand the score loop reads
+// along its keys (K forward, q and dy backward) also lands d-major in shared memory (a plain transposing
+// copy, the simulator having no cp.async to lose).
+#include <cuda_pipeline.h>
+
+#include "common.cuh"
+
+#ifndef ATT_DP
+#define ATT_DP 64  // the head dim padded to a multiple of 16
+#endif
+#ifndef ATT_TX
+#define ATT_TX 16  // threads along keys (forward scores), queries (backward scores) and head-dim columns
+#endif
+#ifndef ATT_TY
+#define ATT_TY 8  // threads along queries (forward) or keys (backward)
+#endif
+// the tiles' defaults are gpu_tiles' for ATT_DP = 64 (float, and double's half as large)
+#ifndef ATT_FWD_BQ
+#define ATT_FWD_BQ (sizeof(real) == 8 ? 32 : 64)  // forward: queries a block keeps
+#endif
+#ifndef ATT_FWD_BK
+#define ATT_FWD_BK (sizeof(real) == 8 ? 32 : 64)  // forward: keys a streamed tile holds
+#endif
+#ifndef ATT_BWD_BK
+#define ATT_BWD_BK (sizeof(real) == 8 ? 32 : 64)  // backward: keys a block keeps
+#endif
+#ifndef ATT_BWD_BQ
+#define ATT_BWD_BQ (sizeof(real) == 8 ? 16 : 32)  // backward: queries a streamed tile holds
+#endif
+#ifndef ATT_KT
+#define ATT_KT 0  // 1: the score loop's key-side operand is also stored d-major (the simulator)
+#endif
+#ifndef ATT_THREADS
+#define ATT_THREADS 128  // ATT_TX * ATT_TY (a literal: __launch_bounds__ takes it)
+#endif
+static_assert(ATT_THREADS == ATT_TX * ATT_TY, "ATT_THREADS is ATT_TX * ATT_TY");
+
+constexpr int ATT_VW = 16 / sizeof(real);  // elements of one 16-byte copy
+constexpr int ATT_PITCH = ATT_DP + ATT_VW;  // a row of D in shared memory: 16 bytes of padding (banks)
+
+// rows [0, ROWS) x [0, ATT_DP) of the tile at g (row stride ld; rows_left rows and D columns exist) into
+// s (row pitch ATT_PITCH), zeros outside: 16-byte cp.async copies, thread t taking chunks t, t + THREADS ...
+template <int ROWS>
+__device__ __forceinline__ void att_load_rows(real* s, const real* g, long long ld, int rows_left, int D) {
+    constexpr int CH = ATT_DP / ATT_VW;
+    for (int e = threadIdx.x; e < ROWS * CH; e += ATT_THREADS) {
+        const int r = e / CH, c = e % CH * ATT_VW;
+        const bool ok = r < rows_left && c < D;
+        __pipeline_memcpy_async(s + r * ATT_PITCH + c, ok ? g + r * ld + c : g, 16, ok ? 0 : 16);
+    }
+}
+
+// The same tile stored d-major, s[d * ROWS + r] (ATT_KT: the simulator's plain copy).
+template <int ROWS>
+__device__ __forceinline__ void att_load_rows_t(real* s, const real* g, long long ld, int rows_left, int D) {
+    for (int e = threadIdx.x; e < ROWS * ATT_DP; e += ATT_THREADS) {
+        const int r = e / ATT_DP, d = e % ATT_DP;
+        s[d * ROWS + r] = r < rows_left && d < D ? g[r * ld + d] : convert<real>(0.0f);
+    }
+}
+
+__device__ __forceinline__ acc_real att_max(acc_real a, acc_real b) { return a > b ? a : b; }
+
+// ---------------------------------------------------------------------------------------------------
+// attention_forward
+// ---------------------------------------------------------------------------------------------------
+// Shared memory: Qs (BQ x PITCH), Ks (2 stages: BK x PITCH, or d-major DP x BK with ATT_KT), Vs (2 stages of
+// BK x PITCH), Ps (BQ x (BK + VW)), Rs (BQ x TX): nn/kernels_attention.py's _fwd_shared adds the same up.
+extern "C" __global__ void __launch_bounds__(ATT_THREADS, 1)
+attention_forward(const real* __restrict__ q, const real* __restrict__ k, const real* __restrict__ v,
+                  real* __restrict__ o, compute_t<real>* __restrict__ lse, int H, int Tq, int Tk, int D,
+                  compute_t<real> scale, int causal, long long q_sb, long long q_sh, long long q_st, long long k_sb,
+                  long long k_sh, long long k_st, long long v_sb, long long v_sh, long long v_st, long long o_sb,
+                  long long o_sh, long long o_st) {
+    constexpr int BQ = ATT_FWD_BQ, BK = ATT_FWD_BK, TX = ATT_TX, TY = ATT_TY, DP = ATT_DP, P = ATT_PITCH;
+    constexpr int RQ = BQ / TY, CS = BK / TX, CO = DP / TX, PP = BK + ATT_VW;
+    constexpr int KE = ATT_KT ? DP * BK : BK * P;  // one stage of Ks
+    static_assert(BQ % TY == 0 && BK % TX == 0 && DP % TX == 0, "the threads tile the block");
+    const acc_real NEG_INF = -(acc_real)INFINITY;
+    extern __shared__ __align__(16) unsigned char att_fwd_smem[];
+    real* Qs = reinterpret_cast<real*>(att_fwd_smem);
+    real* Ks = Qs + BQ * P;
+    real* Vs = Ks + 2 * KE;
+    real* Ps = Vs + 2 * BK * P;
+    acc_real* Rs = reinterpret_cast<acc_real*>(Ps + BQ * PP);
+    const int tx = threadIdx.x % TX, ty = threadIdx.x / TX;
+    const int b = blockIdx.y / H, h = blockIdx.y % H, q0 = blockIdx.x * BQ;
+    q += b * q_sb + h * q_sh + q0 * q_st;
+    k += b * k_sb + h * k_sh;
+    v += b * v_sb + h * v_sh;
+    o += b * o_sb + h * o_sh + q0 * o_st;
+    lse += (long long)blockIdx.y * Tq + q0;
+    const int k_end = causal && q0 + BQ < Tk ? q0 + BQ : Tk;  // keys past it are masked in every row here
+    const int nt = (k_end + BK - 1) / BK;
+
+    att_load_rows<BQ>(Qs, q, q_st, Tq - q0, D);
+    if (ATT_KT) att_load_rows_t<BK>(Ks, k, k_st, Tk, D);
+    else att_load_rows<BK>(Ks, k, k_st, Tk, D);
+    att_load_rows<BK>(Vs, v, v_st, Tk, D);
+    __pipeline_commit();
+
+    acc_real m[RQ], l[RQ], acc[RQ][CO];
+#pragma unroll
+    for (int i = 0; i < RQ; ++i) {
+        m[i] = NEG_INF;
+        l[i] = 0;
+#pragma unroll
+        for (int j = 0; j < CO; ++j) acc[i][j] = 0;
+    }
+    for (int t = 0; t < nt; ++t) {
+        const int k0 = t * BK, stage = t & 1;
+        __pipeline_wait_prior(0);  // tile t has landed (this thread's copies) ...
+        __syncthreads();           // ... everyone's, and everyone is done with tile t - 1's stage
+        if (t + 1 < nt) {
+            const int next = stage ^ 1;
+            if (ATT_KT) att_load_rows_t<BK>(Ks + next * KE, k + (k0 + BK) * k_st, k_st, Tk - k0 - BK, D);
+            else att_load_rows<BK>(Ks + next * KE, k + (k0 + BK) * k_st, k_st, Tk - k0 - BK, D);
+            att_load_rows<BK>(Vs + next * BK * P, v + (k0 + BK) * v_st, v_st, Tk - k0 - BK, D);
+        }
+        __pipeline_commit();
+        const real* Kt = Ks + stage * KE;
+        const real* Vt = Vs + stage * BK * P;
+
+        // scores s = scale q k^T of rows ty + TY i, keys tx + TX j; masked ones -inf; row maxima to Rs
+        acc_real s[RQ][CS];
+#pragma unroll
+        for (int i = 0; i < RQ; ++i)
+#pragma unroll
+            for (int j = 0; j < CS; ++j) s[i][j] = 0;
+#pragma unroll 4
+        for (int d = 0; d < DP; ++d) {
+            acc_real qv[RQ], kv[CS];
+#pragma unroll
+            for (int i = 0; i < RQ; ++i) qv[i] = load_as(Qs[(ty + TY * i) * P + d]);
+#pragma unroll
+            for (int j = 0; j < CS; ++j) kv[j] = load_as(ATT_KT ? Kt[d * BK + tx + TX * j] : Kt[(tx + TX * j) * P + d]);
+#pragma unroll
+            for (int i = 0; i < RQ; ++i)
+#pragma unroll
+                for (int j = 0; j < CS; ++j) s[i][j] += qv[i] * kv[j];
+        }
+#pragma unroll
+        for (int i = 0; i < RQ; ++i) {
+            const int qi = q0 + ty + TY * i;
+            acc_real pm = NEG_INF;
+#pragma unroll
+            for (int j = 0; j < CS; ++j) {
+                const int kj = k0 + tx + TX * j;
+                s[i][j] = kj < Tk && (!causal || kj <= qi) ? s[i][j] * scale : NEG_INF;
+                pm = att_max(pm, s[i][j]);
+            }
+            Rs[(ty + TY * i) * TX + tx] = pm;
+        }
+        __syncthreads();
+
+        // the row's new max m; alpha = e^(m_old - m) rescales l and acc; P = e^(s - m) to Ps
+        acc_real alpha[RQ];
+#pragma unroll
+        for (int i = 0; i < RQ; ++i) {
+            const int r = ty + TY * i;
+            acc_real mx = m[i];
+#pragma unroll
+            for (int x = 0; x < TX; ++x) mx = att_max(mx, Rs[r * TX + x]);
+            const acc_real base = mx == NEG_INF ? (acc_real)0 : mx;  // a row masked so far: P = 0, alpha = 0
+            alpha[i] = ew_exp(m[i] - base);
+            m[i] = mx;
+            acc_real sum = 0;
+#pragma unroll
+            for (int j = 0; j < CS; ++j) {
+                const acc_real p = ew_exp(s[i][j] - base);
+                Ps[r * PP + tx + TX * j] = convert<real>(p);
+                sum += p;
+            }
+            l[i] = l[i] * alpha[i] + sum;
+        }
+        __syncthreads();
+
+        // acc = alpha acc + P V
+#pragma unroll
+        for (int i = 0; i < RQ; ++i)
+#pragma unroll
+            for (int j = 0; j < CO; ++j) acc[i][j] *= alpha[i];
+#pragma unroll 2
+        for (int kk = 0; kk < BK; ++kk) {
+            acc_real pv[RQ], vv[CO];
+#pragma unroll
+            for (int i = 0; i < RQ; ++i) pv[i] = load_as(Ps[(ty + TY * i) * PP + kk]);
+#pragma unroll
+            for (int j = 0; j < CO; ++j) vv[j] = load_as(Vt[kk * P + tx + TX * j]);
+#pragma unroll
+            for (int i = 0; i < RQ; ++i)
+#pragma unroll
+                for (int j = 0; j < CO; ++j) acc[i][j] += pv[i] * vv[j];
+        }
+    }
+    // every thread is past the last tile's reads of Rs (the barrier before P V): the partial sums go there
+#pragma unroll
+    for (int i = 0; i < RQ; ++i) Rs[(ty + TY * i) * TX + tx] = l[i];
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < RQ; ++i) {
+        const int r = ty + TY * i;
+        acc_real sum = 0;
+#pragma unroll
+        for (int x = 0; x < TX; ++x) sum += Rs[r * TX + x];
+        if (r < Tq - q0) {
+            const acc_real inv = (acc_real)1 / sum;
+#pragma unroll
+            for (int j = 0; j < CO; ++j)
+                if (tx + TX * j < D) o[r * o_st + tx + TX * j] = convert<real>(acc[i][j] * inv);
+            if (tx == 0) lse[r] = m[i] + ew_log(sum);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// attention_backward_prep: delta = rowsum(dy * y); the dq accumulator's rows zeroed
+// ---------------------------------------------------------------------------------------------------
+extern "C" __global__ void attention_backward_prep(const real* __restrict__ dy, const real* __restrict__ y,
+                                                   compute_t<real>* __restrict__ delta,
+                                                   compute_t<real>* __restrict__ dq_acc, int H, int Tq, int D,
+                                                   long long dy_sb, long long dy_sh, long long dy_st, long long y_sb,
+                                                   long long y_sh, long long y_st, long long rows) {
+    GRID_STRIDE_LOOP(long long, row, rows) {
+        const long long bh = row / Tq, i = row - bh * Tq, b = bh / H, h = bh - b * H;
+        const real* g = dy + b * dy_sb + h * dy_sh + i * dy_st;
+        const real* x = y + b * y_sb + h * y_sh + i * y_st;
+        acc_real sum = 0;
+        for (int d = 0; d < D; ++d) sum += load_as(g[d]) * load_as(x[d]);
+        delta[row] = sum;
+        for (int d = 0; d < D; ++d) dq_acc[row * D + d] = 0;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// attention_backward
+// ---------------------------------------------------------------------------------------------------
+// Shared memory: Ks, Vs (BK x PITCH each), Qs and Gs (dy) (2 stages of BQ x PITCH each), with ATT_KT also
+// QTs and GTs (2 stages of DP x BQ each, d-major), Ps and Ss (dS) (BK x (BQ + VW) each): _bwd_shared in
+// nn/kernels_attention.py adds the same up. dk and dv are contiguous (B, H, Tk, D); dq_acc (B, H, Tq, D).
+extern "C" __global__ void __launch_bounds__(ATT_THREADS, 1)
+attention_backward(const real* __restrict__ q, const real* __restrict__ k, const real* __restrict__ v,
+                   const real* __restrict__ dy, const compute_t<real>* __restrict__ lse,
+                   const compute_t<real>* __restrict__ delta, compute_t<real>* __restrict__ dq_acc,
+                   real* __restrict__ dk, real* __restrict__ dv, int H, int Tq, int Tk, int D, compute_t<real> scale,
+                   int causal, long long q_sb, long long q_sh, long long q_st, long long k_sb, long long k_sh,
+                   long long k_st, long long v_sb, long long v_sh, long long v_st, long long dy_sb, long long dy_sh,
+                   long long dy_st) {
+    constexpr int BQ = ATT_BWD_BQ, BK = ATT_BWD_BK, TX = ATT_TX, TY = ATT_TY, DP = ATT_DP, P = ATT_PITCH;
+    constexpr int RK = BK / TY, CQ = BQ / TX, RQ = BQ / TY, CO = DP / TX, PP = BQ + ATT_VW;
+    constexpr int TE = ATT_KT ? DP * BQ : 0;  // one stage of QTs / GTs
+    static_assert(BQ % TY == 0 && BQ % TX == 0 && BK % TY == 0 && DP % TX == 0, "the threads tile the block");
+    extern __shared__ __align__(16) unsigned char att_bwd_smem[];
+    real* Ks = reinterpret_cast<real*>(att_bwd_smem);
+    real* Vs = Ks + BK * P;
+    real* Qs = Vs + BK * P;
+    real* Gs = Qs + 2 * BQ * P;
+    real* QTs = Gs + 2 * BQ * P;
+    real* GTs = QTs + 2 * TE;
+    real* Ps = GTs + 2 * TE;
+    real* Ss = Ps + BK * PP;
+    const int tx = threadIdx.x % TX, ty = threadIdx.x / TX;
+    const int b = blockIdx.y / H, h = blockIdx.y % H, k0 = blockIdx.x * BK;
+    q += b * q_sb + h * q_sh;
+    k += b * k_sb + h * k_sh + k0 * k_st;
+    v += b * v_sb + h * v_sh + k0 * v_st;
+    dy += b * dy_sb + h * dy_sh;
+    lse += (long long)blockIdx.y * Tq;
+    delta += (long long)blockIdx.y * Tq;
+    dq_acc += (long long)blockIdx.y * Tq * D;
+    dk += ((long long)blockIdx.y * Tk + k0) * D;
+    dv += ((long long)blockIdx.y * Tk + k0) * D;
+    const int u0 = causal ? k0 / BQ : 0, nu = (Tq + BQ - 1) / BQ;  // query tiles before u0 see none of the keys
+
+    att_load_rows<BK>(Ks, k, k_st, Tk - k0, D);
+    att_load_rows<BK>(Vs, v, v_st, Tk - k0, D);
+    if (u0 < nu) {
+        att_load_rows<BQ>(Qs, q + u0 * BQ * q_st, q_st, Tq - u0 * BQ, D);
+        att_load_rows<BQ>(Gs, dy + u0 * BQ * dy_st, dy_st, Tq - u0 * BQ, D);
+        if (ATT_KT) {
+            att_load_rows_t<BQ>(QTs, q + u0 * BQ * q_st, q_st, Tq - u0 * BQ, D);
+            att_load_rows_t<BQ>(GTs, dy + u0 * BQ * dy_st, dy_st, Tq - u0 * BQ, D);
+        }
+    }
+    __pipeline_commit();
+
+    acc_real dka[RK][CO], dva[RK][CO];
+#pragma unroll
+    for (int i = 0; i < RK; ++i)
+#pragma unroll
+        for (int j = 0; j < CO; ++j) dka[i][j] = dva[i][j] = 0;
+    for (int u = u0; u < nu; ++u) {
+        const int q0 = u * BQ, stage = (u - u0) & 1;
+        __pipeline_wait_prior(0);
+        __syncthreads();  // tile u has landed; everyone is done with tile u - 1 (its stage, Ps, Ss)
+        if (u + 1 < nu) {
+            const int next = stage ^ 1, q1 = q0 + BQ;
+            att_load_rows<BQ>(Qs + next * BQ * P, q + q1 * q_st, q_st, Tq - q1, D);
+            att_load_rows<BQ>(Gs + next * BQ * P, dy + q1 * dy_st, dy_st, Tq - q1, D);
+            if (ATT_KT) {
+                att_load_rows_t<BQ>(QTs + next * TE, q + q1 * q_st, q_st, Tq - q1, D);
+                att_load_rows_t<BQ>(GTs + next * TE, dy + q1 * dy_st, dy_st, Tq - q1, D);
+            }
+        }
+        __pipeline_commit();
+        const real* Qt = Qs + stage * BQ * P;
+        const real* Gt = Gs + stage * BQ * P;
+        const real* QTt = QTs + stage * TE;
+        const real* GTt = GTs + stage * TE;
+
+        // s = q k^T and dP = dy v^T of keys ty + TY i, queries tx + TX j; P and dS = P (dP - delta) to Ps, Ss
+        acc_real s[RK][CQ], dp[RK][CQ];
+#pragma unroll
+        for (int i = 0; i < RK; ++i)
+#pragma unroll
+            for (int j = 0; j < CQ; ++j) s[i][j] = dp[i][j] = 0;
+#pragma unroll 2
+        for (int d = 0; d < DP; ++d) {
+            acc_real kv[RK], vv[RK], qv[CQ], gv[CQ];
+#pragma unroll
+            for (int i = 0; i < RK; ++i) {
+                kv[i] = load_as(Ks[(ty + TY * i) * P + d]);
+                vv[i] = load_as(Vs[(ty + TY * i) * P + d]);
+            }
+#pragma unroll
+            for (int j = 0; j < CQ; ++j) {
+                qv[j] = load_as(ATT_KT ? QTt[d * BQ + tx + TX * j] : Qt[(tx + TX * j) * P + d]);
+                gv[j] = load_as(ATT_KT ? GTt[d * BQ + tx + TX * j] : Gt[(tx + TX * j) * P + d]);
+            }
+#pragma unroll
+            for (int i = 0; i < RK; ++i)
+#pragma unroll
+                for (int j = 0; j < CQ; ++j) {
+                    s[i][j] += kv[i] * qv[j];
+                    dp[i][j] += vv[i] * gv[j];
+                }
+        }
+#pragma unroll
+        for (int j = 0; j < CQ; ++j) {
+            const int qi = q0 + tx + TX * j;
+            const acc_real lq = qi < Tq ? lse[qi] : (acc_real)0, dl = qi < Tq ? delta[qi] : (acc_real)0;
+#pragma unroll
+            for (int i = 0; i < RK; ++i) {
+                const int kj = k0 + ty + TY * i;
+                const acc_real p = qi < Tq && kj < Tk && (!causal || kj <= qi) ? ew_exp(s[i][j] * scale - lq) : 0;
+                Ps[(ty + TY * i) * PP + tx + TX * j] = convert<real>(p);
+                Ss[(ty + TY * i) * PP + tx + TX * j] = convert<real>(p * (dp[i][j] - dl));
+            }
+        }
+        __syncthreads();
+
+        // dv += P^T dy, dk += dS^T q (rows ty + TY i, columns tx + TX j)
+#pragma unroll 2
+        for (int qq = 0; qq < BQ; ++qq) {
+            acc_real pv[RK], sv[RK], gv[CO], qv[CO];
+#pragma unroll
+            for (int i = 0; i < RK; ++i) {
+                pv[i] = load_as(Ps[(ty + TY * i) * PP + qq]);
+                sv[i] = load_as(Ss[(ty + TY * i) * PP + qq]);
+            }
+#pragma unroll
+            for (int j = 0; j < CO; ++j) {
+                gv[j] = load_as(Gt[qq * P + tx + TX * j]);
+                qv[j] = load_as(Qt[qq * P + tx + TX * j]);
+            }
+#pragma unroll
+            for (int i = 0; i < RK; ++i)
+#pragma unroll
+                for (int j = 0; j < CO; ++j) {
+                    dva[i][j] += pv[i] * gv[j];
+                    dka[i][j] += sv[i] * qv[j];
+                }
+        }
+        // this tile's dq = scale dS k (rows ty + TY a, columns tx + TX j), added into dq_acc
+        acc_real dqa[RQ][CO];
+#pragma unroll
+        for (int a = 0; a < RQ; ++a)
+#pragma unroll
+            for (int j = 0; j < CO; ++j) dqa[a][j] = 0;
+#pragma unroll 2
+        for (int kk = 0; kk < BK; ++kk) {
+            acc_real sv[RQ], kv[CO];
+#pragma unroll
+            for (int a = 0; a < RQ; ++a) sv[a] = load_as(Ss[kk * PP + ty + TY * a]);
+#pragma unroll
+            for (int j = 0; j < CO; ++j) kv[j] = load_as(Ks[kk * P + tx + TX * j]);
+#pragma unroll
+            for (int a = 0; a < RQ; ++a)
+#pragma unroll
+                for (int j = 0; j < CO; ++j) dqa[a][j] += sv[a] * kv[j];
+        }
+#pragma unroll
+        for (int a = 0; a < RQ; ++a) {
+            const int qi = q0 + ty + TY * a;
+            if (qi < Tq)
+#pragma unroll
+                for (int j = 0; j < CO; ++j)
+                    if (tx + TX * j < D) atomicAdd(dq_acc + (long long)qi * D + tx + TX * j, dqa[a][j] * scale);
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < RK; ++i) {
+        const int r = ty + TY * i;
+        if (r < Tk - k0)
+#pragma unroll
+            for (int j = 0; j < CO; ++j)
+                if (tx + TX * j < D) {
+                    dk[r * D + tx + TX * j] = convert<real>(dka[i][j] * scale);
+                    dv[r * D + tx + TX * j] = convert<real>(dva[i][j]);
+                }
+    }
+}

@@ -1,0 +1,150 @@
+"""Launchers for nn/cuda/attention.cu (fused scaled dot-product attention, FlashAttention-2's algorithm): one
+function per kernel that checks its arguments, picks the tiles, computes the grid and launches.
+
+The tiles are data (TILES below, per backend and dtype), passed to the compile as defines together with the
+head dim padded to a multiple of 16: one build per (dtype, padded head dim). q, k, v, y and dy are
+(B, H, T, D) DeviceArrays with any strides over the first three axes and D contiguous (16-byte aligned rows,
+so that cp.async moves them); others are copied first.
+"""
+import numpy as np
+
+import gpublas
+from gpublas import dtypes, launch
+from gpublas.launch import ceil_div, geometry_1d
+
+from .kernels import KERNELS
+
+HEAD_DIMS = range(16, 129, 8)  # the head dims the kernels take
+
+
+class Tiles:
+    """One configuration of attention.cu: TX x TY threads; forward blocks of FWD_BQ queries streaming FWD_BK
+    keys a tile; backward blocks of BWD_BK keys streaming BWD_BQ queries a tile; KT: the d-major copies."""
+
+    def __init__(self, tx, ty, fwd_bq, fwd_bk, bwd_bk, bwd_bq, kt):
+        self.tx, self.ty, self.kt = tx, ty, kt
+        self.fwd_bq, self.fwd_bk, self.bwd_bk, self.bwd_bq = fwd_bq, fwd_bk, bwd_bk, bwd_bq
+
+    @property
+    def threads(self):
+        return self.tx * self.ty
+
+    def defines(self, dp):
+        return dict(ATT_DP=dp, ATT_THREADS=self.threads, ATT_TX=self.tx, ATT_TY=self.ty, ATT_FWD_BQ=self.fwd_bq, ATT_FWD_BK=self.fwd_bk,
+                    ATT_BWD_BK=self.bwd_bk, ATT_BWD_BQ=self.bwd_bq, ATT_KT=int(self.kt))
+
+    def fwd_shared(self, dp, size):
+        """Bytes of attention_forward's shared memory (its layout comment): Qs, 2 stages of Ks and Vs, Ps, Rs."""
+        vw = 16 // size
+        pitch, bq, bk = dp + vw, self.fwd_bq, self.fwd_bk
+        ke = dp * bk if self.kt else bk * pitch
+        return size * (bq * pitch + 2 * ke + 2 * bk * pitch + bq * (bk + vw) + bq * self.tx)
+
+    def bwd_shared(self, dp, size):
+        """Bytes of attention_backward's shared memory: Ks, Vs, 2 stages of Qs and Gs (and QTs, GTs), Ps, Ss."""
+        vw = 16 // size
+        pitch, bq, bk = dp + vw, self.bwd_bq, self.bwd_bk
+        te = dp * bq if self.kt else 0
+        return size * (2 * bk * pitch + 4 * bq * pitch + 4 * te + 2 * bk * (bq + vw))
+
+
+def tiles(dtype, dp):
+    """The Tiles for `dtype` and padded head dim dp on the current backend (the simulator's, or the GPU's)."""
+    return sim_tiles(dtype, dp) if launch.simulated() else gpu_tiles(dtype, dp)
+
+
+def gpu_tiles(dtype, dp):
+    """128 threads (8 x 16), tiles that keep the accumulators in registers (float: 64 queries forward, double
+    half as many) and shared memory under 120 KB (sm_80's opt-in limit is 163 KB). The tests run them on the
+    simulator too."""
+    if np.dtype(dtype).itemsize == 8:
+        return Tiles(16, 8, 32, 32 if dp <= 64 else 16, 32 if dp <= 64 else 16, 16, False)
+    return Tiles(16, 8, 64, 64 if dp <= 64 else 32, 64 if dp <= 64 else 32, 32, False)
+
+
+def sim_tiles(dtype, dp):
+    """8 threads of whole rows (TX = 1: the CPU vectorizes a thread's runs of keys and head-dim columns) and
+    tiles of 16 to 64 under the same shared-memory limit."""
+    small = dp * np.dtype(dtype).itemsize <= 256  # rows of up to 256 bytes
+    return Tiles(1, 8, 32, 64 if small else 32, 32, 32 if small else 16, True)
+
+
+def _kernel(name, dtype, dp):
+    return launch.get_kernel("attention", name, dtype, root=KERNELS, **tiles(dtype, dp).defines(dp))
+
+
+def check_head_dim(D, what="attention"):
+    if D not in HEAD_DIMS:
+        raise ValueError(f"{what}: head dim {D} is not supported; the fused kernels take 16 to 128 in steps of 8")
+
+
+def padded(D):
+    return ceil_div(D, 16) * 16
+
+
+def bhtd(x, name):
+    """x as a (B, H, T, D) operand the kernels read: D contiguous and 16-byte aligned rows (else a copy); its
+    element strides over b, h, t."""
+    if x.ndim != 4:
+        raise ValueError(f"attention: {name} must be 4-D (B, H, T, D), got shape {x.shape}")
+    size = x.dtype.itemsize
+    st = [s // size for s in x.strides]
+    if st[3] != 1 or x.ptr % 16 or any(s * size % 16 for s in st[:3]) or any(s < 0 for s in st[:3]):
+        x = x.copy()
+        st = [s // size for s in x.strides]
+    return x, st[:3]
+
+
+def forward(q, k, v, y, lse, scale, causal):
+    """y (B, H, Tq, D) = softmax(scale q k^T [causal]) v and lse (B * H * Tq,) the rows' logsumexp, in one
+    launch. q (B, H, Tq, D), k and v (B, H, Tk, D) (any b, h, t strides); y likewise."""
+    B, H, Tq, D = q.shape
+    Tk = k.shape[2]
+    q, qs = bhtd(q, "q")
+    k, ks = bhtd(k, "k")
+    v, vs = bhtd(v, "v")
+    _, ys = bhtd(y, "y")
+    if lse.size != B * H * Tq or lse.dtype != dtypes.TABLE[q.dtype].compute:
+        raise ValueError(f"attention forward: lse must be {dtypes.TABLE[q.dtype].compute} of {B * H * Tq} elements")
+    if B * H * Tq == 0:
+        return y
+    dp = padded(D)
+    t = tiles(q.dtype, dp)
+    kern = _kernel("attention_forward", q.dtype, dp)
+    shared = t.fwd_shared(dp, q.dtype.itemsize)
+    kern.allow_shared(shared)
+    kern((ceil_div(Tq, t.fwd_bq), B * H), t.threads, q, k, v, y, lse, H, Tq, Tk, D, scale, int(causal), *qs, *ks,
+         *vs, *ys, shared=shared, views=True)
+    return y
+
+
+def backward(q, k, v, y, dy, lse, dq, dk, dv, scale, causal):
+    """dq, dk, dv of attention from the forward's q, k, v, y and lse and the output gradient dy: the pre-pass
+    (delta = rowsum(dy y), dq zeroed) and the fused backward. dq is the (B, H, Tq, D) accumulator in the
+    compute dtype (float32 for 16-bit data); dk, dv contiguous (B, H, Tk, D) of q's dtype."""
+    B, H, Tq, D = q.shape
+    Tk = k.shape[2]
+    q, qs = bhtd(q, "q")
+    k, ks = bhtd(k, "k")
+    v, vs = bhtd(v, "v")
+    y, ys = bhtd(y, "y")
+    dy, gs = bhtd(dy, "dy")
+    compute = dtypes.TABLE[q.dtype].compute
+    for name, a, dt in (("dq", dq, compute), ("dk", dk, q.dtype), ("dv", dv, q.dtype)):
+        if a.dtype != dt or not a.c_contiguous:
+            raise ValueError(f"attention backward: {name} must be a contiguous {dt} array, got {a.dtype}")
+    dp = padded(D)
+    rows = B * H * Tq
+    delta = gpublas.empty((rows,), compute)
+    if rows:
+        _kernel("attention_backward_prep", q.dtype, dp)(*geometry_1d(rows), dy, y, delta, dq, H, Tq, D, *gs, *ys,
+                                                         rows, views=True)
+    if B * H * Tk == 0:
+        return dq, dk, dv
+    t = tiles(q.dtype, dp)
+    kern = _kernel("attention_backward", q.dtype, dp)
+    shared = t.bwd_shared(dp, q.dtype.itemsize)
+    kern.allow_shared(shared)
+    kern((ceil_div(Tk, t.bwd_bk), B * H), t.threads, q, k, v, dy, lse, delta, dq, dk, dv, H, Tq, Tk, D, scale,
+         int(causal), *qs, *ks, *vs, *gs, shared=shared, views=True)
+    return dq, dk, dv
