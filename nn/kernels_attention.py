@@ -15,6 +15,7 @@ from gpublas.launch import ceil_div, geometry_1d
 from .kernels import KERNELS
 
 HEAD_DIMS = range(16, 129, 8)  # the head dims the kernels take
+SIM_SHARED = 200 * 1024        # the simulator's tiles stay under this much shared memory (its limit: 227 KB)
 
 
 class Tiles:
@@ -64,9 +65,13 @@ def gpu_tiles(dtype, dp):
 
 def sim_tiles(dtype, dp):
     """8 threads of whole rows (TX = 1: the CPU vectorizes a thread's runs of keys and head-dim columns) and
-    tiles of 16 to 64 under the same shared-memory limit."""
-    small = dp * np.dtype(dtype).itemsize <= 256  # rows of up to 256 bytes
-    return Tiles(1, 8, 32, 64 if small else 32, 32, 32 if small else 16, True)
+    the largest tiles under the same shared-memory limit, the backward's query tiles first (a tile's cost
+    besides its products is the copies of the dk, dv accumulators that loop fission makes per barrier)."""
+    size = np.dtype(dtype).itemsize
+    fwd = next(t for t in ((32, 64), (32, 32)) if Tiles(1, 8, *t, 32, 16, True).fwd_shared(dp, size) <= SIM_SHARED)
+    bwd = next(t for t in ((64, 64), (32, 32), (32, 16), (16, 16)) if Tiles(1, 8, 32, 32, *t, True).bwd_shared(dp, size)
+               <= SIM_SHARED)
+    return Tiles(1, 8, *fwd, *bwd, True)
 
 
 def _kernel(name, dtype, dp):

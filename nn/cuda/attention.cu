@@ -34,6 +34,9 @@
 #include <cuda_pipeline.h>
 
 #include "common.cuh"
+#if defined(__CUDA_ARCH_SIM__)
+#include <atomic>
+#endif
 
 #ifndef ATT_DP
 #define ATT_DP 64  // the head dim padded to a multiple of 16
@@ -90,6 +93,49 @@ __device__ __forceinline__ void att_load_rows_t(real* s, const real* g, long lon
 }
 
 __device__ __forceinline__ acc_real att_max(acc_real a, acc_real b) { return a > b ? a : b; }
+
+// p[j] = e^(x[j]) for a thread's run of N values (x = -inf gives 0). On the simulator, float: vector_math.h's
+// exp of 16 values at a time (a scalar expf is a call the CPU cannot overlap; within 1 ulp, as expf's 2).
+template <int N>
+__device__ __forceinline__ void att_exp_run(const acc_real (&x)[N], acc_real (&p)[N]) {
+#if defined(__CUDA_ARCH_SIM__)
+    if constexpr (sizeof(acc_real) == 4 && N % 16 == 0) {
+        for (int j = 0; j < N; j += 16) {
+            gpublas_sim::float16v v;
+            memcpy(&v, x + j, sizeof v);
+            v = exp(v);
+            memcpy(p + j, &v, sizeof v);
+        }
+        return;
+    }
+#endif
+#pragma unroll
+    for (int j = 0; j < N; ++j) p[j] = ew_exp(x[j]);
+}
+
+#if defined(__CUDA_ARCH_SIM__)
+static std::atomic<int> att_row_locks[256];  // the simulator's row locks (att_add_row), by address
+#endif
+
+// dst[tx + TX j] += scale v[j] for the columns below D, atomically (rows of other blocks meet there). On the
+// simulator a thread holds whole rows (TX = 1): one spin lock per row around plain adds instead of an atomic
+// compare-and-swap loop per element (each ~10 ns on the CPU, the backward's largest cost before).
+template <int CO>
+__device__ __forceinline__ void att_add_row(acc_real* dst, const acc_real (&v)[CO], acc_real scale, int D, int tx) {
+#if defined(__CUDA_ARCH_SIM__)
+    if (ATT_TX == 1) {
+        std::atomic<int>& lock = att_row_locks[(reinterpret_cast<uintptr_t>(dst) >> 8) & 255];
+        while (lock.exchange(1, std::memory_order_acquire)) {}
+        for (int j = 0; j < CO; ++j)
+            if (j < D) dst[j] += v[j] * scale;
+        lock.store(0, std::memory_order_release);
+        return;
+    }
+#endif
+#pragma unroll
+    for (int j = 0; j < CO; ++j)
+        if (tx + ATT_TX * j < D) atomicAdd(dst + tx + ATT_TX * j, v[j] * scale);
+}
 
 // ---------------------------------------------------------------------------------------------------
 // attention_forward
@@ -194,12 +240,14 @@ attention_forward(const real* __restrict__ q, const real* __restrict__ k, const 
             const acc_real base = mx == NEG_INF ? (acc_real)0 : mx;  // a row masked so far: P = 0, alpha = 0
             alpha[i] = ew_exp(m[i] - base);
             m[i] = mx;
-            acc_real sum = 0;
+            acc_real x[CS], p[CS], sum = 0;
+#pragma unroll
+            for (int j = 0; j < CS; ++j) x[j] = s[i][j] - base;
+            att_exp_run(x, p);
 #pragma unroll
             for (int j = 0; j < CS; ++j) {
-                const acc_real p = ew_exp(s[i][j] - base);
-                Ps[r * PP + tx + TX * j] = convert<real>(p);
-                sum += p;
+                Ps[r * PP + tx + TX * j] = convert<real>(p[j]);
+                sum += p[j];
             }
             l[i] = l[i] * alpha[i] + sum;
         }
@@ -365,16 +413,27 @@ attention_backward(const real* __restrict__ q, const real* __restrict__ k, const
                     dp[i][j] += vv[i] * gv[j];
                 }
         }
+        acc_real lq[CQ], dl[CQ];
 #pragma unroll
         for (int j = 0; j < CQ; ++j) {
             const int qi = q0 + tx + TX * j;
-            const acc_real lq = qi < Tq ? lse[qi] : (acc_real)0, dl = qi < Tq ? delta[qi] : (acc_real)0;
+            lq[j] = qi < Tq ? lse[qi] : (acc_real)0;
+            dl[j] = qi < Tq ? delta[qi] : (acc_real)0;
+        }
 #pragma unroll
-            for (int i = 0; i < RK; ++i) {
-                const int kj = k0 + ty + TY * i;
-                const acc_real p = qi < Tq && kj < Tk && (!causal || kj <= qi) ? ew_exp(s[i][j] * scale - lq) : 0;
-                Ps[(ty + TY * i) * PP + tx + TX * j] = convert<real>(p);
-                Ss[(ty + TY * i) * PP + tx + TX * j] = convert<real>(p * (dp[i][j] - dl));
+        for (int i = 0; i < RK; ++i) {
+            const int kj = k0 + ty + TY * i;
+            acc_real x[CQ], p[CQ];
+#pragma unroll
+            for (int j = 0; j < CQ; ++j) {
+                const int qi = q0 + tx + TX * j;
+                x[j] = qi < Tq && kj < Tk && (!causal || kj <= qi) ? s[i][j] * scale - lq[j] : -(acc_real)INFINITY;
+            }
+            att_exp_run(x, p);
+#pragma unroll
+            for (int j = 0; j < CQ; ++j) {
+                Ps[(ty + TY * i) * PP + tx + TX * j] = convert<real>(p[j]);
+                Ss[(ty + TY * i) * PP + tx + TX * j] = convert<real>(p[j] * (dp[i][j] - dl[j]));
             }
         }
         __syncthreads();
@@ -422,10 +481,7 @@ attention_backward(const real* __restrict__ q, const real* __restrict__ k, const
 #pragma unroll
         for (int a = 0; a < RQ; ++a) {
             const int qi = q0 + ty + TY * a;
-            if (qi < Tq)
-#pragma unroll
-                for (int j = 0; j < CO; ++j)
-                    if (tx + TX * j < D) atomicAdd(dq_acc + (long long)qi * D + tx + TX * j, dqa[a][j] * scale);
+            if (qi < Tq) att_add_row(dq_acc + (long long)qi * D, dqa[a], scale, D, tx);
         }
     }
 #pragma unroll
