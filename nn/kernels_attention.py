@@ -100,15 +100,24 @@ def bhtd(x, name):
     return x, st[:3]
 
 
+def operands(**named):
+    """bhtd of each named array: the arrays (copied where they must be) and their strides, flat."""
+    arrays, strides = [], []
+    for name, x in named.items():
+        x, st = bhtd(x, name)
+        arrays.append(x)
+        strides += st
+    return arrays, strides
+
+
 def forward(q, k, v, y, lse, scale, causal):
     """y (B, H, Tq, D) = softmax(scale q k^T [causal]) v and lse (B * H * Tq,) the rows' logsumexp, in one
     launch. q (B, H, Tq, D), k and v (B, H, Tk, D) (any b, h, t strides); y likewise."""
     B, H, Tq, D = q.shape
     Tk = k.shape[2]
-    q, qs = bhtd(q, "q")
-    k, ks = bhtd(k, "k")
-    v, vs = bhtd(v, "v")
-    _, ys = bhtd(y, "y")
+    (q, k, v, y_), strides = operands(q=q, k=k, v=v, y=y)
+    if y_ is not y:
+        raise ValueError(f"attention forward: y must have contiguous 16-byte aligned rows of D, got strides {y.strides}")
     if lse.size != B * H * Tq or lse.dtype != dtypes.TABLE[q.dtype].compute:
         raise ValueError(f"attention forward: lse must be {dtypes.TABLE[q.dtype].compute} of {B * H * Tq} elements")
     if B * H * Tq == 0:
@@ -118,8 +127,8 @@ def forward(q, k, v, y, lse, scale, causal):
     kern = _kernel("attention_forward", q.dtype, dp)
     shared = t.fwd_shared(dp, q.dtype.itemsize)
     kern.allow_shared(shared)
-    kern((ceil_div(Tq, t.fwd_bq), B * H), t.threads, q, k, v, y, lse, H, Tq, Tk, D, scale, int(causal), *qs, *ks,
-         *vs, *ys, shared=shared, views=True)
+    kern((ceil_div(Tq, t.fwd_bq), B * H), t.threads, q, k, v, y, lse, H, Tq, Tk, D, scale, int(causal),
+         *strides, shared=shared, views=True)
     return y
 
 
@@ -129,11 +138,7 @@ def backward(q, k, v, y, dy, lse, dq, dk, dv, scale, causal):
     compute dtype (float32 for 16-bit data); dk, dv contiguous (B, H, Tk, D) of q's dtype."""
     B, H, Tq, D = q.shape
     Tk = k.shape[2]
-    q, qs = bhtd(q, "q")
-    k, ks = bhtd(k, "k")
-    v, vs = bhtd(v, "v")
-    y, ys = bhtd(y, "y")
-    dy, gs = bhtd(dy, "dy")
+    (q, k, v, y, dy), strides = operands(q=q, k=k, v=v, y=y, dy=dy)
     compute = dtypes.TABLE[q.dtype].compute
     for name, a, dt in (("dq", dq, compute), ("dk", dk, q.dtype), ("dv", dv, q.dtype)):
         if a.dtype != dt or not a.c_contiguous:
@@ -142,8 +147,8 @@ def backward(q, k, v, y, dy, lse, dq, dk, dv, scale, causal):
     rows = B * H * Tq
     delta = gpublas.empty((rows,), compute)
     if rows:
-        _kernel("attention_backward_prep", q.dtype, dp)(*geometry_1d(rows), dy, y, delta, dq, H, Tq, D, *gs, *ys,
-                                                         rows, views=True)
+        _kernel("attention_backward_prep", q.dtype, dp)(*geometry_1d(rows), dy, y, delta, dq, H, Tq, D,
+                                                         *strides[12:], *strides[9:12], rows, views=True)
     if B * H * Tk == 0:
         return dq, dk, dv
     t = tiles(q.dtype, dp)
@@ -151,5 +156,5 @@ def backward(q, k, v, y, dy, lse, dq, dk, dv, scale, causal):
     shared = t.bwd_shared(dp, q.dtype.itemsize)
     kern.allow_shared(shared)
     kern((ceil_div(Tk, t.bwd_bk), B * H), t.threads, q, k, v, dy, lse, delta, dq, dk, dv, H, Tq, Tk, D, scale,
-         int(causal), *qs, *ks, *vs, *gs, shared=shared, views=True)
+         int(causal), *strides[:9], *strides[12:], shared=shared, views=True)
     return dq, dk, dv
