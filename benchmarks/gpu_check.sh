@@ -151,7 +151,7 @@ stage1() {
     if [[ $REHEARSE -eq 1 ]]; then modules_ready blas1; else modules_ready; fi
     step "stage 1 tests: GEMM v2, TF32, 16-bit, graphs, nn layers"
     if [[ $REHEARSE -eq 1 ]]; then
-        pytest_run "stage 1 tests (rehearsal: one file)" stage1-tests tests/test_launch_limits.py
+        pytest_run "stage 1 tests (rehearsal: one file)" stage1-tests tests/test_source_macros.py
         bench gemm --quick --repeats 1 --sizes 8x8x8
     else
         pytest_run "stage 1 tests" stage1-tests "${STAGE1_TESTS[@]}"
@@ -161,8 +161,8 @@ stage1() {
 stage2() {
     step "stage 2: train eager and --graph, launch, transfer"
     if [[ $REHEARSE -eq 1 ]]; then
-        bench launch --quick --repeats 1
-        bench transfer --quick --repeats 1 --sizes 4K 64K
+        bench launch --quick --repeats 1 --sizes 100
+        bench transfer --quick --repeats 1 --sizes 4K
     else
         bench train --graph
         bench launch
@@ -173,7 +173,7 @@ stage2() {
 stage3() {
     step "stage 3: the whole suite on $GPUBLAS_BACKEND"
     if [[ $REHEARSE -eq 1 ]]; then
-        pytest_run "whole suite (rehearsal: one file)" suite tests/test_config.py
+        pytest_run "whole suite (rehearsal: one file)" suite tests/test_architecture.py
     else
         pytest_run "whole suite" suite tests
     fi
