@@ -19,6 +19,7 @@ import inspect
 import numpy as np
 
 from . import blas3, cumath, elementwise as ew, gather, indexing, manipulation, ops, reduction
+from . import sorting
 from .array import DeviceArray, provide
 from .creation import empty_like, full_like, ones_like, zeros_like
 
@@ -42,6 +43,9 @@ UFUNCS = {
     np.greater: ops.greater, np.greater_equal: ops.greater_equal,
     np.matmul: lambda a, b: ops.matmul(a, b),
 }
+
+# sorting and what stands on it (issue 32)
+FUNCTIONS.update({np.sort: sorting.sort, np.argsort: sorting.argsort})
 
 
 BY_NAME = (ew, cumath, ops, reduction, gather, manipulation)

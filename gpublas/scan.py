@@ -20,12 +20,13 @@ def exclusive_scan(x):
     if x.ndim != 1 or not x.c_contiguous:
         raise ValueError(f"exclusive_scan: a contiguous 1-D array, got shape {x.shape} strides {x.strides}")
     sums = DeviceArray(x.size + 1, np.int64)
-    _scan(x, sums)
+    scan_into(x, sums)
     return sums, int(sums[x.size].get())
 
 
-def _scan(x, sums):
-    """sums[:n + 1] = the exclusive scan of x and its total: tiles, then the tile totals scanned the same
+def scan_into(x, sums):
+    """sums[:n + 1] = the exclusive scan of x (contiguous, 1-D) and its total, nothing read back (the radix
+    sort's digit offsets): tiles, then the tile totals scanned the same
     way (one more level per factor of SCAN_TILE), then each tile's start added."""
     n = x.size
     if n == 0:
@@ -39,5 +40,5 @@ def _scan(x, sums):
     totals = DeviceArray(tiles, np.int64)
     scan_tiles(tiles, SCAN_BLOCK, x, n, sums, totals)
     starts = DeviceArray(tiles + 1, np.int64)
-    _scan(totals, starts)
+    scan_into(totals, starts)
     get_kernel("scan", "scan_add", np.int64)(grid_1d(n), BLOCK, sums, n, starts)

@@ -61,7 +61,8 @@ def test_family_compiles_with_nvcc(root, family, real, tmp_path, archs=(80, 90))
                                           ("blas1", "cfloat"), ("blas1", "cdouble"),
                                           ("gemv", "cfloat"), ("gemv", "cdouble"), ("geam", "cfloat"),
                                           ("geam", "cdouble"), ("triangular", "cfloat"), ("triangular", "cdouble"),
-                                          ("getrf", "cfloat"), ("getrf", "cdouble")])
+                                          ("getrf", "cfloat"), ("getrf", "cdouble"), ("sort", "unsigned char"),
+                                          ("sort", "unsigned short")])
 def test_array_dtypes_compile_with_nvcc(family, real, tmp_path):
     test_family_compiles_with_nvcc(None, family, real, tmp_path, archs=(80,))
 

@@ -1,0 +1,293 @@
+// sort.cu: a stable LSD radix sort of rows of keys, key-only or key-value, and the selects built on it
+// (gpublas/sorting.py). `real` is any type of the keys' width: the kernels see keys as their bit patterns
+// (sort_key: unsigned char, short, int or long long) and a runtime `kind` says how to order them:
+//   SORT_UNSIGNED  as they are (uint8, bool)
+//   SORT_SIGNED    the sign bit flipped (int32, int64)
+//   SORT_FLOAT     the sign-flip transform: negatives' bits inverted, positives' sign bit set, so -0.0 sorts
+//                  before +0.0; every NaN (magnitude above `inf`, the type's infinity pattern) becomes all ones
+//                  and sorts last, in its original order, written back as the type's quiet NaN (float16,
+//                  bfloat16, float32, float64)
+// `desc` inverts the transformed key (a descending sort; NaN then first, as torch.topk's largest).
+// A pass sorts by SORT_BITS bits of the transformed key; the launcher picks the geometry (SORT_BITS,
+// SORT_THREADS, SORT_ITEMS: 4 / 128 / 16 on a GPU, 8 / 32 / 256 on the simulator, where a thread costs more
+// than an element) and passes it as defines; the tests run both geometries on the simulator.
+// Rows: a batch of `rows` rows of n keys, row r at keys + r * n; indices are positions within the row.
+//
+// radix_histogram:  block SORT_THREADS, one block per (row, tile of SORT_TILE keys): thread t counts the digits
+//                   of the tile's keys [t * SORT_ITEMS, (t + 1) * SORT_ITEMS) into its column of the shared
+//                   counts[digit][thread]; then thread t sums digits t, t + SORT_THREADS, ... over the columns
+//                   into hist[(row * SORT_RADIX + digit) * tiles + tile]. The exclusive scan of hist (scan.cu)
+//                   is where each (row, digit, tile)'s keys go in the whole batch: rows are n apart.
+// radix_scatter:    the same blocks and counts; the counts scanned in (digit, thread) order (thread t scans the
+//                   SORT_RADIX entries [t * SORT_RADIX, (t + 1) * SORT_RADIX), common.cuh's block_exclusive_scan
+//                   joins the threads) give each thread's first rank per digit within the tile; thread t then
+//                   writes its keys in order to base[digit] + rank++: stable, as the tile's order is the threads'
+//                   order and each thread's keys are consecutive. Values ride along (or the key's index).
+// radix_sort_block: one block per row, the whole row in shared memory (dynamic: two buffers of keys and of
+//                   values): every pass counts, scans and scatters as above, between the two buffers, with
+//                   thread t owning keys [t * per, (t + 1) * per), per = ceil(n / SORT_THREADS).
+// topk_select:      one block per row: the k smallest transformed keys of the row (the largest with desc) by a
+//                   radix select from the top digit (each pass counts, per thread column, the keys whose higher
+//                   digits match the prefix chosen so far; thread d sums digit d; thread 0 picks the digit where
+//                   the count reaches k); then each thread counts its keys below / equal to the threshold, one
+//                   block_exclusive_scan of both counts packed in a long long places them: the keys below in
+//                   index order, then the first `need` equal ones in index order (ties by lower index). Writes k
+//                   raw keys and their indices per row, unsorted; radix_sort_block or the passes sort them.
+// run_starts:       grid-stride loop, one sorted key per thread: flags[i] = key i starts a run of equal values
+//                   (NaN equals NaN, -0.0 equals +0.0: NumPy's unique).
+#include "common.cuh"
+
+#ifndef SORT_BITS
+#define SORT_BITS 4
+#endif
+#ifndef SORT_THREADS
+#define SORT_THREADS 128
+#endif
+#ifndef SORT_ITEMS
+#define SORT_ITEMS 16
+#endif
+#define SORT_RADIX (1 << SORT_BITS)
+#define SORT_TILE (SORT_THREADS * SORT_ITEMS)
+// counts[] of a block: thread t's SORT_RADIX digit counts at t * (SORT_RADIX + 1), a row each (consecutive for the
+// thread that updates them; the odd row length keeps a GPU's threads on distinct banks)
+#define COUNT_AT(d, t) ((t) * (SORT_RADIX + 1) + (d))
+#define SORT_COUNTS (SORT_THREADS * (SORT_RADIX + 1))
+#define SORT_UNSIGNED 0
+#define SORT_SIGNED 1
+#define SORT_FLOAT 2
+static_assert(SORT_THREADS % 32 == 0, "block_exclusive_scan takes whole warps");
+
+template <int S> struct KeyBits;
+template <> struct KeyBits<1> { typedef unsigned char type; };
+template <> struct KeyBits<2> { typedef unsigned short type; };
+template <> struct KeyBits<4> { typedef unsigned int type; };
+template <> struct KeyBits<8> { typedef unsigned long long type; };
+typedef KeyBits<sizeof(real)>::type sort_key;
+#define SORT_SIGN ((sort_key)((sort_key)1 << (8 * sizeof(sort_key) - 1)))
+
+// How keys order: `kind` and the float's infinity pattern, and whether descending.
+struct KeyOrder {
+    int kind;
+    sort_key inf;
+    int desc;
+    __device__ __forceinline__ sort_key to_key(sort_key b) const {
+        sort_key k = b;
+        if (kind == SORT_FLOAT)
+            k = (sort_key)(b & (sort_key)~SORT_SIGN) > inf ? (sort_key)~(sort_key)0
+                : (b & SORT_SIGN) ? (sort_key)~b : (sort_key)(b | SORT_SIGN);
+        else if (kind == SORT_SIGNED)
+            k = (sort_key)(b ^ SORT_SIGN);
+        return desc ? (sort_key)~k : k;
+    }
+    __device__ __forceinline__ sort_key from_key(sort_key k) const {
+        if (desc) k = (sort_key)~k;
+        if (kind == SORT_FLOAT) {  // every NaN comes back as the quiet NaN NumPy writes (0x7fc00000 for float32)
+            if (k == (sort_key)~(sort_key)0) return (sort_key)(inf | ((inf >> 1) & (sort_key)~inf));
+            return (k & SORT_SIGN) ? (sort_key)(k ^ SORT_SIGN) : (sort_key)~k;
+        }
+        if (kind == SORT_SIGNED) return (sort_key)(k ^ SORT_SIGN);
+        return k;
+    }
+};
+
+__device__ __forceinline__ int digit_of(sort_key k, int shift) { return (int)((k >> shift) & (SORT_RADIX - 1)); }
+
+// Thread t's column of counts[digit * SORT_THREADS + t]: the digits of keys[first .. end) (transformed when asked).
+__device__ __forceinline__ void count_digits(const sort_key* __restrict__ keys, long long first, long long end,
+                                             int shift, int transform, KeyOrder order, int* counts) {
+    const int t = threadIdx.x;
+    for (int d = 0; d < SORT_RADIX; ++d) counts[COUNT_AT(d, t)] = 0;
+    for (long long i = first; i < end; ++i) {
+        const sort_key k = transform ? order.to_key(keys[i]) : keys[i];
+        ++counts[COUNT_AT(digit_of(k, shift), t)];
+    }
+}
+
+// counts[] (SORT_RADIX x SORT_THREADS, digit-major) replaced by its exclusive scan in that order: each thread's
+// first rank per digit among the block's keys. Call between two barriers.
+__device__ __forceinline__ void scan_counts(int* counts) {
+    const int e0 = threadIdx.x * SORT_RADIX;  // this thread's entries e0 .. e0 + SORT_RADIX - 1: digit e / T, thread e % T
+    long long sum = 0;
+    for (int e = e0; e < e0 + SORT_RADIX; ++e) sum += counts[COUNT_AT(e / SORT_THREADS, e % SORT_THREADS)];
+    long long total;
+    long long run = block_exclusive_scan(sum, total);
+    for (int e = e0; e < e0 + SORT_RADIX; ++e) {
+        int& c = counts[COUNT_AT(e / SORT_THREADS, e % SORT_THREADS)];
+        const int v = c;
+        c = (int)run;
+        run += v;
+    }
+}
+
+extern "C" __global__ void radix_histogram(const sort_key* __restrict__ keys, long long n, int tiles, int shift,
+                                           int transform, int kind, unsigned long long inf, int desc,
+                                           int* __restrict__ hist) {
+    __shared__ int counts[SORT_COUNTS];
+    const long long row = blockIdx.x / tiles;
+    const long long tile = blockIdx.x % tiles;
+    const long long first = tile * SORT_TILE + (long long)threadIdx.x * SORT_ITEMS;
+    const long long end = first + SORT_ITEMS < n ? first + SORT_ITEMS : n;
+    count_digits(keys + row * n, first, end, shift, transform, KeyOrder{kind, (sort_key)inf, desc}, counts);
+    __syncthreads();
+    for (int d = threadIdx.x; d < SORT_RADIX; d += SORT_THREADS) {
+        int sum = 0;
+        for (int u = 0; u < SORT_THREADS; ++u) sum += counts[COUNT_AT(d, u)];
+        hist[(row * SORT_RADIX + d) * tiles + tile] = sum;
+    }
+}
+
+extern "C" __global__ void radix_scatter(const sort_key* __restrict__ keys, const long long* __restrict__ vals,
+                                         long long n, int tiles, int shift, int transform_in, int transform_out,
+                                         int kind, unsigned long long inf, int desc,
+                                         const long long* __restrict__ offsets, sort_key* __restrict__ keys_out,
+                                         long long* __restrict__ vals_out) {
+    __shared__ int counts[SORT_COUNTS];
+    __shared__ long long base[SORT_RADIX];  // where the tile's keys of each digit go, less their tile rank
+    const KeyOrder order{kind, (sort_key)inf, desc};
+    const int t = threadIdx.x;
+    const long long row = blockIdx.x / tiles;
+    const long long tile = blockIdx.x % tiles;
+    const long long first = tile * SORT_TILE + (long long)t * SORT_ITEMS;
+    const long long end = first + SORT_ITEMS < n ? first + SORT_ITEMS : n;
+    const sort_key* rk = keys + row * n;
+    count_digits(rk, first, end, shift, transform_in, order, counts);
+    __syncthreads();
+    scan_counts(counts);
+    __syncthreads();
+    for (int d = t; d < SORT_RADIX; d += SORT_THREADS)
+        base[d] = offsets[(row * SORT_RADIX + d) * tiles + tile] - counts[COUNT_AT(d, 0)];
+    __syncthreads();
+    for (long long i = first; i < end; ++i) {
+        const sort_key k = transform_in ? order.to_key(rk[i]) : rk[i];
+        const int d = digit_of(k, shift);
+        const long long pos = base[d] + counts[COUNT_AT(d, t)]++;
+        keys_out[pos] = transform_out ? order.from_key(k) : k;
+        if (vals_out != nullptr) vals_out[pos] = vals != nullptr ? vals[row * n + i] : i;
+    }
+}
+
+extern "C" __global__ void radix_sort_block(const sort_key* __restrict__ keys, const long long* __restrict__ vals,
+                                            long long n, int passes, int kind, unsigned long long inf, int desc,
+                                            sort_key* __restrict__ keys_out, long long* __restrict__ vals_out) {
+    __shared__ int counts[SORT_COUNTS];
+    extern __shared__ long long smem[];  // values [2][n] when vals_out is given, then keys [2][n]
+    const KeyOrder order{kind, (sort_key)inf, desc};
+    const int t = threadIdx.x;
+    const long long row = blockIdx.x;
+    const long long per = ceil_div(n, SORT_THREADS);
+    const long long first = t * per < n ? t * per : n;
+    const long long end = first + per < n ? first + per : n;
+    long long* sv = smem;
+    sort_key* sk = (sort_key*)(smem + (vals_out != nullptr ? 2 * n : 0));
+    for (long long i = first; i < end; ++i) {
+        sk[i] = order.to_key(keys[row * n + i]);
+        if (vals_out != nullptr) sv[i] = vals != nullptr ? vals[row * n + i] : i;
+    }
+    int cur = 0;
+    for (int p = 0; p < passes; ++p) {
+        __syncthreads();
+        const sort_key* from = sk + cur * n;
+        count_digits(from, first, end, p * SORT_BITS, 0, order, counts);
+        __syncthreads();
+        scan_counts(counts);
+        __syncthreads();
+        sort_key* to = sk + (1 - cur) * n;
+        for (long long i = first; i < end; ++i) {
+            const int d = digit_of(from[i], p * SORT_BITS);
+            const int pos = counts[COUNT_AT(d, t)]++;
+            to[pos] = from[i];
+            if (vals_out != nullptr) sv[(1 - cur) * n + pos] = sv[cur * n + i];
+        }
+        cur = 1 - cur;
+    }
+    __syncthreads();
+    for (long long i = first; i < end; ++i) {
+        keys_out[row * n + i] = order.from_key(sk[cur * n + i]);
+        if (vals_out != nullptr) vals_out[row * n + i] = sv[cur * n + i];
+    }
+}
+
+extern "C" __global__ void topk_select(const sort_key* __restrict__ keys, long long n, long long k, int bits,
+                                       int kind, unsigned long long inf, int desc, sort_key* __restrict__ cand,
+                                       long long* __restrict__ cand_idx) {
+    __shared__ int counts[SORT_COUNTS];
+    __shared__ long long hist[SORT_RADIX];
+    __shared__ sort_key chosen[2];  // the prefix so far, and the mask of its digits
+    __shared__ long long still;     // how many keys equal to the prefix are still to take
+    const KeyOrder order{kind, (sort_key)inf, desc};
+    const int t = threadIdx.x;
+    const long long row = blockIdx.x;
+    const long long per = ceil_div(n, SORT_THREADS);
+    const long long first = t * per < n ? t * per : n;
+    const long long end = first + per < n ? first + per : n;
+    const sort_key* rk = keys + row * n;
+    if (t == 0) {
+        chosen[0] = chosen[1] = 0;
+        still = k;
+    }
+    for (int shift = ((bits - 1) / SORT_BITS) * SORT_BITS; shift >= 0; shift -= SORT_BITS) {
+        __syncthreads();
+        const sort_key prefix = chosen[0];
+        const sort_key mask = chosen[1];
+        for (int d = 0; d < SORT_RADIX; ++d) counts[COUNT_AT(d, t)] = 0;
+        for (long long i = first; i < end; ++i) {
+            const sort_key key = order.to_key(rk[i]);
+            if ((key & mask) == prefix) ++counts[COUNT_AT(digit_of(key, shift), t)];
+        }
+        __syncthreads();
+        for (int d = t; d < SORT_RADIX; d += SORT_THREADS) {
+            long long sum = 0;
+            for (int u = 0; u < SORT_THREADS; ++u) sum += counts[COUNT_AT(d, u)];
+            hist[d] = sum;
+        }
+        __syncthreads();
+        if (t == 0) {
+            long long need = still;
+            int d = 0;
+            for (; d < SORT_RADIX - 1 && hist[d] < need; ++d) need -= hist[d];
+            chosen[0] = (sort_key)(prefix | ((sort_key)d << shift));
+            chosen[1] = (sort_key)(mask | ((sort_key)(SORT_RADIX - 1) << shift));
+            still = need;
+        }
+    }
+    __syncthreads();
+    const sort_key threshold = chosen[0];
+    const long long need = still;
+    long long below = 0;
+    long long equal = 0;
+    for (long long i = first; i < end; ++i) {
+        const sort_key key = order.to_key(rk[i]);
+        below += key < threshold;
+        equal += key == threshold;
+    }
+    long long total;
+    const long long before = block_exclusive_scan(below | equal << 32, total);
+    const long long all_below = total & 0xffffffffLL;
+    below = before & 0xffffffffLL;
+    equal = before >> 32;
+    for (long long i = first; i < end; ++i) {
+        const sort_key key = order.to_key(rk[i]);
+        long long pos = -1;
+        if (key < threshold) pos = below++;
+        else if (key == threshold && equal < need) pos = all_below + equal++;
+        if (pos >= 0) {
+            cand[row * k + pos] = rk[i];
+            cand_idx[row * k + pos] = i;
+        }
+    }
+}
+
+extern "C" __global__ void run_starts(const sort_key* __restrict__ s, long long n, int kind, unsigned long long inf,
+                                      bool* __restrict__ flags) {
+    const KeyOrder order{kind, (sort_key)inf, 0};
+    GRID_STRIDE_LOOP(long long, i, n) {
+        bool start = i == 0;
+        if (!start) {
+            const sort_key a = s[i - 1];
+            const sort_key b = s[i];
+            const bool zeros = kind == SORT_FLOAT && (sort_key)((a | b) & (sort_key)~SORT_SIGN) == 0;
+            start = order.to_key(a) != order.to_key(b) && !zeros;
+        }
+        flags[i] = start;
+    }
+}

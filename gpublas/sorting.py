@@ -1,0 +1,166 @@
+"""Sorting on the device (cuda_src/sort.cu): a stable LSD radix sort of rows, and what stands on it.
+
+    s = gpublas.sort(a, axis=-1);  p = gpublas.argsort(a, kind="stable")
+    values, indices = gpublas.topk(logits, 50)             # per row: the 50 largest, descending
+
+Every sort is stable (argsort's `kind` is accepted and ignored: stable is what every kind gets) and
+orders as NumPy's: NaN last, -0.0 before +0.0 (NumPy leaves their order open). Keys of any of
+bool, uint8, int32, int64, float16, bfloat16, float32, float64 (any integer dtype gpublas holds);
+indices are int64. An axis other than the last is moved last through one strided copy; a batch of
+rows is sorted by one launch sequence. Rows that fit a block's shared memory sort in one launch
+(radix_sort_block); longer ones take histogram / scan / scatter passes of SORT_BITS bits each.
+topk(a, k) is torch.topk's: values largest first (smallest first with largest=False), ties by the
+lower index, NaN largest; a k much below the row's length selects the k keys by a radix select
+(topk_select) and sorts only them.
+"""
+import collections
+
+import numpy as np
+
+from . import dtypes
+from .array import DeviceArray
+from .checks import as_array, normalize_axes
+from .launch import ceil_div, get_kernel, simulated
+from .scan import scan_into
+
+INT64 = np.dtype(np.int64)
+KEY_C = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long long"}
+UNSIGNED, SIGNED, FLOAT = 0, 1, 2  # sort.cu's SORT_UNSIGNED, SORT_SIGNED, SORT_FLOAT
+
+# A pass sorts by `bits`; a block has `threads`, each walking `items` keys of its tile (sort.cu's defines).
+Geometry = collections.namedtuple("Geometry", "bits threads items")
+GPU = Geometry(4, 128, 16)   # 16 digits: the counts of a 128-thread block take 8 KB of shared memory
+SIM = Geometry(8, 32, 256)   # a simulated thread costs more than a key: 256 keys each, 4 passes for 32 bits
+forced = None                # a Geometry every backend uses (the tests run the GPU's on the simulator)
+TOPK_SELECT = 4              # topk selects (rather than sorts the row) when k * TOPK_SELECT < n
+
+
+def geometry():
+    return forced or (SIM if simulated() else GPU)
+
+
+def kernel(name, itemsize, g=None):
+    """sort.cu's kernel `name` for keys of `itemsize` bytes, built for geometry g (default: the backend's)."""
+    g = g or geometry()
+    return get_kernel("sort", name, None, real=KEY_C[itemsize], SORT_BITS=g.bits, SORT_THREADS=g.threads,
+                      SORT_ITEMS=g.items)
+
+
+def key_order(dtype, what="sort"):
+    """(kind, the bit pattern of +inf or 0) of keys of `dtype`: how sort.cu orders their bits."""
+    dtype = np.dtype(dtype)
+    if dtypes.is_float(dtype):
+        return FLOAT, int(np.array(np.inf, dtype).view(f"u{dtype.itemsize}"))
+    if dtype.kind in "iub" and dtype.itemsize in KEY_C:
+        return (SIGNED if dtype.kind == "i" else UNSIGNED), 0
+    raise TypeError(f"{what}: cannot sort {dtype} keys (bool, integer and real float dtypes only)")
+
+
+def sort_rows(x, rows, n, desc=False, values=None, want_values=False):
+    """(keys, values) of the `rows` rows of n keys in x (a contiguous DeviceArray of rows * n elements),
+    each row sorted stably (descending with desc): keys as a new (rows, n) array of x's dtype, values the
+    int64 `values` (rows, n) permuted alike, or each key's index in its row, when `want_values` (else None)."""
+    kind, inf = key_order(x.dtype)
+    size, g = x.itemsize, geometry()
+    passes = ceil_div(8 * size, g.bits)
+    out = DeviceArray((rows, n), x.dtype)
+    vout = DeviceArray((rows, n), INT64) if want_values else None
+    if rows * n == 0:
+        return out, vout
+    args = (kind, inf, int(desc))
+    block = kernel("radix_sort_block", size, g)
+    shared = 2 * n * (size + 8 * want_values)
+    shared += -shared % 8
+    if n <= g.threads * g.items and block.static_shared + shared <= block.max_shared_optin:
+        if shared > block.max_dynamic_shared:
+            block.allow_shared(shared)
+        block(rows, g.threads, x, values, n, passes, *args, out, vout, shared=shared)
+        return out, vout
+    tiles = ceil_div(n, g.threads * g.items)
+    hist = DeviceArray(rows * (1 << g.bits) * tiles, np.int32)
+    offsets = DeviceArray(hist.size + 1, INT64)
+    keys = [DeviceArray((rows, n), x.dtype) for _ in range(min(passes - 1, 2))]
+    vals = [DeviceArray((rows, n), INT64) for _ in range(min(passes - 1, 2))] if want_values else [None, None]
+    histogram, scatter = kernel("radix_histogram", size, g), kernel("radix_scatter", size, g)
+    for p in range(passes):
+        first, last = p == 0, p == passes - 1
+        src, vsrc = (x, values) if first else (keys[(p - 1) % 2], vals[(p - 1) % 2])
+        dst, vdst = (out, vout) if last else (keys[p % 2], vals[p % 2])
+        histogram(rows * tiles, g.threads, src, n, tiles, p * g.bits, int(first), *args, hist)
+        scan_into(hist, offsets)
+        scatter(rows * tiles, g.threads, src, vsrc, n, tiles, p * g.bits, int(first), int(last), *args, offsets,
+                dst, vdst)
+    return out, vout
+
+
+def as_rows(a, axis, what):
+    """(contiguous array with `axis` moved last, the axis as a non-negative int) for sorting along
+    `axis` (None: the flattened array, as NumPy's)."""
+    a = as_array(a, what)
+    if axis is None:
+        a, axis = a.reshape(-1), 0
+    if a.ndim == 0:
+        raise np.exceptions.AxisError(f"{what}: axis {axis} is out of bounds for array of dimension 0")
+    ax = normalize_axes(axis, a.ndim, what)[0]
+    if ax != a.ndim - 1:
+        a = a.transpose(tuple(i for i in range(a.ndim) if i != ax) + (ax,))
+    return (a if a.c_contiguous else a.copy()), ax
+
+
+def from_rows(r, shape, ax):
+    """The sorted rows r (rows, n) as an array of `shape` (axis ax moved last) with ax put back (a copy then)."""
+    r = r.reshape(shape)
+    if ax == len(shape) - 1:
+        return r
+    return r.transpose(tuple(range(ax)) + (len(shape) - 1,) + tuple(range(ax, len(shape) - 1))).copy()
+
+
+def _sorted(a, axis, what, want_values):
+    x, ax = as_rows(a, axis, what)
+    n = x.shape[-1]
+    keys, vals = sort_rows(x, x.size // n if n else 0, n, want_values=want_values)
+    return from_rows(vals if want_values else keys, x.shape, ax)
+
+
+def _check(kind, order, what):
+    if order is not None:
+        raise TypeError(f"{what}: order= sorts structured arrays by field, which gpublas does not hold")
+    if kind not in (None, "quicksort", "mergesort", "heapsort", "stable"):
+        raise ValueError(f"{what}: kind must be one of 'quicksort', 'mergesort', 'heapsort', 'stable', got {kind!r}")
+
+
+def sort(a, axis=-1, kind=None, order=None, *, stable=None):
+    """A sorted copy of `a` along `axis` (None: flattened), as numpy.sort; always stable."""
+    _check(kind, order, "sort")
+    return _sorted(a, axis, "sort", False)
+
+
+def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
+    """The int64 indices that sort `a` along `axis` (None: flattened), stable, as numpy.argsort(kind='stable')."""
+    _check(kind, order, "argsort")
+    return _sorted(a, axis, "argsort", True)
+
+
+def topk(a, k, axis=-1, largest=True, sorted=True):  # noqa: A002 (torch's name)
+    """(values, int64 indices) of the k largest (smallest with largest=False) elements along `axis`, as
+    torch.topk: largest first, ties by the lower index, NaN the largest; `sorted` is accepted (always sorted)."""
+    x, ax = as_rows(a, axis, "topk")
+    n = x.shape[-1]
+    k = int(k)
+    if not 0 <= k <= n:
+        raise ValueError(f"topk: k={k} is out of range for an axis of size {n}")
+    rows = x.size // n if n else 0
+    shape = x.shape[:-1] + (k,)
+    g = geometry()
+    if rows * k == 0:
+        values, indices = DeviceArray((rows, k), x.dtype), DeviceArray((rows, k), INT64)
+    elif k * TOPK_SELECT >= n or n <= g.threads * g.items:
+        keys, vals = sort_rows(x, rows, n, desc=largest, want_values=True)
+        values, indices = keys[:, :k].copy(), vals[:, :k].copy()
+    else:
+        kind, inf = key_order(x.dtype, "topk")
+        cand, where = DeviceArray((rows, k), x.dtype), DeviceArray((rows, k), INT64)
+        kernel("topk_select", x.itemsize, g)(rows, g.threads, x, n, k, 8 * x.itemsize, kind, inf, int(largest),
+                                             cand, where)
+        values, indices = sort_rows(cand, rows, k, desc=largest, values=where, want_values=True)
+    return from_rows(values, shape, ax), from_rows(indices, shape, ax)
