@@ -7,6 +7,7 @@
 //                  before +0.0; every NaN (magnitude above `inf`, the type's infinity pattern) becomes all ones
 //                  and sorts last, in its original order, written back as the type's quiet NaN (float16,
 //                  bfloat16, float32, float64)
+//   SORT_FLOAT_ZEROS  the same with -0.0 taken as +0.0 (written back as +0.0): NumPy's order, where they are equal
 // `desc` inverts the transformed key (a descending sort; NaN then first, as torch.topk's largest).
 // A pass sorts by SORT_BITS bits of the transformed key; the launcher picks the geometry (SORT_BITS,
 // SORT_THREADS, SORT_ITEMS: 4 / 128 / 16 on a GPU, 8 / 32 / 256 on the simulator, where a thread costs more
@@ -34,7 +35,7 @@
 //                   index order, then the first `need` equal ones in index order (ties by lower index). Writes k
 //                   raw keys and their indices per row, unsorted; radix_sort_block or the passes sort them.
 // run_starts:       grid-stride loop, one sorted key per thread: flags[i] = key i starts a run of equal values
-//                   (NaN equals NaN, -0.0 equals +0.0: NumPy's unique).
+//                   (-0.0 equals +0.0; NaN equals NaN unless nan_equal is 0: NumPy's unique).
 #include "common.cuh"
 
 #ifndef SORT_BITS
@@ -55,6 +56,7 @@
 #define SORT_UNSIGNED 0
 #define SORT_SIGNED 1
 #define SORT_FLOAT 2
+#define SORT_FLOAT_ZEROS 3  // SORT_FLOAT with -0.0 taken as +0.0 (equal keys: NumPy's stable argsort)
 static_assert(SORT_THREADS % 32 == 0, "block_exclusive_scan takes whole warps");
 
 template <int S> struct KeyBits;
@@ -72,7 +74,8 @@ struct KeyOrder {
     int desc;
     __device__ __forceinline__ sort_key to_key(sort_key b) const {
         sort_key k = b;
-        if (kind == SORT_FLOAT)
+        if (kind == SORT_FLOAT_ZEROS && (sort_key)(b & (sort_key)~SORT_SIGN) == 0) b = 0;
+        if (kind >= SORT_FLOAT)
             k = (sort_key)(b & (sort_key)~SORT_SIGN) > inf ? (sort_key)~(sort_key)0
                 : (b & SORT_SIGN) ? (sort_key)~b : (sort_key)(b | SORT_SIGN);
         else if (kind == SORT_SIGNED)
@@ -81,7 +84,7 @@ struct KeyOrder {
     }
     __device__ __forceinline__ sort_key from_key(sort_key k) const {
         if (desc) k = (sort_key)~k;
-        if (kind == SORT_FLOAT) {  // every NaN comes back as the quiet NaN NumPy writes (0x7fc00000 for float32)
+        if (kind >= SORT_FLOAT) {  // every NaN comes back as the quiet NaN NumPy writes (0x7fc00000 for float32)
             if (k == (sort_key)~(sort_key)0) return (sort_key)(inf | ((inf >> 1) & (sort_key)~inf));
             return (k & SORT_SIGN) ? (sort_key)(k ^ SORT_SIGN) : (sort_key)~k;
         }
@@ -278,15 +281,16 @@ extern "C" __global__ void topk_select(const sort_key* __restrict__ keys, long l
 }
 
 extern "C" __global__ void run_starts(const sort_key* __restrict__ s, long long n, int kind, unsigned long long inf,
-                                      bool* __restrict__ flags) {
+                                      int nan_equal, bool* __restrict__ flags) {
     const KeyOrder order{kind, (sort_key)inf, 0};
     GRID_STRIDE_LOOP(long long, i, n) {
         bool start = i == 0;
         if (!start) {
             const sort_key a = s[i - 1];
             const sort_key b = s[i];
-            const bool zeros = kind == SORT_FLOAT && (sort_key)((a | b) & (sort_key)~SORT_SIGN) == 0;
-            start = order.to_key(a) != order.to_key(b) && !zeros;
+            const bool zeros = kind >= SORT_FLOAT && (sort_key)((a | b) & (sort_key)~SORT_SIGN) == 0;
+            const sort_key ka = order.to_key(a);
+            start = (ka != order.to_key(b) && !zeros) || (ka == (sort_key)~(sort_key)0 && kind >= SORT_FLOAT && !nan_equal);
         }
         flags[i] = start;
     }

@@ -19,7 +19,7 @@ import inspect
 import numpy as np
 
 from . import blas3, cumath, elementwise as ew, gather, indexing, manipulation, ops, reduction
-from . import sorting
+from . import order_stats, sorting
 from .array import DeviceArray, provide
 from .creation import empty_like, full_like, ones_like, zeros_like
 
@@ -45,7 +45,9 @@ UFUNCS = {
 }
 
 # sorting and what stands on it (issue 32)
-FUNCTIONS.update({np.sort: sorting.sort, np.argsort: sorting.argsort})
+FUNCTIONS.update({np.sort: sorting.sort, np.argsort: sorting.argsort, np.unique: order_stats.unique,
+                  np.median: order_stats.median, np.quantile: order_stats.quantile,
+                  np.percentile: order_stats.percentile})
 
 
 BY_NAME = (ew, cumath, ops, reduction, gather, manipulation)

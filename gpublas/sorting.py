@@ -25,7 +25,7 @@ from .scan import scan_into
 
 INT64 = np.dtype(np.int64)
 KEY_C = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long long"}
-UNSIGNED, SIGNED, FLOAT = 0, 1, 2  # sort.cu's SORT_UNSIGNED, SORT_SIGNED, SORT_FLOAT
+UNSIGNED, SIGNED, FLOAT, FLOAT_ZEROS = 0, 1, 2, 3  # sort.cu's SORT_UNSIGNED, SORT_SIGNED, SORT_FLOAT, SORT_FLOAT_ZEROS
 
 # A pass sorts by `bits`; a block has `threads`, each walking `items` keys of its tile (sort.cu's defines).
 Geometry = collections.namedtuple("Geometry", "bits threads items")
@@ -56,11 +56,13 @@ def key_order(dtype, what="sort"):
     raise TypeError(f"{what}: cannot sort {dtype} keys (bool, integer and real float dtypes only)")
 
 
-def sort_rows(x, rows, n, desc=False, values=None, want_values=False):
+def sort_rows(x, rows, n, desc=False, values=None, want_values=False, zeros_equal=False):
     """(keys, values) of the `rows` rows of n keys in x (a contiguous DeviceArray of rows * n elements),
     each row sorted stably (descending with desc): keys as a new (rows, n) array of x's dtype, values the
-    int64 `values` (rows, n) permuted alike, or each key's index in its row, when `want_values` (else None)."""
+    int64 `values` (rows, n) permuted alike, or each key's index in its row, when `want_values` (else None).
+    zeros_equal: -0.0 and +0.0 are equal keys (NumPy's order; both come back as +0.0)."""
     kind, inf = key_order(x.dtype)
+    kind = FLOAT_ZEROS if zeros_equal and kind == FLOAT else kind
     size, g = x.itemsize, geometry()
     passes = ceil_div(8 * size, g.bits)
     out = DeviceArray((rows, n), x.dtype)
