@@ -51,6 +51,7 @@ from .reduction import argmax, argmin, logsumexp, max, mean, min, softmax, sum
 # --- sorting on the device (issue 32) ---
 from .sorting import argsort, sort, topk
 from .order_stats import median, percentile, quantile, unique
+from .cumulative import cumprod, cumsum, prod
 # --- BLAS levels 1-3 (issue: BLAS) ---
 from .blas1 import asum, axpy, copy, dot, dotc, iamax, iamin, nrm2, rot, rotg, rotm, rotmg, scal, swap
 from .blas2 import gemv, ger, gerc

@@ -19,7 +19,7 @@ import inspect
 import numpy as np
 
 from . import blas3, cumath, elementwise as ew, gather, indexing, manipulation, ops, reduction
-from . import order_stats, sorting
+from . import cumulative, order_stats, sorting
 from .array import DeviceArray, provide
 from .creation import empty_like, full_like, ones_like, zeros_like
 
@@ -47,7 +47,8 @@ UFUNCS = {
 # sorting and what stands on it (issue 32)
 FUNCTIONS.update({np.sort: sorting.sort, np.argsort: sorting.argsort, np.unique: order_stats.unique,
                   np.median: order_stats.median, np.quantile: order_stats.quantile,
-                  np.percentile: order_stats.percentile})
+                  np.percentile: order_stats.percentile, np.cumsum: cumulative.cumsum,
+                  np.cumprod: cumulative.cumprod, np.prod: cumulative.prod})
 
 
 BY_NAME = (ew, cumath, ops, reduction, gather, manipulation)

@@ -62,7 +62,8 @@ def test_family_compiles_with_nvcc(root, family, real, tmp_path, archs=(80, 90))
                                           ("gemv", "cfloat"), ("gemv", "cdouble"), ("geam", "cfloat"),
                                           ("geam", "cdouble"), ("triangular", "cfloat"), ("triangular", "cdouble"),
                                           ("getrf", "cfloat"), ("getrf", "cdouble"), ("sort", "unsigned char"),
-                                          ("sort", "unsigned short")])
+                                          ("sort", "unsigned short"), ("cumulative", "long long"),
+                                          ("cumulative", "__half"), ("cumulative", "cfloat")])
 def test_array_dtypes_compile_with_nvcc(family, real, tmp_path):
     test_family_compiles_with_nvcc(None, family, real, tmp_path, archs=(80,))
 
