@@ -432,6 +432,8 @@ __device__ T block_exclusive_scan(T v, T& total) {
 #define ACT_RELU 1
 #define ACT_TANH 2
 #define ACT_SIGMOID 3
+#define ACT_GELU 4       // x Phi(x) = 0.5 x (1 + erf(x / sqrt(2)))                    (torch's approximate='none')
+#define ACT_GELU_TANH 5  // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))         (approximate='tanh', GPT-2's)
 
 template <class T>
 __device__ __forceinline__ T sigmoid(T v) { return (T)1 / ((T)1 + exp(-v)); }
@@ -441,6 +443,11 @@ __device__ __forceinline__ T act_apply(T v, int act) {
     if (act == ACT_RELU) return v > (T)0 ? v : (T)0;
     if (act == ACT_TANH) return tanh(v);
     if (act == ACT_SIGMOID) return sigmoid(v);
+    if (act == ACT_GELU) return (T)0.5 * v * ((T)1 + erf(v * (T)0.70710678118654752440));
+    if (act == ACT_GELU_TANH) {
+        const T k = (T)0.79788456080286535588;  // sqrt(2 / pi)
+        return (T)0.5 * v * ((T)1 + tanh(k * (v + (T)0.044715 * v * v * v)));
+    }
     return v;
 }
 
@@ -450,7 +457,24 @@ __device__ __forceinline__ T act_grad_from_output(T y, int act) {
     if (act == ACT_RELU) return y > (T)0 ? (T)1 : (T)0;
     if (act == ACT_TANH) return (T)1 - y * y;
     if (act == ACT_SIGMOID) return y * ((T)1 - y);
-    return (T)1;
+    return (T)1;  // the GELUs have no form in y: act_grad_from_input (nn.kernels refuses them here)
+}
+
+// act'(x) from the forward INPUT x, for activations whose derivative has no form in y (the GELUs):
+//   gelu:      Phi(x) + x phi(x) = 0.5 (1 + erf(x / sqrt 2)) + x exp(-x^2 / 2) / sqrt(2 pi)
+//   gelu_tanh: 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2 / pi) (1 + 3 * 0.044715 x^2), t = tanh(sqrt(2 / pi) (x + 0.044715 x^3))
+// the others through act_grad_from_output(act_apply(x))
+template <class T>
+__device__ __forceinline__ T act_grad_from_input(T x, int act) {
+    if (act == ACT_GELU)
+        return (T)0.5 * ((T)1 + erf(x * (T)0.70710678118654752440)) +
+               x * exp((T)-0.5 * x * x) * (T)0.39894228040143267794;  // 1 / sqrt(2 pi)
+    if (act == ACT_GELU_TANH) {
+        const T k = (T)0.79788456080286535588, x2 = x * x;
+        const T t = tanh(k * (x + (T)0.044715 * x2 * x));
+        return (T)0.5 * ((T)1 + t) + (T)0.5 * x * ((T)1 - t * t) * k * ((T)1 + (T)0.134145 * x2);
+    }
+    return act_grad_from_output(act_apply(x, act), act);
 }
 
 // ---------------------------------------------------------------------------------------------------

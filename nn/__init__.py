@@ -8,15 +8,15 @@ Chainer) and PyTorch's conventions (names, layouts, init, update rules), so weig
     loss = crit(model(x), labels); opt.zero_grad(); model.backward(crit.backward()); opt.step()
 
 Every forward and backward pass runs as device kernels: gpublas's GEMM plus nn's kernels in
-nn/cuda/{activation,conv,pool,dropout,loss,optim,lstm,batchnorm,embedding,amp,attention}.cu (found through
-the same compile path). nn.amp.GradScaler: dynamic loss scaling for mixed-precision training.
+nn/cuda/{activation,conv,pool,dropout,loss,optim,lstm,batchnorm,layernorm,embedding,amp,attention}.cu
+(found through the same compile path). nn.amp.GradScaler: dynamic loss scaling for mixed-precision training.
 """
 from . import amp, functional
 from .amp import autocast
 from .checkpoint import load, save
 from .gradcheck import GradcheckError, gradcheck
 from .init import manual_seed
-from .layers.activation import Flatten, ReLU, Sigmoid, Tanh
+from .layers.activation import GELU, Flatten, ReLU, Sigmoid, Tanh
 from .layers.attention import ScaledDotProductAttention
 from .layers.container import Sequential
 from .layers.conv import Conv2d
@@ -24,14 +24,17 @@ from .layers.dense import Dense, Linear
 from .layers.dropout import Dropout
 from .layers.embedding import Embedding
 from .layers.lstm import LSTM
-from .layers.norm import BatchNorm1d, BatchNorm2d
+from .layers.norm import BatchNorm1d, BatchNorm2d, LayerNorm
 from .layers.pool import AvgPool2d, MaxPool2d
+from .layers.transformer import MultiheadAttention, TransformerEncoderLayer
 from .loss import CrossEntropyLoss, MSELoss, SoftmaxCrossEntropy
 from .module import Module, Parameter
 from .optim import SGD, Adam, AdamW, CosineLR, StepLR, clip_grad_norm
+from . import models  # noqa: E402 (after the layers it builds on)
 
 __all__ = ["Adam", "AdamW", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv2d", "CosineLR", "CrossEntropyLoss",
-           "Dense", "Dropout", "Embedding", "Flatten", "GradcheckError", "LSTM", "Linear", "MSELoss", "MaxPool2d",
-           "Module", "Parameter", "ReLU", "SGD", "ScaledDotProductAttention", "Sequential", "Sigmoid",
-           "SoftmaxCrossEntropy", "StepLR", "Tanh",
-           "autocast", "clip_grad_norm", "gradcheck", "load", "manual_seed", "save"]
+           "Dense", "Dropout", "Embedding", "Flatten", "GELU", "GradcheckError", "LSTM", "LayerNorm", "Linear",
+           "MSELoss", "MaxPool2d", "Module", "MultiheadAttention", "Parameter", "ReLU", "SGD",
+           "ScaledDotProductAttention", "Sequential", "Sigmoid", "SoftmaxCrossEntropy", "StepLR", "Tanh",
+           "TransformerEncoderLayer", "autocast", "clip_grad_norm", "gradcheck", "load", "manual_seed", "models",
+           "save"]

@@ -11,18 +11,19 @@ import gpublas
 
 
 class FlatGroups:
-    """`groups`: [(data, grad, [parameter index])] per dtype, in order of first appearance; `views`:
-    each parameter's (data view, grad view). A list with a parameter twice is left as it is."""
+    """`groups`: [(data, grad, [parameter index])] per dtype (and per `keys` value: an optimizer's parameter
+    group), in order of first appearance; `views`: each parameter's (data view, grad view). A list with a
+    parameter twice is left as it is."""
 
-    def __init__(self, params):
+    def __init__(self, params, keys=None):
         self.params, self.groups, self.views = params, [], []
         if len({id(p) for p in params}) != len(params):
             return
         by_dtype = {}
         for i, p in enumerate(params):
-            by_dtype.setdefault(p.dtype, []).append(i)
+            by_dtype.setdefault((p.dtype, None if keys is None else keys[i]), []).append(i)
         self.views = [None] * len(params)
-        for dtype, members in by_dtype.items():
+        for (dtype, _), members in by_dtype.items():
             n = sum(params[i].data.size for i in members)
             data, grad = gpublas.empty((n,), dtype), gpublas.empty((n,), dtype)
             for i, (d, g) in zip(members, self._slices(data, grad, members)):

@@ -63,11 +63,18 @@ def _storage(what, data, stats):
     return dtype
 
 
-def act_code(name):
-    try:
-        return ACT[name]
-    except KeyError:
-        raise ValueError(f"unknown activation {name!r}; expected one of relu, tanh, sigmoid or None") from None
+# the activations whose derivative needs the forward input (act_backward_input), not only its output
+FROM_INPUT = frozenset((ACT["gelu"], ACT["gelu_tanh"]))
+
+
+def act_code(name, from_output=False):
+    """common.cuh's code for activation `name`; from_output: a layer that keeps only the output refuses the
+    GELUs, whose derivative has no form in it."""
+    names = "relu, tanh, sigmoid" + ("" if from_output else ", gelu, gelu_tanh")
+    code = ACT.get(name)
+    if code is None or (from_output and code in FROM_INPUT):
+        raise ValueError(f"unknown activation {name!r}; expected one of {names} or None")
+    return code
 
 
 def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False, acc=False):
@@ -106,19 +113,32 @@ def act_backward(y, dy, dx, act):
     """dx = dy * act'(.) from the forward output y (dx may be dy)."""
     if not y.size == dy.size == dx.size:
         raise ValueError(f"act_backward: sizes {y.shape}, {dy.shape}, {dx.shape} differ")
+    if act in FROM_INPUT:
+        raise ValueError("act_backward: the GELUs' derivative needs the input (act_backward_input)")
     get_kernel("activation", "act_backward", _same("act_backward", y, dy, dx))(
         *geometry_1d(y.size), y, dy, dx, y.size, act)
     return dx
 
 
-def bias_act_forward(x, b, y, channels, inner, act):
+def act_backward_input(x, dy, dx, act):
+    """dx = dy * act'(x) from the forward input x (the GELUs'; dx may be dy)."""
+    if not x.size == dy.size == dx.size:
+        raise ValueError(f"act_backward_input: sizes {x.shape}, {dy.shape}, {dx.shape} differ")
+    get_kernel("activation", "act_backward_input", _same("act_backward_input", x, dy, dx))(
+        *geometry_1d(x.size), x, dy, dx, x.size, act)
+    return dx
+
+
+def bias_act_forward(x, b, y, channels, inner, act, pre=None):
     """y = act(x + b[channel]) for x viewed as (outer, channels, inner), b None: act(x). x is a GEMM's output
-    in the accumulator dtype (gemm(acc=True): float32 for 16-bit y, rounded once here); y may be x."""
-    if (b is not None and b.size != channels) or x.size % (channels * inner) or y.size != x.size:
-        raise ValueError(f"bias_act_forward: bias {None if b is None else b.shape} and y {y.shape} do not fit "
-                         f"x {x.shape} as (*, {channels}, {inner})")
-    get_kernel("activation", "bias_act_forward", _epilogue("bias_act_forward", x, y, b))(
-        *geometry_1d(x.size), x, b, y, x.size, fd(channels), fd(inner), act)
+    in the accumulator dtype (gemm(acc=True): float32 for 16-bit y, rounded once here); y may be x. pre (y's
+    dtype; may be x when that is y's dtype too, not y) gets x + b, the pre-activation act_backward_input reads."""
+    if (b is not None and b.size != channels) or x.size % (channels * inner) or y.size != x.size or (
+            pre is not None and (pre.size != x.size or pre is y)):
+        raise ValueError(f"bias_act_forward: bias {None if b is None else b.shape}, y {y.shape} and pre "
+                         f"{None if pre is None else pre.shape} do not fit x {x.shape} as (*, {channels}, {inner})")
+    get_kernel("activation", "bias_act_forward", _epilogue("bias_act_forward", x, y, b, pre))(
+        *geometry_1d(x.size), x, b, y, pre, x.size, fd(channels), fd(inner), act)
     return y
 
 

@@ -36,37 +36,59 @@ class _Loss(Module):
 
 
 class SoftmaxCrossEntropy(_Loss):
-    """Mean over the batch of -log softmax(logits)[label]; logits (N, C), labels (N,) integers in [0, C).
-    Host labels are checked (a clear ValueError); int32 labels already on the device are used as they
-    are, with no read-back: a label outside [0, C) makes its row's loss, and so the mean, NaN."""
+    """Mean of -log softmax(logits)[label] over the labels that are not ignore_index (torch's
+    CrossEntropyLoss with reduction='mean'); logits (..., C), labels (...) integers in [0, C) or
+    ignore_index: (N, C) with (N,), or a sequence model's (N, T, C) with (N, T). Host labels are checked (a
+    clear ValueError) and counted on the host; int32 labels already on the device are used as they are,
+    with no read-back (xent_scale counts them on the device): a label outside [0, C) makes its row's loss,
+    and so the mean, NaN. Every label ignored: the mean is NaN, as torch's."""
+
+    def __init__(self, ignore_index=-100):
+        super().__init__()
+        self.ignore_index = int(ignore_index)
+
+    def extra_repr(self):
+        return "" if self.ignore_index == -100 else f"ignore_index={self.ignore_index}"
 
     def forward(self, logits, labels, on_device=False):
-        # logits: (N, C); labels: (N,) int; loss: scalar; grad: (N, C)
+        # logits: (..., C); labels: (...) int; loss: scalar; grad: logits' shape
         logits = self._input(logits)
-        if logits.ndim != 2 or logits.shape[0] < 1:
-            raise ValueError(f"{self.describe()}: expected logits (N, C), got {logits.shape}")
-        N, C = logits.shape
-        labels = self._labels(labels, N, C)
+        if logits.ndim < 2 or logits.shape[0] < 1:
+            raise ValueError(f"{self.describe()}: expected logits (N, C) or (N, ..., C), got {logits.shape}")
+        shape, C = logits.shape, logits.shape[-1]
+        logits = logits if logits.ndim == 2 else logits.reshape(-1, C)
+        N = logits.shape[0]
+        labels, scale = self._labels(labels, shape[:-1], C, logits.dtype)
+        if scale is None:
+            scale = K.xent_scale(labels, self.ignore_index, gpublas.empty((1,), logits.dtype))
         grad = gpublas.empty_like(logits)
-        rows = K.softmax_xent_forward(logits, labels, grad, gpublas.empty((N,), logits.dtype))
-        total = K.sum_scaled(rows, gpublas.empty((1,), logits.dtype), 1.0 / N)
-        # cached: only the gradient (softmax - onehot) / N, computed in the same pass as the loss
-        self.grad = grad
+        rows = K.softmax_xent_forward(logits, labels, grad, gpublas.empty((N,), logits.dtype), scale,
+                                      self.ignore_index)
+        total = K.sum_scaled(rows, gpublas.empty((1,), logits.dtype))
+        # cached: only the gradient (softmax - onehot) / count, computed in the same pass as the loss
+        self.grad = grad.reshape(shape) if len(shape) != 2 else grad
         return self._value(total, on_device)
 
-    def _labels(self, labels, N, C):
-        if isinstance(labels, gpublas.DeviceArray) and labels.dtype == np.int32 and labels.shape == (N,):
-            return labels
+    def _labels(self, labels, shape, C, dtype):
+        """The labels as int32 (n,) on the device, and 1 / the count of the non-ignored ones as a device
+        array (None for device labels: counted there)."""
+        n = int(np.prod(shape))
+        if isinstance(labels, gpublas.DeviceArray) and labels.dtype == np.int32 and labels.shape == shape:
+            return labels.reshape(n), None
         host = labels.get() if isinstance(labels, gpublas.DeviceArray) else np.asarray(labels)
-        if host.shape != (N,):
-            raise ValueError(f"{self.describe()}: expected labels ({N},) for logits ({N}, {C}), got {host.shape}")
+        if host.shape != shape:
+            raise ValueError(f"{self.describe()}: expected labels {shape} for logits {shape + (C,)}, got {host.shape}")
         if not np.issubdtype(host.dtype, np.integer):
             raise ValueError(f"{self.describe()}: labels must be integers, got {host.dtype}")
-        bad = (host < 0) | (host >= C)
+        host = host.reshape(n)
+        kept = host != self.ignore_index
+        bad = ((host < 0) | (host >= C)) & kept
         if bad.any():
             i = int(np.argmax(bad))
             raise ValueError(f"{self.describe()}: labels must be in [0, {C}); label[{i}] = {int(host[i])}")
-        return gpublas.to_device(host.astype(np.int32))
+        count = int(kept.sum())
+        scale = np.array([1.0 / count if count else np.inf], dtype)
+        return gpublas.to_device(host.astype(np.int32)), gpublas.to_device(scale)
 
 
 class MSELoss(_Loss):

@@ -13,6 +13,28 @@ from .flat_params import FlatGroups, span
 from .module import Parameter
 
 
+def _param_groups(params):
+    """(parameters, each one's group index, the groups' options) from a list of Parameters or of PyTorch's
+    parameter groups, dicts {'params': [...], 'weight_decay': ...} (options a group leaves out take the
+    optimizer's)."""
+    params = list(params)
+    if not params or not isinstance(params[0], dict):
+        return _param_list(params), [0] * len(params), [{}]
+    flat, index, options = [], [], []
+    for g, group in enumerate(params):
+        if not isinstance(group, dict) or "params" not in group:
+            raise TypeError(f"optimizer: parameter group {g} must be a dict with 'params'")
+        unknown = set(group) - {"params", "weight_decay"}
+        if unknown:
+            raise ValueError(f"optimizer: parameter group {g} has options {sorted(unknown)}; only weight_decay "
+                             "can differ between groups")
+        members = _param_list(group["params"])
+        flat += members
+        index += [g] * len(members)
+        options.append({k: v for k, v in group.items() if k != "params"})
+    return flat, index, options
+
+
 def _param_list(params):
     params = list(params)
     for i, p in enumerate(params):
@@ -30,8 +52,8 @@ class _Optimizer:
     the weights, one for the gradients), so zero_grad and each update are one launch per group."""
 
     def __init__(self, params, lr):
-        self.params = _param_list(params)
-        self.flat = FlatGroups(self.params)
+        self.params, self._group_of, self._group_options = _param_groups(params)
+        self.flat = FlatGroups(self.params, self._group_of)
         self.state = gpublas.zeros((4,), np.float64)
         self.lr = lr
 
@@ -59,6 +81,11 @@ class _Optimizer:
             return [(d, g, *(s[0][k] for s in states)) for k, (d, g, _) in enumerate(self.flat.groups)]
         return [(p.data, p.grad, *(s[1][i] for s in states)) for i, p in enumerate(self.params)]
 
+    def _option(self, name, default):
+        """Option `name` of each entry of _operands (its parameter group's, else `default`)."""
+        members = [m[0] for _, _, m in self.flat.groups] if self.flat.intact() else range(len(self.params))
+        return [self._group_options[self._group_of[i]].get(name, default) for i in members]
+
 
 class SGD(_Optimizer):
     """p -= lr * g with g = grad + weight_decay p, through momentum (buf = momentum buf + (1 -
@@ -79,8 +106,9 @@ class SGD(_Optimizer):
 
     def step(self):
         K.optim_tick(self.state)  # t counts the steps; t == 1 marks the first (buf = g)
-        for p, g, buf in self._operands(self._buffers):
-            K.sgd_update(p, g, buf, self.state, self.momentum, self.dampening, self.weight_decay, self.nesterov)
+        decays = self._option("weight_decay", self.weight_decay)
+        for (p, g, buf), wd in zip(self._operands(self._buffers), decays):
+            K.sgd_update(p, g, buf, self.state, self.momentum, self.dampening, float(wd), self.nesterov)
 
 
 class Adam(_Optimizer):
@@ -109,8 +137,9 @@ class Adam(_Optimizer):
 
     def step(self):
         K.optim_tick(self.state, *self.betas)
-        for p, g, m, v, vmax in self._operands(*self._moments):
-            K.adam_update(p, g, m, v, vmax, self.state, *self.betas, self.eps, self.weight_decay, self.decoupled)
+        decays = self._option("weight_decay", self.weight_decay)
+        for (p, g, m, v, vmax), wd in zip(self._operands(*self._moments), decays):
+            K.adam_update(p, g, m, v, vmax, self.state, *self.betas, self.eps, float(wd), self.decoupled)
 
 
 class AdamW(Adam):

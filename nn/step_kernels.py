@@ -17,15 +17,27 @@ SIM_XENT_ROWS = source.int_defines("loss.cu", "XENT_", root=KERNELS)["XENT_ROWS"
 
 
 # -- loss.cu ----------------------------------------------------------------------------------------
-def softmax_xent_forward(logits, labels, dlogits, row_loss):
-    """row_loss[n] = logsumexp(logits[n]) - logits[n, label]; dlogits = (softmax - onehot) / N."""
+def softmax_xent_forward(logits, labels, dlogits, row_loss, scale=None, ignore_index=-100):
+    """row_loss[n] = (logsumexp(logits[n]) - logits[n, label]) s; dlogits = (softmax - onehot) s, with s =
+    scale[0] (a one-element device array; None: 1 / N); rows whose label is ignore_index get 0 and 0."""
     N, C = logits.shape
     if labels.dtype != np.int32 or labels.shape != (N,):
         raise ValueError(f"softmax_xent_forward: labels must be int32 ({N},), got {labels.dtype} {labels.shape}")
+    dtype = _same("softmax_xent_forward", logits, dlogits, row_loss, scale)
+    if scale is None:
+        scale = gpublas.to_device(np.array([1.0 / max(N, 1)], dtype))
     rows = SIM_XENT_ROWS if simulated() else 1
-    get_kernel("loss", "softmax_xent_forward", _same("softmax_xent_forward", logits, dlogits, row_loss))(
-        *geometry_1d(ceil_div(N, rows)), logits, labels, dlogits, row_loss, N, C, rows)
+    get_kernel("loss", "softmax_xent_forward", dtype)(
+        *geometry_1d(ceil_div(N, rows)), logits, labels, dlogits, row_loss, N, C, rows, int(ignore_index), scale)
     return row_loss
+
+
+def xent_scale(labels, ignore_index, scale):
+    """scale[0] = 1 / the number of labels not equal to ignore_index, on the device (no read-back)."""
+    if labels.dtype != np.int32 or scale.size != 1:
+        raise ValueError(f"xent_scale: labels must be int32 and scale one element, got {labels.dtype}, {scale.shape}")
+    get_kernel("loss", "xent_scale", scale.dtype)(1, 256, labels, labels.size, int(ignore_index), scale)
+    return scale
 
 
 def mse_forward(pred, target, dpred, sq):

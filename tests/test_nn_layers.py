@@ -161,7 +161,7 @@ def test_load_state_dict_errors():
 
 
 def test_bad_inputs_raise_clear_errors():
-    with pytest.raises(ValueError, match=r"Dense\(in_features=4.*expected input \(N, 4\), got \(2, 5\)"):
+    with pytest.raises(ValueError, match=r"Dense\(in_features=4.*expected input \(..., 4\), got \(2, 5\)"):
         nn.Dense(4, 3)(np.zeros((2, 5)))
     with pytest.raises(ValueError, match=r"Conv2d\(3, .*expected input \(N, 3, H, W\), got \(1, 2, 5, 5\)"):
         nn.Conv2d(3, 2, 3)(np.zeros((1, 2, 5, 5)))

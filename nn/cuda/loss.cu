@@ -2,14 +2,19 @@
 // one number through gpublas' reduce.cu (nn.kernels.sum_scaled).
 //
 // softmax_xent_forward: grid-stride loop, one thread per row n of logits (N, C): max, then
-//                       lse = max + log(sum exp(x - max)) (numerically stable), row_loss[n] = lse - x[label],
-//                       and the gradient of the batch MEAN: dlogits[n, j] = (exp(x_j - lse) - [j == label]) / N.
-//                       One fused pass; a label outside [0, C) gives a NaN row loss. On the simulator one
+//                       lse = max + log(sum exp(x - max)) (numerically stable), row_loss[n] = (lse - x[label]) s
+//                       and the gradient of the MEAN: dlogits[n, j] = (exp(x_j - lse) - [j == label]) s, with
+//                       s = scale[0] (device memory: 1 / the number of labels counted, xent_scale's), so the row
+//                       losses sum to the mean. A row whose label is ignore_index has loss 0 and gradient 0
+//                       (torch's ignore_index). One fused pass; a label outside [0, C) gives a NaN row loss. On the simulator one
 //                       thread per group of `rows` consecutive rows (XENT_ROWS; the launcher passes 1 on a GPU,
 //                       whose build takes one row per thread whatever rows is): the group's rows go through
 //                       each step together, so one row's max and sum chains (a compare or an add per
 //                       element, each waiting for the last) overlap the other rows' work instead of stalling
 //                       the exps; every row's values are computed as alone, in the same order.
+// xent_scale:           one block: scale[0] = 1 / the number of labels[0 .. N) that are not ignore_index
+//                       (block_reduce of each thread's strided count: a fixed order; 1 / 0 = inf when every
+//                       label is ignored, so the mean is NaN as torch's).
 // mse_forward:          grid-stride loop, one element per thread: d = pred - target, sq[i] = d*d,
 //                       dpred[i] = 2 d / n (the gradient of the mean).
 // loss_track:           one thread: acc[0] = a * acc[0] + b * (double)loss[0] in double, each product and
@@ -25,7 +30,7 @@
 template <int G>
 __device__ __forceinline__ void xent_rows(const real* __restrict__ x, const int* __restrict__ labels,
                                           real* __restrict__ dx, real* __restrict__ row_loss, long long n0, int C,
-                                          real invN) {
+                                          real invN, int ignore) {
     real m[G], s[G], lse[G];
     int label[G];
     for (int g = 0; g < G; ++g) {
@@ -40,27 +45,37 @@ __device__ __forceinline__ void xent_rows(const real* __restrict__ x, const int*
     for (int g = 0; g < G; ++g) lse[g] = m[g] + log(s[g]);
     for (int j = 0; j < C; ++j)
         for (int g = 0; g < G; ++g)
-            dx[g * C + j] = (exp(x[g * C + j] - lse[g]) - (j == label[g] ? (real)1 : (real)0)) * invN;
+            dx[g * C + j] = label[g] == ignore ? (real)0
+                                               : (exp(x[g * C + j] - lse[g]) - (j == label[g] ? (real)1 : (real)0)) * invN;
     for (int g = 0; g < G; ++g)
-        row_loss[n0 + g] = (label[g] >= 0 && label[g] < C) ? lse[g] - x[g * C + label[g]] : (real)NAN;
+        row_loss[n0 + g] = label[g] == ignore                 ? (real)0 * invN  // NaN when all are ignored
+                           : (label[g] >= 0 && label[g] < C) ? (lse[g] - x[g * C + label[g]]) * invN
+                                                             : (real)NAN;
 }
 
 extern "C" __global__ void softmax_xent_forward(const real* __restrict__ logits, const int* __restrict__ labels,
                                                 real* __restrict__ dlogits, real* __restrict__ row_loss, int N, int C,
-                                                int rows) {
-    const real invN = (real)1 / (real)N;
+                                                int rows, int ignore, const real* __restrict__ scale) {
+    const real invN = scale[0];
 #ifdef __CUDA_ARCH_SIM__
     GRID_STRIDE_LOOP(long long, r, (N + rows - 1) / rows) {
         const long long n0 = r * rows;
         if (rows == XENT_ROWS && n0 + XENT_ROWS <= N)
-            xent_rows<XENT_ROWS>(logits + n0 * C, labels, dlogits + n0 * C, row_loss, n0, C, invN);
+            xent_rows<XENT_ROWS>(logits + n0 * C, labels, dlogits + n0 * C, row_loss, n0, C, invN, ignore);
         else
             for (long long n = n0; n < n0 + rows && n < N; ++n)
-                xent_rows<1>(logits + n * C, labels, dlogits + n * C, row_loss, n, C, invN);
+                xent_rows<1>(logits + n * C, labels, dlogits + n * C, row_loss, n, C, invN, ignore);
     }
 #else
-    GRID_STRIDE_LOOP(long long, n, N) xent_rows<1>(logits + n * C, labels, dlogits + n * C, row_loss, n, C, invN);
+    GRID_STRIDE_LOOP(long long, n, N) xent_rows<1>(logits + n * C, labels, dlogits + n * C, row_loss, n, C, invN, ignore);
 #endif
+}
+
+extern "C" __global__ void xent_scale(const int* __restrict__ labels, int N, int ignore, real* __restrict__ scale) {
+    long long count = 0;
+    for (int n = threadIdx.x; n < N; n += blockDim.x) count += labels[n] != ignore;
+    count = block_reduce(count, SumOp<long long>(), 0LL);
+    if (threadIdx.x == 0) scale[0] = (real)1 / (real)count;
 }
 
 extern "C" __global__ void mse_forward(const real* __restrict__ pred, const real* __restrict__ target,

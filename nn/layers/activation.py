@@ -1,5 +1,6 @@
-"""Elementwise activations (ReLU, Tanh, Sigmoid) and Flatten. The activations keep their output:
-each derivative is written in terms of it (relu: y > 0, tanh: 1 - y^2, sigmoid: y (1 - y))."""
+"""Elementwise activations (ReLU, Tanh, Sigmoid, GELU) and Flatten. ReLU, Tanh and Sigmoid keep their
+output: each derivative is written in terms of it (relu: y > 0, tanh: 1 - y^2, sigmoid: y (1 - y)); GELU
+keeps its input, as its derivative has no form in the output."""
 import gpublas
 
 from .. import kernels as K
@@ -38,6 +39,34 @@ class Tanh(_Activation):
 
 class Sigmoid(_Activation):
     act = K.ACT["sigmoid"]
+
+
+class GELU(Module):
+    """torch.nn.GELU: x Phi(x) (approximate='none', erf) or GPT-2's tanh form (approximate='tanh'); any shape."""
+
+    def __init__(self, approximate="none"):
+        super().__init__()
+        if approximate not in ("none", "tanh"):
+            raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
+        self.approximate = approximate
+        self.act = K.ACT["gelu" if approximate == "none" else "gelu_tanh"]
+        self.x = None
+
+    def extra_repr(self):
+        return f"approximate={self.approximate!r}"
+
+    def forward(self, x):
+        # x: any shape; y: same shape
+        x = self._input(x)
+        self.x = x  # cached: the input, which the derivative is written in terms of
+        return K.act_forward(x, gpublas.empty_like(x), self.act)
+
+    def backward(self, dy):
+        # dy: the output's shape -> dx: the same shape
+        x = self._cached("x")
+        dy = self._grad_input(dy, x.shape, x.dtype)
+        # y = gelu(x)  =>  dL/dx = dL/dy * gelu'(x)
+        return K.act_backward_input(x, dy, gpublas.empty_like(dy), self.act)
 
 
 class Flatten(Module):

@@ -50,7 +50,7 @@ class Conv2d(Module):
                              f"{self.kernel_size}, {self.stride}, {self.dilation}, {self.padding}")
         if self.in_channels < 1 or self.out_channels < 1:
             raise ValueError(f"Conv2d: channel counts must be positive, got {in_channels}, {out_channels}")
-        self.act = K.act_code(activation)
+        self.act = K.act_code(activation, from_output=True)
         self.activation = activation
         kh, kw = self.kernel_size
         bound = 1.0 / math.sqrt(in_channels * kh * kw)

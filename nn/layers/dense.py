@@ -11,9 +11,13 @@ from ..module import Module, uniform_param
 
 
 class Dense(Module):
-    """Fully connected layer. `activation` ('relu', 'tanh', 'sigmoid') fuses an activation into the
-    bias kernel; the default None is the plain affine map. Under nn.autocast a float32 Dense computes
-    in 16 bits from its FP32 weights (nn/amp.py).
+    """Fully connected layer on (..., in_features) -> (..., out_features), as torch.nn.Linear: the leading
+    axes are one batch axis to the GEMM (a view of a contiguous x). `activation` ('relu', 'tanh',
+    'sigmoid', 'gelu', 'gelu_tanh') fuses an activation into the bias kernel; the default None is the
+    plain affine map. The GELUs' derivative needs the pre-activation x W^T + b, which the same kernel
+    writes beside y (kept for backward, as llm.c keeps its pre-GELU activations); the others' is
+    written in terms of y. Under nn.autocast a float32 Dense computes in 16 bits from its FP32 weights
+    (nn/amp.py).
 
     16-bit output (autocast, or a 16-bit layer) is rounded once, y = round16(act(x W^T + b)) from the
     FP32 accumulator, as PyTorch's fused linear (cuBLASLt's bias epilogue, oneDNN on the CPU) does: the
@@ -42,33 +46,42 @@ class Dense(Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}{act}"
 
     def forward(self, x):
-        # x: (N, in_features); weight: (out_features, in_features); y: (N, out_features)
+        # x: (..., in_features), as (N, in_features) with N the product of the leading axes;
+        # weight: (out_features, in_features); y: (..., out_features)
         x = self._input(x)
-        if x.ndim != 2 or x.shape[1] != self.in_features:
-            raise ValueError(f"{self.describe()}: expected input (N, {self.in_features}), got {x.shape}")
+        if x.ndim < 1 or x.shape[-1] != self.in_features:
+            raise ValueError(f"{self.describe()}: expected input (..., {self.in_features}), got {x.shape}")
+        lead = x.shape[:-1]
+        x = x.reshape(-1, self.in_features) if x.ndim != 2 else x
         w, b = self.weight.data, None if self.bias is None else self.bias.data
         # under autocast: 16-bit copies of x and the FP32 weights (cached for backward); outside it a
         # 16-bit input is computed in the layer's dtype
         x, w, b = amp.cast(amp.compute_dtype(w.dtype), x, w, b)
         epilogue = b is not None or self.act
         z = K.gemm(x, w, trans_b=True, acc=epilogue)  # x W^T (FP32 for 16-bit x when an epilogue follows)
-        y = z if z.dtype == x.dtype else gpublas.empty(z.shape, x.dtype)
+        from_input = self.act in K.FROM_INPUT
+        y = z if z.dtype == x.dtype and not from_input else gpublas.empty(z.shape, x.dtype)
+        pre = None if not from_input else z if z.dtype == x.dtype else gpublas.empty(z.shape, x.dtype)
         if epilogue:
-            K.bias_act_forward(z, b, y, self.out_features, 1, self.act)  # act(z + b), rounded once
-        if z is not y:
+            K.bias_act_forward(z, b, y, self.out_features, 1, self.act, pre)  # act(z + b), rounded once
+        if z is not y and z is not pre:
             z.free()
-        # cached: x for dW = dy^T x; y (only with a fused activation) for its derivative, which is
-        # written in terms of the output; w for dx = dy W: the parameter itself, or its 16-bit copy
-        # under autocast (as x is then the 16-bit input).
-        self.x, self.w = x, w
-        self.y = y if self.act else None
-        return y
+        # cached: x for dW = dy^T x; with a fused activation its derivative's argument: y (relu, tanh,
+        # sigmoid: written in terms of the output) or the pre-activation z + b (the GELUs); w for
+        # dx = dy W: the parameter itself, or its 16-bit copy under autocast (as x is then the 16-bit input).
+        self.x, self.w, self.lead = x, w, lead
+        self.y = (pre if from_input else y) if self.act else None
+        return y.reshape(lead + (self.out_features,)) if len(lead) != 1 else y
 
     def backward(self, dy):
-        # dy: (N, out_features) -> dx: (N, in_features); adds dW (out, in), db (out,)
+        # dy: (..., out_features) -> dx: (..., in_features); adds dW (out, in), db (out,)
         x, w = self._cached("x", "w")
-        dy = self._grad_input(dy, (x.shape[0], self.out_features), x.dtype)  # y's dtype: x's (as computed)
-        if self.act:
+        dy = self._grad_input(dy, self.lead + (self.out_features,), x.dtype)  # y's dtype: x's (as computed)
+        dy = dy.reshape(x.shape[0], self.out_features) if dy.ndim != 2 else dy
+        if self.act in K.FROM_INPUT:
+            # y = gelu(z): dL/dz = dL/dy * gelu'(z), from the cached pre-activation z
+            dy = K.act_backward_input(self.y, dy, gpublas.empty_like(dy), self.act)
+        elif self.act:
             # y = act(z): dL/dz = dL/dy * act'(z), from the cached y
             dy = K.act_backward(self.y, dy, gpublas.empty_like(dy), self.act)
         # y = x W^T + b  =>  dL/dW = dy^T x (into the FP32 .grad: a float32 C accumulates 16-bit products)
@@ -77,7 +90,8 @@ class Dense(Module):
             # dL/db = sum over the batch of dy
             K.bias_grad_sum(dy, self.bias.grad, self.out_features, 1)
         # dL/dx = dy W
-        return K.gemm(dy, w)
+        dx = K.gemm(dy, w)
+        return dx.reshape(self.lead + (self.in_features,)) if len(self.lead) != 1 else dx
 
 
 Linear = Dense

@@ -1,4 +1,4 @@
-"""BatchNorm1d and BatchNorm2d with PyTorch's semantics, parameter and buffer names (weight, bias,
+"""BatchNorm1d, BatchNorm2d and LayerNorm with PyTorch's semantics, parameter and buffer names (weight, bias,
 running_mean, running_var, num_batches_tracked), so state_dicts interchange.
 
 Training normalizes with the batch's statistics (biased variance) and moves the running statistics
@@ -16,6 +16,7 @@ import gpublas
 from gpublas.stream import capturing
 
 from .. import kernels as K
+from .. import transformer_kernels as TK
 from ..module import Module, Parameter
 
 
@@ -107,3 +108,58 @@ class BatchNorm1d(_BatchNorm):
 class BatchNorm2d(_BatchNorm):
     """Batch normalization of (N, C, H, W) input over N, H and W per channel."""
     ndims, layout = (4,), "(N, C, H, W)"
+
+
+class LayerNorm(Module):
+    """torch.nn.LayerNorm: y = (x - mean) / sqrt(var + eps) * weight + bias over the trailing
+    `normalized_shape` axes of x (biased variance), weight ones and bias zeros of that shape. The statistics
+    (mean, rstd per row) are kept in FP32 for 16-bit x, and so are weight and bias (as BatchNorm's)."""
+    _storage_inputs = True
+    _keep_fp32 = True
+
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, *, dtype=np.float32):
+        super().__init__()
+        shape = (int(normalized_shape),) if np.ndim(normalized_shape) == 0 else tuple(int(s) for s in normalized_shape)
+        if not shape or min(shape) < 1:
+            raise ValueError(f"LayerNorm: normalized_shape must be positive sizes, got {normalized_shape}")
+        if eps < 0:
+            raise ValueError(f"LayerNorm: eps must be >= 0, got {eps}")
+        dtype = np.dtype(dtype)
+        if not gpublas.dtypes.is_float(dtype):
+            raise TypeError(f"LayerNorm: dtype must be a float, got {dtype}")
+        object.__setattr__(self, "_dtype", dtype)
+        self.normalized_shape, self.eps = shape, float(eps)
+        self.elementwise_affine = bool(elementwise_affine)
+        self.weight = Parameter(np.ones(shape, dtype)) if elementwise_affine else None
+        self.bias = Parameter(np.zeros(shape, dtype)) if elementwise_affine and bias else None
+        self.x = None
+
+    def extra_repr(self):
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+    def forward(self, x):
+        # x: (..., *normalized_shape); y: x's shape; mean, rstd: (rows,) with rows = x.size / C
+        x = self._input(x)
+        k = len(self.normalized_shape)
+        if x.shape[x.ndim - k:] != self.normalized_shape or x.ndim < k:
+            raise ValueError(f"{self.describe()}: expected input (..., {', '.join(map(str, self.normalized_shape))}), "
+                             f"got {x.shape}")
+        x = x if x.c_contiguous else x.copy()
+        rows = x.size // int(np.prod(self.normalized_shape))
+        acc = gpublas.dtypes.TABLE[x.dtype].compute
+        mean, rstd = gpublas.empty((rows,), acc), gpublas.empty((rows,), acc)
+        w, b = _data(self.weight), _data(self.bias)
+        w, b = (None if p is None else p.astype(acc) if p.dtype != acc else p for p in (w, b))
+        y = TK.layernorm_forward(x, w, b, gpublas.empty_like(x), mean, rstd, self.eps)
+        # cached: x and each row's mean and rstd (xhat is recomputed from them in backward rather than kept:
+        # two numbers a row instead of a second x-sized array)
+        self.x, self.mean, self.rstd, self.w = x, mean, rstd, w
+        return y
+
+    def backward(self, dy):
+        # dy: x's shape -> dx: x's shape; adds dweight, dbias (normalized_shape)
+        x = self._cached("x")
+        dy = self._grad_input(dy, x.shape, x.dtype)
+        dy = dy if dy.c_contiguous else dy.copy()
+        return TK.layernorm_backward(x, dy, self.w, self.mean, self.rstd, gpublas.empty_like(dy),
+                                    _grad(self.weight), _grad(self.bias))

@@ -1,0 +1,141 @@
+"""GPT: GPT-2's architecture as llm.c and nanoGPT write it, on nn's layers.
+
+    model = nn.models.GPT(vocab_size=65, block_size=64, n_layer=2, n_head=4, n_embd=64)
+    opt = model.configure_optimizers(weight_decay=0.1, learning_rate=1e-3)
+    loss = crit(model(x), y); opt.zero_grad(); model.backward(crit.backward()); opt.step()
+
+Token and position embeddings (wte, wpe), n_layer pre-norm causal blocks (nn.TransformerEncoderLayer with
+norm_first=True, GELU's tanh form, a 4 n_embd feed-forward: nanoGPT's Block), a final LayerNorm (ln_f) and
+the LM head tied to wte: logits = ln_f(x) wte.weight^T, so wte.weight.grad receives the head's gradient
+and the embedding's, summed. GPT-2's init: every Linear weight and both embeddings N(0, 0.02), biases 0,
+the residual projections (self_attn.out_proj and linear2) N(0, 0.02 / sqrt(2 n_layer)).
+"""
+import math
+
+import numpy as np
+
+import gpublas
+
+from .. import init
+from .. import kernels as K
+from ..layers.container import Sequential
+from ..layers.dropout import Dropout
+from ..layers.embedding import Embedding
+from ..layers.norm import LayerNorm
+from ..layers.transformer import TransformerEncoderLayer
+from ..module import Module
+from ..optim import AdamW
+
+
+class GPT(Module):
+    """forward(idx) on (B, T) token ids (T <= block_size) returns logits (B, T, vocab_size); backward(dlogits)
+    adds every parameter's gradient and returns None (ids have no gradient)."""
+
+    def __init__(self, vocab_size, block_size, n_layer=12, n_head=12, n_embd=768, dropout=0.0, bias=True, *,
+                 dtype=np.float32):
+        super().__init__()
+        if min(vocab_size, block_size, n_layer, n_head, n_embd) < 1:
+            raise ValueError(f"GPT: sizes must be positive, got vocab_size={vocab_size}, block_size={block_size}, "
+                             f"n_layer={n_layer}, n_head={n_head}, n_embd={n_embd}")
+        self.vocab_size, self.block_size, self.n_layer = int(vocab_size), int(block_size), int(n_layer)
+        self.n_head, self.n_embd = int(n_head), int(n_embd)
+        C = self.n_embd
+        self.wte = Embedding(vocab_size, C, dtype=dtype)
+        self.wpe = Embedding(block_size, C, dtype=dtype)
+        self.drop = Dropout(dropout)
+        self.h = Sequential(*(TransformerEncoderLayer(C, n_head, 4 * C, dropout, "gelu_tanh", 1e-5, True, True, bias,
+                                                      dtype=dtype) for _ in range(n_layer)))
+        self.ln_f = LayerNorm(C, bias=bias, dtype=dtype)
+        self._init_weights()
+        self.x = None
+
+    def _init_weights(self):
+        resid = 0.02 / math.sqrt(2 * self.n_layer)
+        for name, p in self.named_parameters():
+            if name.endswith("bias"):
+                p.data.fill(0)
+            elif p.data.ndim == 2:  # Linear weights, in_proj_weight and the embeddings
+                std = resid if name.endswith(("out_proj.weight", "linear2.weight")) else 0.02
+                p.data.set(np.ascontiguousarray(std * init.normal(p.shape), dtype=p.dtype))
+
+    def extra_repr(self):
+        return (f"vocab_size={self.vocab_size}, block_size={self.block_size}, n_layer={self.n_layer}, "
+                f"n_head={self.n_head}, n_embd={self.n_embd}")
+
+    def num_parameters(self):
+        return sum(p.data.size for p in self.parameters())
+
+    def forward(self, idx):
+        # idx: (B, T) ints; logits: (B, T, V)
+        shape = idx.shape
+        if len(shape) != 2 or shape[1] < 1:
+            raise ValueError(f"{self.describe()}: expected token ids (B, T), got shape {shape}")
+        B, T = shape
+        if T > self.block_size:
+            raise ValueError(f"{self.describe()}: sequence length {T} is past the position table (block_size "
+                             f"{self.block_size})")
+        x = self.wte(idx)                                  # (B, T, C)
+        x += self.wpe(_positions(T))                       # (T, C), broadcast over B
+        x = self.drop(x)
+        for block in self.h:
+            x = block(x, is_causal=True)
+        x2 = self.ln_f(x).reshape(B * T, self.n_embd)
+        logits = K.gemm(x2, self.wte.weight.data, trans_b=True)  # the tied head: x wte^T
+        self.x, self.bt = x2, (B, T)  # cached: the final LayerNorm's output, for the head's weight gradient
+        return logits.reshape(B, T, self.vocab_size)
+
+    def backward(self, dlogits):
+        # dlogits: (B, T, V) -> None; adds every parameter's gradient (wte's: the head's and the embedding's)
+        x2 = self._cached("x")
+        B, T = self.bt
+        d2 = self._grad_input(dlogits, (B, T, self.vocab_size), x2.dtype).reshape(B * T, self.vocab_size)
+        w = self.wte.weight
+        K.gemm(d2, x2, w.grad, beta=1.0, trans_a=True)     # logits = x W^T  =>  dW += dlogits^T x
+        dx = self.ln_f.backward(K.gemm(d2, w.data).reshape(B, T, self.n_embd))
+        for block in reversed(list(self.h)):
+            dx = block.backward(dx)
+        dx = self.drop.backward(dx)
+        self.wpe.backward(gpublas.sum(dx, axis=0))          # x = tok + pos[t]  =>  dpos = the sum over B
+        self.wte.backward(dx)
+        return None
+
+    def configure_optimizers(self, weight_decay=0.1, learning_rate=6e-4, betas=(0.9, 0.95), eps=1e-8):
+        """AdamW with nanoGPT's groups: weight decay on the 2-D weights (matrices and embeddings) only,
+        none on biases and LayerNorm parameters."""
+        params = self.parameters()
+        decay = [p for p in params if p.data.ndim >= 2]
+        no_decay = [p for p in params if p.data.ndim < 2]
+        return AdamW([{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+                     lr=learning_rate, betas=betas, eps=eps)
+
+    def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None, rng=None):
+        """idx (B, T) extended by max_new_tokens sampled tokens, each from softmax(logits / temperature) of
+        the last position (the context cropped to block_size): the Gumbel-max draw argmax(logits /
+        temperature + g) on the device, g = -log(-log(u)) with u from nn's generator (or `rng`)."""
+        if top_k is not None:
+            raise NotImplementedError("GPT.generate: top_k needs a device top-k (gpublas.topk), not there yet")
+        if temperature <= 0:
+            raise ValueError(f"GPT.generate: temperature must be positive, got {temperature}")
+        rng = rng or init.generator()
+        idx = np.array(idx.get() if isinstance(idx, gpublas.DeviceArray) else idx, dtype=np.int64)
+        training = self.training
+        self.eval()
+        try:
+            for _ in range(max_new_tokens):
+                ctx = idx[:, -self.block_size:]
+                logits = self(ctx)[:, -1, :]                               # (B, V)
+                u = rng.uniform(np.finfo(np.float64).tiny, 1.0, logits.shape)
+                g = gpublas.to_device((-np.log(-np.log(u))).astype(logits.dtype))
+                nxt = (logits * (1.0 / temperature) + g).argmax(axis=-1)   # (B,) on the device
+                idx = np.concatenate([idx, nxt.get().astype(np.int64)[:, None]], axis=1)
+        finally:
+            self.train(training)
+        return idx
+
+
+def _positions(T, _cache={}):
+    """The position ids 0 .. T-1 as an int32 device array (made once per length and backend)."""
+    key = (T, gpublas.backend())
+    if key not in _cache:
+        _cache[key] = gpublas.to_device(np.arange(T, dtype=np.int32))
+    return _cache[key]
