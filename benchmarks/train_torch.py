@@ -141,3 +141,36 @@ def time_torch(ctx, layers, state, x, labels, lr, momentum, precision="fp32", de
             times.append((time.perf_counter() - t0) * 1e3)
     out.update(ms=statistics.median(times), scale=scaler.get_scale() if scaler.is_enabled() else 1.0)
     return out
+
+
+def torch_gpt(net, device="cpu"):
+    """A torch.nn twin of an nn.models.GPT `net` with its weights (the same state_dict keys): nanoGPT's model
+    written with torch.nn.TransformerEncoderLayer blocks, the head tied to wte."""
+    import torch
+    import torch.nn.functional as F
+
+    C, H, L = net.n_embd, net.n_head, net.n_layer
+    bias = net.ln_f.bias is not None
+
+    class TorchGPT(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte = torch.nn.Embedding(net.vocab_size, C)
+            self.wpe = torch.nn.Embedding(net.block_size, C)
+            self.drop = torch.nn.Dropout(net.drop.p)
+            self.h = torch.nn.Sequential(*(torch.nn.TransformerEncoderLayer(
+                C, H, 4 * C, net.drop.p, activation=lambda x: F.gelu(x, approximate="tanh"), batch_first=True,
+                norm_first=True, bias=bias) for _ in range(L)))
+            self.ln_f = torch.nn.LayerNorm(C, bias=bias)
+
+        def forward(self, idx):
+            T = idx.shape[1]
+            x = self.drop(self.wte(idx) + self.wpe(torch.arange(T, device=idx.device)))
+            mask = torch.nn.Transformer.generate_square_subsequent_mask(T, device=idx.device, dtype=x.dtype)
+            for block in self.h:
+                x = block(x, src_mask=mask, is_causal=True)
+            return self.ln_f(x) @ self.wte.weight.T
+
+    model = TorchGPT().to(dtype=getattr(torch, str(net.dtype)))
+    model.load_state_dict({k: torch.from_numpy(v) for k, v in net.state_dict().items()})
+    return model.to(device)

@@ -1,0 +1,190 @@
+"""A character-level GPT trained on the Python standard library's own source (no download).
+
+    python -m nn.examples.gpt            # sim backend: a minute or so on 2 cores
+
+nn.models.GPT (2 pre-norm causal blocks, 4 heads, n_embd 64, context 64) learns to predict the next
+character of random 64-character windows of a fixed, sorted list of standard-library modules (the first
+90 % of their text for training, the rest for validation), AdamW with nanoGPT's weight-decay groups, a
+cosine learning rate and gradient clipping. Prints the train loss as it falls, the validation loss against
+the loss of predicting the characters' frequencies, and a sample generated from the trained model.
+--save / --load keep the weights (nn.save's PyTorch names); --sample generates from a loaded checkpoint
+without training; --graph replays the captured step; --precision bf16 / fp16 runs the Dense layers' GEMMs
+in 16 bits (nn.autocast).
+"""
+import argparse
+import math
+import os
+import sys
+import sysconfig
+import time
+
+import numpy as np
+
+import gpublas
+import nn
+
+from .graphed import GraphedStep, add_graph_flag, training_parts
+from .precision import Precision, add_precision_flag
+from .training import add_distributed_flag, describe_device, setup_distributed
+
+# the corpus: standard-library modules present in every CPython 3.10+, in this order
+MODULES = ("abc.py", "bisect.py", "colorsys.py", "copy.py", "fnmatch.py", "genericpath.py", "glob.py",
+           "heapq.py", "keyword.py", "linecache.py", "opcode.py", "queue.py", "sched.py", "shlex.py",
+           "string.py", "textwrap.py")
+CHARS = "\n" + "".join(chr(c) for c in range(32, 127))   # printable ASCII; anything else becomes '?'
+
+
+def corpus():
+    """The modules' text (characters outside CHARS as '?'), as int32 ids into CHARS, and the file count."""
+    root = sysconfig.get_paths()["stdlib"]
+    texts = []
+    for name in sorted(MODULES):
+        path = os.path.join(root, name)
+        if os.path.exists(path):
+            with open(path, encoding="utf-8", errors="replace") as f:
+                texts.append(f.read())
+    text = "".join(texts)
+    lut = np.full(0x110000, CHARS.index("?"), np.int32)
+    lut[[ord(c) for c in CHARS]] = np.arange(len(CHARS))
+    return lut[np.frombuffer(text.encode("utf-32-le"), np.uint32)], len(texts)
+
+
+def frequency_loss(train, val):
+    """Cross-entropy of predicting val's characters by train's character frequencies (add-one smoothed)."""
+    p = (np.bincount(train, minlength=len(CHARS)) + 1.0) / (train.size + len(CHARS))
+    return float(-np.log(p[val]).mean())
+
+
+def windows(rng, data, T, N):
+    """N random windows (N, T) and the characters after each (N, T)."""
+    i = rng.integers(0, data.size - T - 1, N)[:, None] + np.arange(T)
+    return data[i], data[i + 1]
+
+
+def evaluate(model, crit, data, T, N, batches=4):
+    """Mean loss over fixed windows of `data` (the same ones every call), in eval mode."""
+    rng = np.random.default_rng(1234)
+    model.eval()
+    loss = float(np.mean([crit(model(x), y) for x, y in (windows(rng, data, T, N) for _ in range(batches))]))
+    model.train()
+    return loss
+
+
+def text_of(ids):
+    return "".join(CHARS[i] for i in ids)
+
+
+def train(model, net, opt, sched, data, val, args, precision, bar):
+    """The training loop; returns the last smoothed train loss, or None when it stopped on a NaN."""
+    crit = nn.CrossEntropyLoss()
+    rng = np.random.default_rng(args.seed)
+    state = {}
+
+    def forward_backward(x, y):
+        with precision.autocast():
+            logits = net(x)
+        state["loss"] = crit(logits, y, on_device=True)
+        opt.zero_grad()
+        precision.backward(net, crit.backward(), opt)
+
+    def update(x, y):
+        nn.clip_grad_norm(opt.params, 1.0, on_device=True)
+        precision.step(opt)
+
+    step_fn = GraphedStep(training_parts(model, forward_backward, update)) if args.graph else None
+    smooth = None
+    for step in range(1, args.steps + 1):
+        x, y = windows(rng, data, args.block_size, args.batch_size)
+        x, y = x.astype(np.int32), y.astype(np.int32)
+        if step_fn is not None:
+            step_fn(x, y)
+        else:
+            forward_backward(gpublas.to_device(x), gpublas.to_device(y))
+            if model is not net:
+                model.reduce_gradients(y.size)
+            update(None, None)
+        sched.step()
+        read = step % 10 == 0 or step % args.eval_every == 0 or step == args.steps   # a read-back: not every step
+        loss = float(state["loss"].get()[0]) if read else None
+        if loss is not None:
+            if not math.isfinite(loss):
+                print(f"gpt: loss became {loss} at step {step}; stopping (try a smaller --lr)", file=sys.stderr)
+                return None
+            smooth = loss if smooth is None else 0.7 * smooth + 0.3 * loss
+            bar.set_postfix(loss=f"{smooth:.3f}", refresh=False)
+        bar.update(1)
+        if step % args.eval_every == 0 and step != args.steps:
+            bar.write(f"step {step:4d}  train loss {smooth:.3f}  val loss "
+                      f"{evaluate(net, crit, val, args.block_size, args.batch_size):.3f}")
+    return smooth
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--steps", type=int, default=300)
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--block-size", type=int, default=64, help="context length T")
+    p.add_argument("--n-layer", type=int, default=2)
+    p.add_argument("--n-head", type=int, default=4)
+    p.add_argument("--n-embd", type=int, default=64)
+    p.add_argument("--lr", type=float, default=3e-3)
+    p.add_argument("--eval-every", type=int, default=100)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--save", metavar="PATH", help="write the trained weights (nn.save) to PATH")
+    p.add_argument("--load", metavar="PATH", help="start from the weights in PATH")
+    p.add_argument("--sample", type=int, nargs="?", const=300, default=None, metavar="CHARS",
+                   help="only generate CHARS characters (default 300) from the --load checkpoint, no training")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_distributed_flag(p)
+    add_graph_flag(p)
+    add_precision_flag(p)
+    args = p.parse_args(argv)
+    precision = Precision(args.precision)
+    precision.check_graph(args.graph)
+    if args.sample is not None and not args.load:
+        raise SystemExit("--sample generates from a checkpoint: give it with --load PATH")
+    dist = setup_distributed(args)
+    ranks = 1 if dist is None else dist.world_size()
+
+    print(describe_device(), flush=True)
+    nn.manual_seed(args.seed)
+    data, files = corpus()
+    split = int(0.9 * data.size)
+    train_data, val = data[:split], data[split:]
+    net = nn.models.GPT(len(CHARS), args.block_size, args.n_layer, args.n_head, args.n_embd)
+    if args.load:
+        nn.load(net, args.load)
+    rng = np.random.default_rng(args.seed)
+    if args.sample is not None:
+        print(text_of(net.generate(data[None, :1], args.sample, temperature=0.8, rng=rng)[0]))
+        return 0
+    base = frequency_loss(train_data, val)
+    print(f"gpt: {data.size} characters of {files} standard-library modules, vocabulary {len(CHARS)}, "
+          f"{net.num_parameters()} parameters; predicting character frequencies: val loss {base:.3f}", flush=True)
+    model = net if dist is None else dist.DataParallel(net)
+    args.batch_size //= ranks
+    opt = net.configure_optimizers(weight_decay=0.1, learning_rate=args.lr, betas=(0.9, 0.95))
+    sched = nn.CosineLR(opt, T_max=max(args.steps, 1), eta_min=args.lr / 10)
+    from tqdm import tqdm
+    start = time.perf_counter()
+    with tqdm(total=args.steps, desc="gpt", unit="step", file=sys.stderr, disable=args.quiet) as bar:
+        smooth = train(model, net, opt, sched, train_data, val, args, precision, bar)
+    if smooth is None:
+        if ranks > 1:
+            dist.abort(1)
+        return 1
+    seconds = time.perf_counter() - start
+    val_loss = evaluate(net, nn.CrossEntropyLoss(), val, args.block_size, args.batch_size)
+    if args.save and (dist is None or dist.is_main()):
+        nn.save(net, args.save)
+    if dist is None or dist.is_main():
+        prompt = data[split:split + 16][None, :]
+        print("sample:\n" + text_of(net.generate(prompt, 200, temperature=0.8, rng=rng)[0]))
+    print(f"gpt: val loss {val_loss:.3f} after {args.steps} steps, {seconds:.1f} s (train loss {smooth:.3f}, "
+          f"character frequencies {base:.3f})" + ("" if dist is None else f" on {ranks} ranks")
+          + ("" if args.precision == "fp32" else f", {args.precision}"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
