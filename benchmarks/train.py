@@ -25,6 +25,7 @@ try:
     import nn
     from nn import reference as ref
     from nn.examples import digits
+    from nn.reference_gpt import NpGPT
 except ImportError as e:  # nn lands separately; the suite reports itself skipped without it
     nn = digits = ref = None
     NN_MISSING = f"{type(e).__name__}: {e}"
@@ -59,6 +60,8 @@ def numpy_twin(layers, state):
             layer = ref.NpIdentity()
         elif isinstance(m, LastStateLSTM):
             layer = ref.NpLSTM(w)
+        elif isinstance(m, GPTRows):
+            layer = NpGPT(w, m.n_layer, m.n_head)
         else:
             raise NotImplementedError(f"no NumPy reference for {m.describe()}")
         out.append((name, layer))
@@ -88,8 +91,21 @@ if nn is not None:
         def backward(self, dy):
             # dy: (N, H); the loss sees h_T only: its gradient enters as d_hn, every d_out[t] is zero
             return self.lstm.backward(self.d_out, d_hn=dy.reshape(1, *dy.shape))
+    class GPTRows(nn.models.GPT):
+        """nn.models.GPT with its logits as rows (B*T, V) for the step's softmax cross-entropy on (B*T,) labels."""
+
+        def describe(self):
+            return f"GPT(L={self.n_layer}, H={self.n_head}, C={self.n_embd}, V={self.vocab_size})"
+
+        def forward(self, idx):
+            # idx: (B, T) -> logits (B*T, V)
+            return super().forward(idx).reshape(-1, self.vocab_size)
+
+        def backward(self, dy):
+            B, T = self.bt
+            return super().backward(dy.reshape(B, T, self.vocab_size))
 else:
-    LastStateLSTM = type("LastStateLSTM", (), {})
+    LastStateLSTM = GPTRows = type("LastStateLSTM", (), {})
 
 
 def models(ctx):
@@ -109,6 +125,11 @@ def models(ctx):
         x = rng.uniform(-1, 1, (T, n, I)).astype(np.float32)
         out.append((f"LSTM T={T} I={I} H={H}, batch {n}", [(str(i), m) for i, m in enumerate(lstm)], x,
                     rng.integers(0, 10, n).astype(np.int32), n))
+    V, T, L, C = ctx.pick(gpu=(4096, 256, 4, 512), sim=(96, 64, 2, 64), quick=(32, 16, 1, 32))
+    gpt = GPTRows(V, T, L, C // 32 if C >= 128 else 4, C)
+    for n in batches or [ctx.pick(gpu=16, sim=8, quick=2)]:
+        out.append((f"GPT L={L} C={C} T={T} V={V}, batch {n}", [("gpt", gpt)], rng.integers(0, V, (n, T)).astype(np.int32),
+                    rng.integers(0, V, n * T).astype(np.int32), n))
     return out
 
 

@@ -48,6 +48,8 @@ def torch_model(layers, state, device="cuda"):
             t = torch.nn.Identity()
         elif isinstance(getattr(m, "lstm", None), nn.LSTM):  # train.LastStateLSTM: its output is h_T
             t = _last_state_lstm(m.lstm.input_size, m.lstm.hidden_size)
+        elif isinstance(m, nn.models.GPT):  # train.GPTRows: the logits as rows
+            t = _rows(torch_gpt(m))
         else:
             return None
         sd = {k.split(".", 1)[1]: torch.from_numpy(v) for k, v in state.items() if k.split(".", 1)[0] == name}
@@ -66,6 +68,23 @@ def _fp32_linear():
                 return super().forward(x.float())
 
     return FP32Linear
+
+
+def _rows(gpt):
+    import torch
+
+    class Rows(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gpt = gpt
+
+        def forward(self, idx):
+            return self.gpt(idx.long()).flatten(0, 1)
+
+        def load_state_dict(self, state, strict=True):
+            return self.gpt.load_state_dict(state, strict)
+
+    return Rows()
 
 
 def _last_state_lstm(i, h):

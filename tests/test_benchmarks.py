@@ -251,9 +251,9 @@ def test_train_precision_adds_checked_16bit_step_rows(precision, dtype, tmp_path
     doc = json.loads((tmp_path / "t.json").read_text())
     models = {r["model"] for r in doc["results"]}
     half = [r for r in doc["results"] if r["layer"] == f"STEP {precision}"]
-    assert len(models) == 2 and {r["model"] for r in half} == models and all(r["step_ms"] > 0 for r in half)
+    assert len(models) == 3 and {r["model"] for r in half} == models and all(r["step_ms"] > 0 for r in half)
     loss_checks = [c for c in doc["checks"] if c["name"].endswith(f"{dtype} loss = fp32 loss")]
-    assert len(loss_checks) == 2 and doc["checks_passed"]
+    assert len(loss_checks) == 3 and doc["checks_passed"]
     assert "torch.autocast with the same dtype" in capsys.readouterr().out
 
 

@@ -102,3 +102,20 @@ def test_example_trains_saves_and_samples(tmp_path, capsys):
     assert line.startswith("gpt: val loss ") and "after 4 steps" in line
     assert example.main(small + ["--load", path, "--sample", "20"]) == 0
     assert len(capsys.readouterr().out.strip().splitlines()[-1]) > 0
+    assert example.main(small + ["--steps", "4", "--eval-every", "2", "--graph"]) == 0
+    graphed = capsys.readouterr().out.strip().splitlines()[-1]
+    assert graphed.split(",")[0] == line.split(",")[0]  # the replayed steps' val loss: the eager one's
+
+
+def test_autocast_bf16_step(gpt, rng):
+    gpt = nn.models.GPT(V, BS, L, H, 16)
+    idx, y = rng.integers(0, V, (2, BS)), rng.integers(0, V, (2, BS))
+    want = _step(gpt, idx, y)
+    with nn.autocast(gpublas.bfloat16):
+        logits = gpt(idx)
+    crit = nn.CrossEntropyLoss()
+    loss = crit(logits, y)
+    gpt.zero_grad()
+    gpt.backward(crit.backward())
+    assert loss == pytest.approx(want, rel=2 ** -6)
+    assert all(np.isfinite(p.grad.get()).all() and p.grad.dtype == np.float32 for p in gpt.parameters())

@@ -160,6 +160,6 @@ class LayerNorm(Module):
         # dy: x's shape -> dx: x's shape; adds dweight, dbias (normalized_shape)
         x = self._cached("x")
         dy = self._grad_input(dy, x.shape, x.dtype)
-        dy = dy if dy.c_contiguous else dy.copy()
+        dy = dy if dy.c_contiguous and dy.dtype == x.dtype else dy.astype(x.dtype)  # a 16-bit layer's after it
         return TK.layernorm_backward(x, dy, self.w, self.mean, self.rstd, gpublas.empty_like(dy),
                                     _grad(self.weight), _grad(self.bias))

@@ -13,7 +13,7 @@ import numpy as np
 
 import gpublas
 
-from .. import init
+from .. import amp, init
 from .. import kernels as K
 from ..module import Module, Parameter
 from .attention_unfused import ScaledDotProductAttention
@@ -23,9 +23,13 @@ from .norm import LayerNorm
 
 
 def _linear(x, w, b):
-    """x (M, in) W^T (in, out) + b: one GEMM and, with a bias, the bias kernel in place."""
-    z = K.gemm(x, w, trans_b=True)
-    return z if b is None else K.bias_act_forward(z, b, z, w.shape[0], 1, K.ACT[None])
+    """x (M, in) W^T (in, out) + b: one GEMM and, with a bias, the bias kernel (in place, or from the FP32
+    accumulator into 16 bits, rounded once)."""
+    z = K.gemm(x, w, trans_b=True, acc=b is not None)
+    if b is None:
+        return z
+    return K.bias_act_forward(z, b, z if z.dtype == x.dtype else gpublas.empty(z.shape, x.dtype), w.shape[0], 1,
+                              K.ACT[None])
 
 
 def _linear_backward(d, x, w, dw, db):
@@ -45,7 +49,9 @@ class MultiheadAttention(Module):
     """torch.nn.MultiheadAttention(embed_dim, num_heads, dropout, bias, batch_first): forward(query, key=None,
     value=None, *, is_causal=False) returns the output (B, T, E) (no attention weights); with key and value None
     (or the query itself) it is self-attention, and backward(dy) returns dx, else (dquery, dkey, dvalue).
-    Init as torch: in_proj_weight xavier-uniform, the biases zero, out_proj.weight Linear's uniform."""
+    Init as torch: in_proj_weight xavier-uniform, the biases zero, out_proj.weight Linear's uniform. Under
+    nn.autocast the projections and the attention compute in 16 bits from the FP32 weights (as Dense)."""
+    _storage_inputs = True  # a 16-bit input under autocast (from a layer before it)
 
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, batch_first=True, *, dtype=np.float32):
         super().__init__()
@@ -80,9 +86,11 @@ class MultiheadAttention(Module):
         E, H, D = self.embed_dim, self.num_heads, self.head_dim
         w, b = self.in_proj_weight.data, None if self.in_proj_bias is None else self.in_proj_bias.data
         q = self._seq(query, "query")
+        self.in_dtype, low = q.dtype, amp.compute_dtype(w.dtype)   # under autocast: 16-bit projections
+        w, b = amp.cast(low, w, b)
         B, Tq = q.shape[:2]
         if self_attn:
-            x2 = q.reshape(B * Tq, E)
+            x2 = amp.cast(low, q.reshape(B * Tq, E))[0]
             qkv = _linear(x2, w, b)                       # (B*T, 3E) = (B, T, 3, H, D)
             heads = gpublas.ascontiguousarray(qkv.reshape(B, Tq, 3, H, D).transpose(2, 0, 3, 1, 4))
             qh, kh, vh = heads[0], heads[1], heads[2]      # (B, H, T, D) each, views
@@ -92,7 +100,7 @@ class MultiheadAttention(Module):
             if k.shape != v.shape or k.shape[0] != B:
                 raise ValueError(f"{self.describe()}: key {k.shape} and value {v.shape} must match, batch {B}")
             Tk = k.shape[1]
-            inputs = (q.reshape(B * Tq, E), k.reshape(B * Tk, E), v.reshape(B * Tk, E))
+            inputs = amp.cast(low, q.reshape(B * Tq, E), k.reshape(B * Tk, E), v.reshape(B * Tk, E))
             qh, kh, vh = (_heads(_linear(x2, w[i * E:(i + 1) * E], None if b is None else b[i * E:(i + 1) * E]),
                                  B, x2.shape[0] // B, H, D) for i, x2 in enumerate(inputs))
         self.attn.is_causal = bool(is_causal)
@@ -100,14 +108,14 @@ class MultiheadAttention(Module):
         merged = gpublas.ascontiguousarray(yh.transpose(0, 2, 1, 3)).reshape(B, Tq, E)
         y = self.out_proj(merged)
         # cached: the projections' inputs (for dW = d^T x), whether it was self-attention, the shapes
-        self.x, self.self_attn, self.shape = inputs, self_attn, (B, Tq)
+        self.x, self.self_attn, self.shape, self.w = inputs, self_attn, (B, Tq), w
         return y if self.batch_first else gpublas.ascontiguousarray(y.transpose(1, 0, 2))
 
     def backward(self, dy):
         # dy: (B, Tq, E) -> dx (B, Tq, E) for self-attention, else (dquery, dkey, dvalue)
         inputs = self._cached("x")
         E, H, D = self.embed_dim, self.num_heads, self.head_dim
-        (B, Tq), w = self.shape, self.in_proj_weight.data
+        (B, Tq), w = self.shape, self.w
         if not self.batch_first:
             dy = gpublas.ascontiguousarray(self._input(dy).transpose(1, 0, 2))
         dm = self.out_proj.backward(dy)                    # (B, Tq, E) = (B, Tq, H, D)
@@ -129,6 +137,8 @@ class MultiheadAttention(Module):
         return tuple(outs)
 
     def _out(self, d):
+        """An input's gradient in the input's layout and dtype (the FP32 of an input cast to 16 bits)."""
+        d = d if d.dtype == self.in_dtype else d.astype(self.in_dtype)
         return d if self.batch_first else gpublas.ascontiguousarray(d.transpose(1, 0, 2))
 
 
