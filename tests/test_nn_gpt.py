@@ -10,7 +10,7 @@ from nn import reference as ref
 from nn.reference_gpt import NpGPT
 
 F64 = np.float64
-V, BS, L, H, C = 11, 8, 2, 2, 8
+V, BS, L, H, C = 11, 8, 2, 2, 32   # head dim 16: the fused attention
 
 
 @pytest.fixture

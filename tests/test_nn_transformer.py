@@ -30,7 +30,8 @@ def _grads(ours, theirs, k):
 
 
 @pytest.mark.parametrize("causal", [False, True])
-def test_self_attention_is_torchs(rng, causal):
+@pytest.mark.parametrize("E, H", [(12, 3), (32, 2)], ids=["D4-unfused", "D16-fused"])
+def test_self_attention_is_torchs(rng, causal, E, H):
     ours = nn.MultiheadAttention(E, H, dtype=F64)
     theirs = torch.nn.MultiheadAttention(E, H, batch_first=True).double()
     _copy(ours, theirs)
@@ -44,7 +45,8 @@ def test_self_attention_is_torchs(rng, causal):
     _grads(ours, theirs, E * T)
 
 
-def test_cross_attention_is_torchs(rng):
+@pytest.mark.parametrize("E, H", [(12, 3), (48, 2)], ids=["D4-unfused", "D24-fused"])
+def test_cross_attention_is_torchs(rng, E, H):
     ours = nn.MultiheadAttention(E, H, dtype=F64)
     theirs = torch.nn.MultiheadAttention(E, H, batch_first=True).double()
     _copy(ours, theirs)
@@ -61,6 +63,8 @@ def test_cross_attention_is_torchs(rng):
 def test_init_and_sequence_first_layout(rng):
     m = nn.MultiheadAttention(8, 2, batch_first=False, dtype=F64)
     assert not m.in_proj_bias.data.get().any() and not m.out_proj.bias.data.get().any()
+    m(rng.standard_normal((T, B, 8)))
+    assert m.used is m.attn_unfused  # head dim 4: the fused kernels decline it
     assert np.abs(m.in_proj_weight.data.get()).max() <= np.sqrt(6 / (8 + 24))
     theirs = torch.nn.MultiheadAttention(8, 2).double()
     _copy(m, theirs)

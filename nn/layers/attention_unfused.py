@@ -1,5 +1,7 @@
-"""Scaled dot-product attention written with gpublas' batched GEMM and softmax (the T x T scores in
-memory): the stand-in behind nn.ScaledDotProductAttention's interface until the fused kernel lands."""
+"""Scaled dot-product attention written with gpublas' batched GEMM and softmax (the T x T scores in memory),
+with nn.ScaledDotProductAttention's interface: MultiheadAttention's path where the fused kernels decline (a head
+dim outside 16..128 in steps of 8, 16-bit data, attention dropout in training), as PyTorch's SDPA falls back
+to its math backend."""
 import math
 
 import numpy as np
@@ -11,7 +13,7 @@ from .. import init
 from ..module import Module
 
 
-class ScaledDotProductAttention(Module):
+class UnfusedAttention(Module):
     """y = softmax(scale q k^T + mask) v on (B, H, T, D) arrays; is_causal masks key j > query i (torch's
     top-left alignment); scale defaults to 1 / sqrt(D); dropout_p drops attention weights in train mode.
     backward(dy) returns (dq, dk, dv)."""
@@ -19,7 +21,7 @@ class ScaledDotProductAttention(Module):
     def __init__(self, is_causal=False, scale=None, dropout_p=0.0):
         super().__init__()
         if not 0.0 <= dropout_p < 1.0:
-            raise ValueError(f"ScaledDotProductAttention: dropout_p must be in [0, 1), got {dropout_p}")
+            raise ValueError(f"UnfusedAttention: dropout_p must be in [0, 1), got {dropout_p}")
         self.is_causal, self.scale, self.dropout_p = bool(is_causal), scale, float(dropout_p)
         self.seed, self.counter = init.next_seed(), gpublas.zeros((1,), np.int64)
         self.q = None
@@ -27,7 +29,7 @@ class ScaledDotProductAttention(Module):
     def extra_repr(self):
         return f"is_causal={self.is_causal}, scale={self.scale}, dropout_p={self.dropout_p}"
 
-    def forward(self, q, k, v, is_causal=None):
+    def forward(self, q, k, v):
         # q: (B, H, Tq, D); k, v: (B, H, Tk, D); y: (B, H, Tq, D)
         q, k, v = (self._input(a) for a in (q, k, v))
         if q.ndim != 4 or k.shape != v.shape or k.ndim != 4 or q.shape[:2] != k.shape[:2] or q.shape[3] != k.shape[3]:
@@ -35,7 +37,7 @@ class ScaledDotProductAttention(Module):
                              f"{q.shape}, {k.shape}, {v.shape}")
         B, H, Tq, D = q.shape
         Tk = k.shape[2]
-        causal = self.is_causal if is_causal is None else bool(is_causal)
+        causal = self.is_causal
         scale = 1.0 / math.sqrt(D) if self.scale is None else float(self.scale)
         q3, k3, v3 = (a.reshape(B * H, a.shape[2], D) for a in (q, k, v))
         s = gpublas.gemm_batched(q3, k3, alpha=scale, trans_b=True)      # (BH, Tq, Tk)

@@ -5,7 +5,10 @@ linear1, dropout, linear2, norm1, norm2, dropout1, dropout2), batch_first layout
 Heads are split by one fused transpose: the input projection writes (B, T, 3, H, D) in one GEMM (q, k and v
 side by side in each row, as torch's packed in_proj), and one strided copy makes it (3, B, H, T, D), whose
 three slices are the attention's q, k and v; the heads' output (B, H, T, D) is merged back into (B, T, E)
-by one more. The attention itself is nn.ScaledDotProductAttention.
+by one more. The attention itself is nn.ScaledDotProductAttention (the fused kernels, which read q, k and v
+as strided views of the projections: the heads are split with no copy at all), or, where those decline
+(a head dim outside 16..128 in steps of 8, 16-bit data, attention dropout in training), the unfused path
+of attention_unfused.py (PyTorch's SDPA picks its math backend likewise).
 """
 import math
 
@@ -16,7 +19,9 @@ import gpublas
 from .. import amp, init
 from .. import kernels as K
 from ..module import Module, Parameter
-from .attention_unfused import ScaledDotProductAttention
+from .. import kernels_attention as KA
+from .attention import ScaledDotProductAttention
+from .attention_unfused import UnfusedAttention
 from .dense import Dense
 from .dropout import Dropout
 from .norm import LayerNorm
@@ -41,8 +46,8 @@ def _linear_backward(d, x, w, dw, db):
 
 
 def _heads(x, B, T, H, D):
-    """(B, T, H, D) rows -> (B, H, T, D), one strided copy."""
-    return gpublas.ascontiguousarray(x.reshape(B, T, H, D).transpose(0, 2, 1, 3))
+    """(B, T, H, D) rows as (B, H, T, D): a view."""
+    return x.reshape(B, T, H, D).transpose(0, 2, 1, 3)
 
 
 class MultiheadAttention(Module):
@@ -68,6 +73,7 @@ class MultiheadAttention(Module):
         if bias:
             self.out_proj.bias.data.fill(0)
         self.attn = ScaledDotProductAttention(dropout_p=self.dropout)
+        self.attn_unfused = UnfusedAttention(dropout_p=self.dropout)
         self.x = None
 
     def extra_repr(self):
@@ -91,9 +97,8 @@ class MultiheadAttention(Module):
         B, Tq = q.shape[:2]
         if self_attn:
             x2 = amp.cast(low, q.reshape(B * Tq, E))[0]
-            qkv = _linear(x2, w, b)                       # (B*T, 3E) = (B, T, 3, H, D)
-            heads = gpublas.ascontiguousarray(qkv.reshape(B, Tq, 3, H, D).transpose(2, 0, 3, 1, 4))
-            qh, kh, vh = heads[0], heads[1], heads[2]      # (B, H, T, D) each, views
+            qkv = _linear(x2, w, b).reshape(B, Tq, 3, H, D)  # (B*T, 3E) = (B, T, 3, H, D)
+            qh, kh, vh = (qkv[:, :, i].transpose(0, 2, 1, 3) for i in range(3))  # (B, H, T, D) views
             inputs = (x2,)
         else:
             k, v = self._seq(key, "key"), self._seq(value, "value")
@@ -103,12 +108,14 @@ class MultiheadAttention(Module):
             inputs = amp.cast(low, q.reshape(B * Tq, E), k.reshape(B * Tk, E), v.reshape(B * Tk, E))
             qh, kh, vh = (_heads(_linear(x2, w[i * E:(i + 1) * E], None if b is None else b[i * E:(i + 1) * E]),
                                  B, x2.shape[0] // B, H, D) for i, x2 in enumerate(inputs))
-        self.attn.is_causal = bool(is_causal)
-        yh = self.attn(qh, kh, vh)                         # (B, H, Tq, D)
+        fused = D in KA.HEAD_DIMS and qh.dtype not in gpublas.dtypes.HALVES and not (self.training and self.dropout)
+        attn = self.attn if fused else self.attn_unfused
+        attn.is_causal = bool(is_causal)
+        yh = attn(qh, kh, vh)                              # (B, H, Tq, D)
         merged = gpublas.ascontiguousarray(yh.transpose(0, 2, 1, 3)).reshape(B, Tq, E)
         y = self.out_proj(merged)
         # cached: the projections' inputs (for dW = d^T x), whether it was self-attention, the shapes
-        self.x, self.self_attn, self.shape, self.w = inputs, self_attn, (B, Tq), w
+        self.x, self.self_attn, self.shape, self.w, self.used = inputs, self_attn, (B, Tq), w, attn
         return y if self.batch_first else gpublas.ascontiguousarray(y.transpose(1, 0, 2))
 
     def backward(self, dy):
@@ -119,7 +126,7 @@ class MultiheadAttention(Module):
         if not self.batch_first:
             dy = gpublas.ascontiguousarray(self._input(dy).transpose(1, 0, 2))
         dm = self.out_proj.backward(dy)                    # (B, Tq, E) = (B, Tq, H, D)
-        dq, dk, dv = self.attn.backward(_heads(dm, B, Tq, H, D))
+        dq, dk, dv = self.used.backward(_heads(dm, B, Tq, H, D))
         dw, db = self.in_proj_weight.grad, None if self.in_proj_bias is None else self.in_proj_bias.grad
         if self.self_attn:
             dqkv = gpublas.empty((B, Tq, 3, H, D), dy.dtype)
@@ -130,7 +137,7 @@ class MultiheadAttention(Module):
         outs = []
         for i, (d, x2) in enumerate(zip((dq, dk, dv), inputs)):
             T = x2.shape[0] // B
-            d2 = gpublas.ascontiguousarray(d.transpose(0, 2, 1, 3)).reshape(B * T, E)
+            d2 = gpublas.ascontiguousarray(d.transpose(0, 2, 1, 3)).reshape(B * T, E)  # heads merged: one copy
             rows = slice(i * E, (i + 1) * E)
             outs.append(self._out(_linear_backward(d2, x2, w[rows], dw[rows], None if db is None else db[rows])
                                   .reshape(B, T, E)))
