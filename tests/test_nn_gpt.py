@@ -83,8 +83,10 @@ def test_generate_and_bad_input(gpt, rng):
     assert out.shape == (1, 11) and (out[:, :2] == [[1, 2]]).all() and out.max() < V
     again = gpt.generate(np.array([[1, 2]]), 9, rng=np.random.default_rng(0))
     np.testing.assert_array_equal(out, again)
-    with pytest.raises(NotImplementedError, match="top_k"):
-        gpt.generate(np.array([[1]]), 1, top_k=5)
+    greedy = [gpt.generate(np.array([[1, 2]]), 5, top_k=1, rng=np.random.default_rng(s)) for s in (1, 2)]
+    np.testing.assert_array_equal(*greedy)  # top_k=1 leaves one token: no draw matters
+    logits = gpt(greedy[0][:, :-1]).get()[0]
+    assert (greedy[0][0, 2:] == logits.argmax(-1)[1:]).all()
     with pytest.raises(ValueError, match=r"sequence length 9 is past the position table \(block_size 8\)"):
         gpt(np.zeros((1, 9), int))
     with pytest.raises(ValueError, match=r"embed_dim \(8\) must be divisible by num_heads \(3\)"):

@@ -111,9 +111,10 @@ class GPT(Module):
     def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None, rng=None):
         """idx (B, T) extended by max_new_tokens sampled tokens, each from softmax(logits / temperature) of
         the last position (the context cropped to block_size): the Gumbel-max draw argmax(logits /
-        temperature + g) on the device, g = -log(-log(u)) with u from nn's generator (or `rng`)."""
-        if top_k is not None:
-            raise NotImplementedError("GPT.generate: top_k needs a device top-k (gpublas.topk), not there yet")
+        temperature + g) on the device, g = -log(-log(u)) with u from nn's generator (or `rng`); top_k keeps the
+        k largest logits of each row (gpublas.topk's k-th value as the threshold), as nanoGPT."""
+        if top_k is not None and top_k < 1:
+            raise ValueError(f"GPT.generate: top_k must be a positive int or None, got {top_k}")
         if temperature <= 0:
             raise ValueError(f"GPT.generate: temperature must be positive, got {temperature}")
         rng = rng or init.generator()
@@ -124,6 +125,9 @@ class GPT(Module):
             for _ in range(max_new_tokens):
                 ctx = idx[:, -self.block_size:]
                 logits = self(ctx)[:, -1, :]                               # (B, V)
+                if top_k is not None and top_k < self.vocab_size:
+                    kth = gpublas.topk(logits, int(top_k))[0][:, -1:]      # (B, 1): the k-th largest
+                    logits = gpublas.where(logits < kth, -np.inf, logits)
                 u = rng.uniform(np.finfo(np.float64).tiny, 1.0, logits.shape)
                 g = gpublas.to_device((-np.log(-np.log(u))).astype(logits.dtype))
                 nxt = (logits * (1.0 / temperature) + g).argmax(axis=-1)   # (B,) on the device
