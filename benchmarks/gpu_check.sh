@@ -6,7 +6,8 @@
 #           TF32 mma.sync and wgmma, the 16-bit GEMMs, graphs on cuda, the nn layers); the gemm suite
 #           (FP32, TF32, BF16, FP16 at 4096^3 and nn's shapes) against cuBLAS in the same run.
 #   stage 2 (~4 min): the train suite eager and --graph against PyTorch; launch; transfer.
-#   stage 3 (the rest): the whole suite on cuda (pytest-xdist, pytest-timeout), a junit XML.
+#   stage 3 (the rest): the whole suite on cuda (pytest-xdist, pytest-timeout), a junit XML;
+#           GPU_CHECK_TESTS narrows it to some files or test ids (a re-run of what failed).
 #
 # Nothing is built there: PyCUDA installs from .whl/ (benchmarks/gpu_prepare.sh copies the wheels
 # built here), and the kernels load from .cubins/ (GPUBLAS_CUBIN_DIR; built here by gpu_prepare.sh,
@@ -175,7 +176,9 @@ stage3() {
     if [[ $REHEARSE -eq 1 ]]; then
         pytest_run "whole suite (rehearsal: one file)" suite tests/test_architecture.py
     else
-        pytest_run "whole suite" suite tests
+        # GPU_CHECK_TESTS="tests/a.py tests/b.py::test_x" narrows it (a re-run of what failed)
+        read -r -a selection <<<"${GPU_CHECK_TESTS:-tests}"
+        pytest_run "suite: ${GPU_CHECK_TESTS:-whole}" suite "${selection[@]}"
     fi
 }
 
