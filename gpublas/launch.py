@@ -4,9 +4,11 @@
     k(grid=ceil_div(n, 256), block=256, args...)          # args: DeviceArrays, ints, floats
 """
 
+import threading
+
 import numpy as np
 
-from . import backends, cubins, dtypes, profiler, source
+from . import backends, compile_queue, cubins, dtypes, profiler, source
 from .errors import LaunchError
 from .stream import current_stream, refuse_in_capture
 
@@ -77,8 +79,8 @@ def _dim3(v):
 class Module:
     """A compiled source: its kernels by name, each prepared on first use."""
 
-    def __init__(self, text, defines, source_name):
-        self.backend = backends.current()
+    def __init__(self, text, defines, source_name, backend=None):
+        self.backend = backend or backends.current()
         self.signatures = source.kernel_signatures(text, defines)
         self.handle = self.backend.compile(text, defines, source_name)
         self.source_name = source_name
@@ -226,17 +228,69 @@ def _not_contiguous(a, kernel):
                        f"{a.strides}) but takes flat arrays; pass a.copy()")
 
 
+_pending = {}  # (backend, module key) -> Future of the Module compiling in the background (prefetch)
+_pending_lock = threading.Lock()
+
+
+def _module_key(text, defines, source_name):
+    return text, tuple(sorted((defines or {}).items())), source_name
+
+
 def load_source(text, defines=None, source_name="<source>"):
-    """Compiles `text` for the active backend (memoized in the backend object, cached on disk)."""
-    modules = backends.current().modules
-    key = (text, tuple(sorted((defines or {}).items())), source_name)
-    m = modules.get(key)
-    if m is None:
-        refuse_in_capture(f"compiling {source_name}", "a compile holds the host for seconds; run the work once "
-                          "before capturing it (or gpublas.launch.prebuild())")
-        m = modules[key] = Module(text, defines, source_name)
-        cubins.record(text, defines, source_name)
+    """Compiles `text` for the active backend (memoized in the backend object, cached on disk). A
+    compile that prefetch() started is waited for; one it only queued is run here at once."""
+    backend = backends.current()
+    key = _module_key(text, defines, source_name)
+    m = backend.modules.get(key)
+    if m is not None:
+        return m
+    with _pending_lock:  # a background job stores its Module before it leaves _pending
+        m, future = backend.modules.get(key), _pending.get((backend, key))
+    if m is not None:
+        return m
+    refuse_in_capture(f"compiling {source_name}", "a compile holds the host for seconds; run the work once "
+                      "before capturing it (or gpublas.launch.prebuild())")
+    if future is not None and not future.cancel():  # under way: its result (or its CompileError)
+        return future.result()
+    return _new_module(backend, key, text, defines, source_name)
+
+
+def _new_module(backend, key, text, defines, source_name):
+    m = backend.modules[key] = Module(text, defines, source_name, backend)
+    cubins.record(text, defines, source_name)  # GPUBLAS_RECORD_MODULES: the modules a run compiles
     return m
+
+
+def prefetch(jobs):
+    """Starts compiling kernel modules in the background, one per core, so that their first launches
+    find them ready: `jobs` is [(family, dtype, root)] as get_kernel names them (root None:
+    cuda_src/). Returns {job: Future of its Module} for the jobs not already loaded; a failure is kept
+    in its Future and raised again by the launch that needs the module. Launches of loaded kernels
+    never wait for these compiles."""
+    backend, started = backends.current(), {}
+    for job in dict.fromkeys(jobs):
+        family, dtype, root = job
+        text, defines, name = source.read(family, root), {"real": _real(dtype, family)}, str(source.path(family, root))
+        key = _module_key(text, defines, name)
+        with _pending_lock:
+            if key in backend.modules:
+                continue
+            future = _pending.get((backend, key))
+            if future is None:
+                future = _pending[backend, key] = compile_queue.submit(_compile_job, backend, key, text, defines, name)
+                future.add_done_callback(lambda _, k=(backend, key): _forget(k))
+        started[job] = future
+    return started
+
+
+def _compile_job(backend, key, text, defines, source_name):
+    m = backend.modules.get(key)
+    return m if m is not None else _new_module(backend, key, text, defines, source_name)
+
+
+def _forget(pending_key):
+    with _pending_lock:
+        _pending.pop(pending_key, None)
 
 
 def get_kernel(family, name, dtype=None, *, root=None, **defines):
@@ -252,33 +306,55 @@ def get_kernel(family, name, dtype=None, *, root=None, **defines):
     return k
 
 
+def _real(dtype, what):
+    """The C type `real` stands for with `dtype`; TypeError naming `what` for a dtype no kernel takes."""
+    dtype = np.dtype(dtype)
+    if dtype not in REAL:
+        raise TypeError(f"kernel '{what}': unsupported dtype {dtype}; expected one of {', '.join(map(str, REAL))}")
+    return REAL[dtype]
+
+
 def _load_kernel(family, name, dtype, root, defines):
     if dtype is not None:
-        dtype = np.dtype(dtype)
-        if dtype not in REAL:
-            raise TypeError(f"kernel '{name}': unsupported dtype {dtype}; expected one of "
-                            f"{', '.join(map(str, REAL))}")
-        defines["real"] = REAL[dtype]
+        defines["real"] = _real(dtype, name)
     return load_source(source.read(family, root), defines, str(source.path(family, root))).get(name)
 
 
-def prebuild(roots=(None,), dtypes=(np.float32, np.float64), families=None, workers=4):
+def prebuild(roots=(None,), dtypes=(np.float32, np.float64), families=None, workers=None, progress=None):
     """Compiles every kernel family under each root (None: cuda_src/) for each dtype, as get_kernel
-    would, `workers` at a time (compilers run as subprocesses, so threads overlap them). Returns
-    [(family, dtype name, None or the first line of its error)]. A fresh GPU machine otherwise
-    spends minutes in nvcc during its first tests."""
-    from concurrent.futures import ThreadPoolExecutor
+    would, on the background queue (one compile per core; `workers` is accepted for callers that
+    name it). Calls progress(family, dtype name, error) as each job ends. Returns [(family, dtype
+    name, None or the first line of its error)] in job order. A fresh GPU machine otherwise spends
+    minutes in nvcc during its first tests."""
+    from concurrent.futures import CancelledError, as_completed
 
-    jobs = [(root, family, np.dtype(d)) for root in roots for family in (families or source.families(root))
+    jobs = [(family, np.dtype(d), root) for root in roots for family in (families or source.families(root))
             for d in dtypes]
-
-    def build(job):
-        root, family, dtype = job
+    results, started = {}, {}
+    for job in jobs:
         try:
-            load_source(source.read(family, root), {"real": REAL[dtype]}, str(source.path(family, root)))
-            return family, dtype.name, None
+            started.update(prefetch([job]))
         except Exception as e:  # reported, not raised: one bad family must not hide the others
-            return family, dtype.name, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+            results[job] = _failure(e)
+    done = [j for j in jobs if j not in started]
+    for future in as_completed(started.values()):
+        done.extend(j for j, f in started.items() if f is future)
+    for job in done:
+        if job not in results:
+            family, dtype, root = job
+            try:
+                future = started.get(job)
+                if future is not None and not future.cancelled():
+                    future.result()
+                else:  # loaded already, or run by a launch that could not wait (cancelled)
+                    load_source(source.read(family, root), {"real": REAL[dtype]}, str(source.path(family, root)))
+                results[job] = None
+            except (Exception, CancelledError) as e:
+                results[job] = _failure(e)
+        if progress is not None:
+            progress(job[0], job[1].name, results[job])
+    return [(family, dtype.name, results[family, dtype, root]) for family, dtype, root in jobs]
 
-    with ThreadPoolExecutor(max(1, workers)) as pool:
-        return list(pool.map(build, jobs))
+
+def _failure(e):
+    return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"

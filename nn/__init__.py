@@ -10,6 +10,8 @@ Chainer) and PyTorch's conventions (names, layouts, init, update rules), so weig
 Every forward and backward pass runs as device kernels: gpublas's GEMM plus nn's kernels in
 nn/cuda/{activation,conv,pool,dropout,loss,optim,lstm,batchnorm,layernorm,embedding,amp,attention}.cu
 (found through the same compile path). nn.amp.GradScaler: dynamic loss scaling for mixed-precision training.
+nn.prefetch(model, loss, optimizer) compiles every kernel module they will launch in the background, before
+the first batch.
 """
 from . import amp, functional
 from .amp import autocast
@@ -30,6 +32,7 @@ from .layers.transformer import MultiheadAttention, TransformerEncoderLayer
 from .loss import CrossEntropyLoss, MSELoss, SoftmaxCrossEntropy
 from .module import Module, Parameter
 from .optim import SGD, Adam, AdamW, CosineLR, StepLR, clip_grad_norm
+from .prefetch_kernels import prefetch
 from . import models  # noqa: E402 (after the layers it builds on)
 
 __all__ = ["Adam", "AdamW", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv2d", "CosineLR", "CrossEntropyLoss",
@@ -37,4 +40,4 @@ __all__ = ["Adam", "AdamW", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv2d",
            "MSELoss", "MaxPool2d", "Module", "MultiheadAttention", "Parameter", "ReLU", "SGD",
            "ScaledDotProductAttention", "Sequential", "Sigmoid", "SoftmaxCrossEntropy", "StepLR", "Tanh",
            "TransformerEncoderLayer", "autocast", "clip_grad_norm", "gradcheck", "load", "manual_seed", "models",
-           "save"]
+           "prefetch", "save"]

@@ -11,6 +11,7 @@ from .module import Module
 
 
 class _Loss(Module):
+    kernel_families = ("loss", "reduce")  # nn.prefetch
     is_loss = True
 
     def __init__(self):

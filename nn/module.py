@@ -51,6 +51,7 @@ class Module:
     implement forward(x) and backward(dy)."""
     _storage_inputs = False  # True: also takes 16-bit input computed in the layer's dtype (see _input)
     _keep_fp32 = False       # True: to(float16 / bfloat16) leaves this module's parameters FP32
+    kernel_families = ()     # the kernel families forward and backward launch (nn.prefetch)
 
     def __init__(self):
         object.__setattr__(self, "_parameters", OrderedDict())

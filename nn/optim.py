@@ -50,6 +50,7 @@ class _Optimizer:
     the step count t advances on the device (optim_tick), so a replayed step sees both as an eager
     step would. The parameters are moved into flat groups (nn.flat_params: one buffer per dtype for
     the weights, one for the gradients), so zero_grad and each update are one launch per group."""
+    kernel_families = ("optim", ("optim", np.float64))  # the step count and clipping run in float64
 
     def __init__(self, params, lr):
         self.params, self._group_of, self._group_options = _param_groups(params)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from .. import compiler, config, source
 from ..errors import CompileError
-from . import sim_fission
+from . import sim_fission, sim_pch
 from .sim_cparse import kernels_needing_fibers, translate
 
 HEADER = Path(__file__).resolve().parent.parent / "sim" / "gpublas_sim.h"
@@ -152,9 +152,14 @@ def _front_end_and_build(text, defines, source_name, cxx, flags, key):
                           for k in sigs))
 
     def build(src, out):
-        cmd = [cxx, *flags, "-I", str(source.src_dir()), "-I", str(HEADER.parent), "-include", str(HEADER),
-               "-x", "c++", str(src), "-o", str(out)]
-        compiler.run_compiler(cmd, what="the sim backend", output=out, source_name=source_name)
+        head = _force_include(cxx, key)
+        cmd = [cxx, *flags, *(["-Winvalid-pch"] if head != HEADER else []), "-I", str(source.src_dir()),
+               "-I", str(HEADER.parent), "-include", str(head), "-x", "c++", str(src), "-o", str(out)]
+        log = compiler.run_compiler(cmd, what="the sim backend", output=out, source_name=source_name)
+        if head != HEADER and "precompiled header" in log and not _refused:
+            _refused.append(log)
+            print(f"gpublas: g++ did not use the sim's precompiled header {head}.gch (compiles are slower): "
+                  f"{log.strip().splitlines()[-1]}", file=sys.stderr)
 
     _dump(source_name, body(fissioned, report), report)
     try:
@@ -170,6 +175,16 @@ def _front_end_and_build(text, defines, source_name, cxx, flags, key):
         path = compiler.compile_cached(body(plain, {}), key_parts=key, suffix=".so", build=build,
                                        source_name=source_name)
     return path, barrier, report
+
+
+_refused = []  # g++'s complaint about the precompiled header, said once
+
+
+def _force_include(cxx, key):
+    """The simulator header a module build force-includes: the precompiled one's stub when it is
+    ready (sim_pch), else gpublas_sim.h. key: the module key's parts whose defines are left out."""
+    base = _CXXFLAGS + _machine_flags()
+    return sim_pch.include(cxx, base, [key[0], " ".join(base), *key[3:]], HEADER)
 
 
 def _dump(source_name, text, report):

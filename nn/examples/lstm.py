@@ -177,6 +177,7 @@ def main(argv=None):
     model = model if dist is None else dist.DataParallel(model)
     crit = nn.SoftmaxCrossEntropy()
     opt = nn.SGD(model.parameters(), lr=args.lr, momentum=0.9)
+    nn.prefetch(model, crit, opt)  # every kernel module compiles now, in the background, on every core
     sched = nn.CosineLR(opt, T_max=args.steps)
     start = time.perf_counter()
     windows = functools.partial(_windows, rng, data, T, N)

@@ -183,9 +183,11 @@ def fit_and_report(name, net, opt, data, args, schedule=None, augment=None, dist
     import nn  # the examples' own package; imported here so that nn's import does not load examples
     precision = Precision(getattr(args, "precision", "fp32"))
     precision.check_graph(getattr(args, "graph", False))
+    crit = nn.SoftmaxCrossEntropy()
+    nn.prefetch(net, crit, opt)  # every kernel module compiles now, in the background, on every core
     net = net if dist is None else dist.DataParallel(net)
     try:
-        s = run(net, nn.SoftmaxCrossEntropy(), opt, data, epochs=args.epochs, batch_size=args.batch_size,
+        s = run(net, crit, opt, data, epochs=args.epochs, batch_size=args.batch_size,
                 seed=args.seed, schedule=schedule, name=name, quiet=args.quiet, augment=augment, dist=dist,
                 graph=getattr(args, "graph", False), precision=precision)
     except NonFiniteLoss as e:

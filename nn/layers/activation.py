@@ -8,6 +8,7 @@ from ..module import Module
 
 
 class _Activation(Module):
+    kernel_families = ("activation",)  # nn.prefetch
     act = 0
 
     def __init__(self):
@@ -43,6 +44,7 @@ class Sigmoid(_Activation):
 
 class GELU(Module):
     """torch.nn.GELU: x Phi(x) (approximate='none', erf) or GPT-2's tanh form (approximate='tanh'); any shape."""
+    kernel_families = ("activation",)  # nn.prefetch
 
     def __init__(self, approximate="none"):
         super().__init__()

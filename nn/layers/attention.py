@@ -87,6 +87,7 @@ class ScaledDotProductAttention(Module):
     forward keeps q, k, v, y and the rows' logsumexp (O(T) memory), backward recomputes the probabilities
     tile by tile from them. is_causal masks key j > query i (PyTorch's top-left alignment); scale defaults to
     1 / sqrt(D). dropout_p > 0 in training raises NotImplementedError (eval mode ignores it, as PyTorch)."""
+    kernel_families = ("attention",)  # nn.prefetch
 
     def __init__(self, is_causal=False, scale=None, dropout_p=0.0):
         super().__init__()

@@ -27,6 +27,7 @@ class Dense(Module):
     before it and a rounding pass to 16 bits after it (three); the cost here is only the FP32
     workspace, the output's size, freed at once. A plain product (no bias, no activation) is rounded by
     the GEMM itself."""
+    kernel_families = ("gemm", "activation", "reduce")  # nn.prefetch
     _storage_inputs = True  # 16-bit input from a layer before it under autocast
 
     def __init__(self, in_features, out_features, bias=True, *, activation=None, dtype=np.float32):

@@ -14,6 +14,7 @@ class Dropout(Module):
     advances by the number of elements on every call, so each call draws fresh numbers. The counter
     lives in device memory and advances there, so a replayed graph draws as eager calls would;
     reading or setting `offset` copies it."""
+    kernel_families = ("dropout",)  # nn.prefetch
 
     def __init__(self, p=0.5):
         super().__init__()

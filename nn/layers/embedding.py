@@ -13,6 +13,7 @@ class Embedding(Module):
     """x: integer indices of any shape (...), each in [0, num_embeddings); y: (..., embedding_dim).
     backward(dy) adds into weight.grad (deterministically: no atomics) and returns None (indices have
     no gradient)."""
+    kernel_families = ("embedding",)  # nn.prefetch
 
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, *, dtype=np.float32):
         super().__init__()

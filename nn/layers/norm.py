@@ -21,6 +21,7 @@ from ..module import Module, Parameter
 
 
 class _BatchNorm(Module):
+    kernel_families = ("batchnorm",)  # nn.prefetch
     ndims, layout = (), ""      # the input ranks a subclass takes, in words for messages
     _storage_inputs = True      # float16/bfloat16 x with float32 statistics and parameters (mixed precision)
     _keep_fp32 = True           # and so after model.to(bfloat16) (statistics in FP32: nn.amp's rule)
@@ -114,6 +115,7 @@ class LayerNorm(Module):
     """torch.nn.LayerNorm: y = (x - mean) / sqrt(var + eps) * weight + bias over the trailing
     `normalized_shape` axes of x (biased variance), weight ones and bias zeros of that shape. The statistics
     (mean, rstd per row) are kept in FP32 for 16-bit x, and so are weight and bias (as BatchNorm's)."""
+    kernel_families = ("layernorm",)  # nn.prefetch
     _storage_inputs = True
     _keep_fp32 = True
 

@@ -10,6 +10,7 @@ from .conv import out_size, pair
 
 
 class _Pool2d(Module):
+    kernel_families = ("pool",)  # nn.prefetch
     def __init__(self, kernel_size, stride=None, padding=0):
         super().__init__()
         self.kernel_size = pair(kernel_size, "kernel_size")

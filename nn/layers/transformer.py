@@ -56,6 +56,7 @@ class MultiheadAttention(Module):
     (or the query itself) it is self-attention, and backward(dy) returns dx, else (dquery, dkey, dvalue).
     Init as torch: in_proj_weight xavier-uniform, the biases zero, out_proj.weight Linear's uniform. Under
     nn.autocast the projections and the attention compute in 16 bits from the FP32 weights (as Dense)."""
+    kernel_families = ("gemm", "activation", "reduce")  # nn.prefetch
     _storage_inputs = True  # a 16-bit input under autocast (from a layer before it)
 
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, batch_first=True, *, dtype=np.float32):
