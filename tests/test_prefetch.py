@@ -157,3 +157,13 @@ def test_nn_prefetch_compiles_what_the_first_step_launches():
     net.backward(crit.backward())
     opt.step()
     assert set(b.modules) == before
+
+
+def test_the_prebuild_command_compiles_the_families_it_is_given(capfd):
+    from gpublas.__main__ import _nn_kernels, main
+    assert main(["prebuild", "--dtypes", "float32", "--families", "memory,transpose"]) == 0
+    err = capfd.readouterr().err
+    assert "compiling 2 kernel modules" in err and "2 of 2 modules ready" in err
+    b = gpublas._current_backend()
+    assert {k[2].rsplit("/", 1)[-1] for k in b.modules if k[1] == (("real", "float"),)} >= {"memory.cu", "transpose.cu"}
+    assert _nn_kernels() == nn.kernels.KERNELS

@@ -108,10 +108,11 @@ def main(argv=None):
 
     print(describe_device(), flush=True)
     nn.manual_seed(args.seed)
-    data = load(seed=args.seed)
     net = model(args.width, args.dropout)
     make, lr = OPTIMIZERS[args.optimizer]
     opt = make(net.parameters(), args.lr if args.lr is not None else lr)
+    nn.prefetch(net, opt, nn.SoftmaxCrossEntropy())  # the kernels compile in the background while the data loads
+    data = load(seed=args.seed)
     sched = nn.CosineLR(opt, T_max=args.epochs)
     print(f"digits: {len(data[0])} train / {len(data[2])} test images, {sum(p.data.size for p in net.parameters())} "
           f"parameters", flush=True)
