@@ -11,9 +11,10 @@ including gpublas_sim.h: g++ -include's that file, takes the .gch beside it when
 reads the headers as before, so a missing or refused .gch costs time, never correctness (the code
 generated is the same either way: checked in tests/test_sim_pch.py).
 
-Building it costs about three module-seconds, so a process never waits for it: the first module it
-compiles starts the build on a thread of its own and compiles without it; modules compiled after the
-header is ready use it. GPUBLAS_SIM_PCH=0 turns it off.
+Building it costs about three seconds of CPU and saves 0.7-1 s of every module's: the first module a
+process compiles starts the build on a thread of its own and compiles beside it, without it; the
+modules compiled after that wait for it (on a 2-core machine compiling beside the build slowed both:
+the header came too late for most of the first run's modules). GPUBLAS_SIM_PCH=0 turns it off.
 """
 import os
 import sys
@@ -26,22 +27,28 @@ from .. import compiler, config
 _lock = threading.Lock()
 _ready = {}      # (cache dir, key) -> the stub header to -include, once its .gch is built and checked in this process
 _building = {}   # (cache dir, key) -> the thread building it
+WAIT_S = 60      # the longest a module build waits for the header's (then it reads the headers itself)
 _checked = {}    # .gch path -> (size, mtime) when its checksum last matched (a 70 MB file: hashed once)
 
 
 def include(cxx, flags, key_parts, header):
-    """The header to pass to -include for a module build: the cached precompiled one's stub when
-    it is built and intact, else `header` itself (and a background build of the precompiled one
-    starts, once per process). `flags` are the module flags without -D defines."""
+    """The header to pass to -include for a module build: the cached precompiled one's stub when it
+    is built and intact (waiting up to WAIT_S for a build under way), else `header` itself, and then a
+    build of the precompiled one starts in the background. `flags`: the module flags, no -D defines."""
     if not config.flag("GPUBLAS_SIM_PCH", True):
         return header
     key = (str(compiler.cache_dir()), compiler.cache_key(*key_parts))  # a process may switch caches
     with _lock:
-        stub = _ready.get(key)
+        stub, builder = _ready.get(key), _building.get(key)
     if stub is not None and _intact(stub):  # a damaged one is forgotten here and built again below
         return stub
+    if stub is None and builder is not None:  # under way: a module waits for it (it saves more than it costs)
+        builder.join(WAIT_S)
+        with _lock:
+            stub = _ready.get(key)
+        return stub if stub is not None and _intact(stub) else header
     with _lock:
-        if key not in _building:
+        if key not in _building:  # the first module: compiled beside the header's build
             _building[key] = t = threading.Thread(target=_build, args=(key, cxx, flags, key_parts, header),
                                                   name="gpublas-sim-pch")
             t.start()
