@@ -1,15 +1,16 @@
-"""Launchers for nn/cuda/attention.cu (fused scaled dot-product attention, FlashAttention-2's algorithm): one
-function per kernel that checks its arguments, picks the tiles, computes the grid and launches.
+"""Launchers for nn/cuda/attention.cu (fused scaled dot-product attention, FlashAttention-2's algorithm, float and
+double) and nn/cuda/attention_half.cu (the same on the tensor cores, float16 and bfloat16): one function per
+kernel that checks its arguments, picks the tiles, computes the grid and launches.
 
-The tiles are data (TILES below, per backend and dtype), passed to the compile as defines together with the
-head dim padded to a multiple of 16: one build per (dtype, padded head dim). q, k, v, y and dy are
+The tiles are data (Tiles and HalfTiles below, per backend and dtype), passed to the compile as defines together
+with the head dim padded to a multiple of 16: one build per (dtype, padded head dim). q, k, v, y and dy are
 (B, H, T, D) DeviceArrays with any strides over the first three axes and D contiguous (16-byte aligned rows,
 so that cp.async moves them); others are copied first.
 """
 import numpy as np
 
 import gpublas
-from gpublas import dtypes, launch
+from gpublas import dtypes, gemm_plan, launch
 from gpublas.launch import ceil_div, geometry_1d
 
 from .kernels import KERNELS
@@ -49,6 +50,49 @@ class Tiles:
         return size * (2 * bk * pitch + 4 * bq * pitch + 4 * te + 2 * bk * (bq + vw))
 
 
+class HalfTiles:
+    """One configuration of attention_half.cu: WARPS warps of 16 queries (forward: blocks of 16 WARPS queries
+    streaming FWD_BK keys a tile) or 16 keys (backward: blocks of 16 WARPS keys streaming BWD_BQ queries)."""
+
+    def __init__(self, warps, fwd_bk, bwd_bq):
+        self.warps, self.fwd_bk, self.bwd_bq = warps, fwd_bk, bwd_bq
+        self.fwd_bq = self.bwd_bk = 16 * warps
+
+    @property
+    def threads(self):
+        return 32 * self.warps
+
+    def defines(self, dp):
+        return dict(ATT_DP=dp, ATT_WARPS=self.warps, ATT_THREADS=self.threads, ATT_FWD_BK=self.fwd_bk,
+                    ATT_BWD_BQ=self.bwd_bq)
+
+    def fwd_shared(self, dp, size=2):
+        """Bytes of attention_half_forward's shared memory: Qs, 2 stages of Ks and Vs (rows of dp + 8)."""
+        return size * (dp + 8) * (self.fwd_bq + 4 * self.fwd_bk)
+
+    def bwd_shared(self, dp, size=2):
+        """Bytes of attention_half_backward's shared memory: Ks, Vs, 2 stages of Qs and Gs, Ss (dS^T)."""
+        return size * ((dp + 8) * (2 * self.bwd_bk + 4 * self.bwd_bq) + self.bwd_bk * (self.bwd_bq + 8))
+
+
+def half_tiles(dp):
+    """4 warps (64 queries a forward block, 64 keys a backward block), K/V tiles of 64 keys, query tiles of 64
+    (32 past D = 64: the dk and dv accumulators take 2 dp / 8 registers a lane); the simulator runs the same."""
+    return HalfTiles(4, 64, 64 if dp <= 64 else 32)
+
+
+class NoTensorCoresError(RuntimeError):
+    """16-bit attention asked of a GPU without mma.m16n8k16 (compute capability below 8.0)."""
+
+
+def require_tensor_cores(dtype, what="attention"):
+    where, cc = gemm_plan.target()
+    if where != "sim" and cc < 80:
+        raise NoTensorCoresError(f"{what}: {np.dtype(dtype)} attention runs on the tensor cores (mma.sync m16n8k16, "
+                                 f"compute capability 8.0 or newer); this device has {cc // 10}.{cc % 10}: use "
+                                 "float32")
+
+
 def tiles(dtype, dp):
     """The Tiles for `dtype` and padded head dim dp on the current backend (the simulator's, or the GPU's)."""
     return sim_tiles(dtype, dp) if launch.simulated() else gpu_tiles(dtype, dp)
@@ -76,6 +120,22 @@ def sim_tiles(dtype, dp):
 
 def _kernel(name, dtype, dp):
     return launch.get_kernel("attention", name, dtype, root=KERNELS, **tiles(dtype, dp).defines(dp))
+
+
+def _fused(direction, dtype, dp):
+    """(kernel, rows a block keeps, threads, shared bytes) of the fused 'forward' or 'backward' kernel for dtype:
+    attention.cu's, or for 16-bit data attention_half.cu's."""
+    if dtype in dtypes.HALVES:
+        require_tensor_cores(dtype)
+        t = half_tiles(dp)
+        kern = launch.get_kernel("attention_half", f"attention_half_{direction}", dtype, root=KERNELS, **t.defines(dp))
+    else:
+        t = tiles(dtype, dp)
+        kern = _kernel(f"attention_{direction}", dtype, dp)
+    size = np.dtype(dtype).itemsize
+    rows, shared = (t.fwd_bq, t.fwd_shared(dp, size)) if direction == "forward" else (t.bwd_bk, t.bwd_shared(dp, size))
+    kern.allow_shared(shared)
+    return kern, rows, t.threads, shared
 
 
 def check_head_dim(D, what="attention"):
@@ -122,13 +182,9 @@ def forward(q, k, v, y, lse, scale, causal):
         raise ValueError(f"attention forward: lse must be {dtypes.TABLE[q.dtype].compute} of {B * H * Tq} elements")
     if B * H * Tq == 0:
         return y
-    dp = padded(D)
-    t = tiles(q.dtype, dp)
-    kern = _kernel("attention_forward", q.dtype, dp)
-    shared = t.fwd_shared(dp, q.dtype.itemsize)
-    kern.allow_shared(shared)
-    kern((ceil_div(Tq, t.fwd_bq), B * H), t.threads, q, k, v, y, lse, H, Tq, Tk, D, scale, int(causal),
-         *strides, shared=shared, views=True)
+    kern, bq, threads, shared = _fused("forward", q.dtype, padded(D))
+    kern((ceil_div(Tq, bq), B * H), threads, q, k, v, y, lse, H, Tq, Tk, D, scale, int(causal), *strides,
+         shared=shared, views=True)
     return y
 
 
@@ -151,10 +207,7 @@ def backward(q, k, v, y, dy, lse, dq, dk, dv, scale, causal):
                                                          *strides[12:], *strides[9:12], rows, views=True)
     if B * H * Tk == 0:
         return dq, dk, dv
-    t = tiles(q.dtype, dp)
-    kern = _kernel("attention_backward", q.dtype, dp)
-    shared = t.bwd_shared(dp, q.dtype.itemsize)
-    kern.allow_shared(shared)
-    kern((ceil_div(Tk, t.bwd_bk), B * H), t.threads, q, k, v, dy, lse, delta, dq, dk, dv, H, Tq, Tk, D, scale,
+    kern, bk, threads, shared = _fused("backward", q.dtype, dp)
+    kern((ceil_div(Tk, bk), B * H), threads, q, k, v, dy, lse, delta, dq, dk, dv, H, Tq, Tk, D, scale,
          int(causal), *strides[:9], *strides[12:], shared=shared, views=True)
     return dq, dk, dv

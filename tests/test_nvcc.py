@@ -21,10 +21,10 @@ _REGS = re.compile(r"Compiling entry function '(\w+)' for '(sm_\d+)'.*?Used (\d+
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
 @pytest.mark.parametrize("real", ["float", "double"])
 @pytest.mark.parametrize("root, family", FAMILIES, ids=IDS)
-def test_family_compiles_with_nvcc(root, family, real, tmp_path, archs=(80, 90)):
+def test_family_compiles_with_nvcc(root, family, real, tmp_path, archs=(80, 90), defines=None):
     gencode = [f for a in archs for f in ("-gencode", f"arch=compute_{a},code=sm_{a}")]
     cmd = ["nvcc", "-fatbin", "-std=c++17", "-O3", "-Xptxas", "-v", *gencode,
-           f"-Dreal={real}", "-I", str(source.src_dir()), str(source.path(family, root)),
+           f"-Dreal={real}", *(f"-D{k}={v}" for k, v in (defines or {}).items()), "-I", str(source.src_dir()), str(source.path(family, root)),
            "-o", str(tmp_path / f"{family}.fatbin")]
     p = subprocess.run(cmd, capture_output=True, text=True)
     log = p.stdout + p.stderr
@@ -82,6 +82,16 @@ def test_every_include_resolves_in_cuda_src():
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
 @pytest.mark.parametrize("family, real", [("activation", "__half"), ("activation", "__nv_bfloat16"),
                                           ("pool", "__half"), ("pool", "__nv_bfloat16"), ("batchnorm", "__half"),
-                                          ("batchnorm", "__nv_bfloat16"), ("dropout", "__nv_bfloat16")])
+                                          ("batchnorm", "__nv_bfloat16"), ("dropout", "__nv_bfloat16"),
+                                          ("attention", "__half"), ("attention_half", "__nv_bfloat16")])
 def test_nn_16bit_kernels_compile_with_nvcc(family, real, tmp_path):
     test_family_compiles_with_nvcc(NN_KERNELS, family, real, tmp_path, archs=(80,))
+
+
+# The tensor-core attention at its largest tiles (head dim 128: the most registers a lane), sm_80 and sm_90.
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
+@pytest.mark.parametrize("real", ["__half", "__nv_bfloat16"])
+def test_attention_half_at_head_dim_128_compiles_without_spills(real, tmp_path):
+    from nn import kernels_attention
+    test_family_compiles_with_nvcc(NN_KERNELS, "attention_half", real, tmp_path,
+                                   defines=kernels_attention.half_tiles(128).defines(128))

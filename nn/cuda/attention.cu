@@ -38,9 +38,6 @@
 #include <atomic>
 #endif
 
-#ifndef ATT_DP
-#define ATT_DP 64  // the head dim padded to a multiple of 16
-#endif
 #ifndef ATT_TX
 #define ATT_TX 16  // threads along keys (forward scores), queries (backward scores) and head-dim columns
 #endif
@@ -66,22 +63,8 @@
 #ifndef ATT_THREADS
 #define ATT_THREADS 128  // ATT_TX * ATT_TY (a literal: __launch_bounds__ takes it)
 #endif
+#include "attention_tiles.cuh"
 static_assert(ATT_THREADS == ATT_TX * ATT_TY, "ATT_THREADS is ATT_TX * ATT_TY");
-
-constexpr int ATT_VW = 16 / sizeof(real);  // elements of one 16-byte copy
-constexpr int ATT_PITCH = ATT_DP + ATT_VW;  // a row of D in shared memory: 16 bytes of padding (banks)
-
-// rows [0, ROWS) x [0, ATT_DP) of the tile at g (row stride ld; rows_left rows and D columns exist) into
-// s (row pitch ATT_PITCH), zeros outside: 16-byte cp.async copies, thread t taking chunks t, t + THREADS ...
-template <int ROWS>
-__device__ __forceinline__ void att_load_rows(real* s, const real* g, long long ld, int rows_left, int D) {
-    constexpr int CH = ATT_DP / ATT_VW;
-    for (int e = threadIdx.x; e < ROWS * CH; e += ATT_THREADS) {
-        const int r = e / CH, c = e % CH * ATT_VW;
-        const bool ok = r < rows_left && c < D;
-        __pipeline_memcpy_async(s + r * ATT_PITCH + c, ok ? g + r * ld + c : g, 16, ok ? 0 : 16);
-    }
-}
 
 // The same tile stored d-major, s[d * ROWS + r] (ATT_KT: the simulator's plain copy).
 template <int ROWS>

@@ -45,8 +45,7 @@ def _check(q, k, v, what):
         raise ValueError(f"{what}: key and value have no positions (Tk = 0)")
     KA.check_head_dim(q.shape[-1], what)
     if q.dtype in dtypes.HALVES:
-        raise NotImplementedError(f"{what}: {q.dtype} attention (the tensor-core kernels) is not built yet; "
-                                  "use float32 or float64")
+        KA.require_tensor_cores(q.dtype, what)
     return q, k, v
 
 

@@ -1,0 +1,245 @@
+// attention_half.cu: fused scaled dot-product attention for 16-bit q, k, v (`real`: __half or __nv_bfloat16) on
+// the tensor cores: y = softmax(scale q k^T [+ causal mask]) v with FlashAttention-2's algorithm, as attention.cu
+// (float, double) computes it, whose header states the layout and the causal alignment: q (B, H, Tq, D), k and v
+// (B, H, Tk, D) with any strides over b, h, t (d contiguous, 16-byte aligned rows), D padded with zeros to ATT_DP
+// (a multiple of 16) in shared memory, rows ATT_PITCH apart (attention_tiles.cuh). The products are mma.sync
+// m16n8k16 with float accumulators (mma.cuh; fragments from shared memory by ldmatrix, .trans for an operand
+// stored k-major); the scores, the softmax and every sum are float, the probabilities (and backward's dS) are
+// rounded to `real` once as an mma operand, and each output is rounded once. Built for float or double the
+// kernels are empty (the launcher never runs them so), and so below sm_80.
+//
+// attention_half_forward: grid (ceil(Tq / BQ), B * H), ATT_WARPS warps, BQ = 16 ATT_WARPS. Warp w owns queries
+//   16 w .. 16 w + 15 of the block; their q fragments are loaded once (ldmatrix) and kept in registers. K/V tiles
+//   of BK keys stream through two cp.async stages (causal blocks stop at the diagonal's tile). Per tile a warp
+//   computes its 16 x BK scores S = q k^T (mma with k's rows as B, K-contiguous), lane 4g + t holding rows g and
+//   g + 8, keys 8j + 2t, 8j + 2t + 1; the row maxima meet over the 4 lanes of a row (two shuffles), the running
+//   max m (in log2 units: scores times scale log2 e) moves, l and the output accumulator are rescaled by
+//   2^(m_old - m), and P = 2^(s - m) (float) goes from the score accumulators straight into mma A fragments
+//   (rounded to `real`): acc += P V with V's rows as B (.trans). At the end the row sums l meet over the
+//   quad, y = acc / l is stored (two adjacent columns a store) and lse = ln 2 (m + log2 l) (float, natural
+//   units, as attention.cu's) is kept for backward.
+// attention_half_backward: grid (ceil(Tk / BK), B * H), ATT_WARPS warps, BK = 16 ATT_WARPS; attention.cu's
+//   attention_backward_prep (built for the same `real`) has written delta = rowsum(dy * y) and zeroed the float
+//   dq accumulator. Warp w owns keys 16 w .. 16 w + 15 of the block (K and V rows in shared memory for the whole
+//   block); tiles of BQ queries (q, dy) stream through two cp.async stages from the first tile the causal mask
+//   lets see the block's keys. Per tile a warp computes S^T = k q^T and dP^T = v dy^T (16 keys x BQ queries,
+//   mma with q's and dy's rows as B), P^T = 2^(scale log2 e s - log2 e lse) and dS^T = P^T (dP^T - delta) in
+//   float, and from the accumulators as A fragments (rounded to `real`) adds dv += P^T dy and dk += dS^T q
+//   (dy and q as B, .trans), kept in float registers until the end (dk times scale). dS^T also goes to shared
+//   memory (Ss, `real`); after a barrier the warps compute this tile's dq = scale dS k, warp w taking query rows
+//   16 (w % (BQ / 16)) .. and every ATT_WARPS / (BQ / 16)-th pair of 8-column blocks (dS through ldmatrix .trans
+//   as A, k as B .trans), added into the dq accumulator with float atomicAdd (the key blocks meet there in no
+//   fixed order: dq's last bits may vary run to run).
+#include <type_traits>  // std::is_same
+
+#ifndef ATT_WARPS
+#define ATT_WARPS 4  // warps a block: 16 queries (forward) or keys (backward) each
+#endif
+#ifndef ATT_THREADS
+#define ATT_THREADS 128  // 32 ATT_WARPS (a literal: __launch_bounds__ takes it)
+#endif
+#include "attention_tiles.cuh"
+#include "mma.cuh"
+static_assert(ATT_THREADS == 32 * ATT_WARPS, "ATT_THREADS is 32 ATT_WARPS");
+#ifndef ATT_FWD_BK
+#define ATT_FWD_BK 64  // forward: keys a streamed tile holds
+#endif
+#ifndef ATT_BWD_BQ
+#define ATT_BWD_BQ (ATT_DP <= 64 ? 64 : 32)  // backward: queries a streamed tile holds
+#endif
+
+// a = mma.m16n8k16's A registers of the 16 x 16 tile (rows m0 .., k0 ..) of an operand stored with row pitch
+// `pitch`, K-contiguous (s[m][k]) or, TRANS, k-major (s[k][m]): one ldmatrix_x4, lane 8j + i naming row i of
+// matrix j = (rows m0 + 8 (j % 2) .., k k0 + 8 (j / 2) ..), stored transposed when TRANS.
+template <bool TRANS>
+__device__ __forceinline__ void att_load_a(unsigned (&a)[4], const real* s, int pitch, int m0, int k0, int lane) {
+    const int i = lane % 8, j = lane / 8;
+    if constexpr (TRANS)
+        ldmatrix_x4_trans(a, s + (k0 + 8 * (j / 2) + i) * pitch + m0 + 8 * (j % 2));
+    else
+        ldmatrix_x4(a, s + (m0 + 8 * (j % 2) + i) * pitch + k0 + 8 * (j / 2));
+}
+
+// b[h] = mma.m16n8k16's B registers of the 8 columns n0 + 8 h .. (h = 0, 1), k0 .. k0 + 15, of an operand
+// stored K-contiguous (s[n][k]) or, TRANS, k-major (s[k][n]): one ldmatrix_x4 whose matrix j holds columns
+// n0 + 8 (j / 2) .., k k0 + 8 (j % 2) ...
+template <bool TRANS>
+__device__ __forceinline__ void att_load_b2(unsigned (&b)[2][2], const real* s, int pitch, int n0, int k0,
+                                            int lane) {
+    const int i = lane % 8, j = lane / 8;
+    unsigned r[4];
+    if constexpr (TRANS)
+        ldmatrix_x4_trans(r, s + (k0 + 8 * (j % 2) + i) * pitch + n0 + 8 * (j / 2));
+    else
+        ldmatrix_x4(r, s + (n0 + 8 * (j / 2) + i) * pitch + k0 + 8 * (j % 2));
+    b[0][0] = r[0]; b[0][1] = r[1];
+    b[1][0] = r[2]; b[1][1] = r[3];
+}
+
+// Two floats rounded to `real`, lo in the low 16 bits (an mma operand register, or one 4-byte store).
+__device__ __forceinline__ unsigned att_pack(float lo, float hi) {
+    const real a = convert<real>(lo), b = convert<real>(hi);
+    unsigned short x, y;
+    memcpy(&x, &a, 2);
+    memcpy(&y, &b, 2);
+    return x | (unsigned)y << 16;
+}
+
+// The A fragments of a 16 x 16 k-step kk from two 16 x 8 accumulator tiles c[2 kk], c[2 kk + 1] (mma's D layout
+// is its A layout, tile by tile: lane 4g + t holds rows g, g + 8 and columns 2t, 2t + 1 of each).
+template <int NC>
+__device__ __forceinline__ void att_to_a(unsigned (&a)[NC / 2][4], const float (&c)[NC][4]) {
+#pragma unroll
+    for (int kk = 0; kk < NC / 2; ++kk) {
+        a[kk][0] = att_pack(c[2 * kk][0], c[2 * kk][1]);
+        a[kk][1] = att_pack(c[2 * kk][2], c[2 * kk][3]);
+        a[kk][2] = att_pack(c[2 * kk + 1][0], c[2 * kk + 1][1]);
+        a[kk][3] = att_pack(c[2 * kk + 1][2], c[2 * kk + 1][3]);
+    }
+}
+
+// The max (SUM false) or sum of v over the 4 lanes of a row (lanes 4g .. 4g + 3).
+template <bool SUM>
+__device__ __forceinline__ float att_quad(float v) {
+#pragma unroll
+    for (int x = 1; x < 4; x <<= 1) {
+        const float o = __shfl_xor_sync(0xffffffffu, v, x);
+        v = SUM ? v + o : fmaxf(v, o);
+    }
+    return v;
+}
+
+constexpr float ATT_LOG2E = 1.4426950408889634f, ATT_LN2 = 0.6931471805599453f;
+
+// ---------------------------------------------------------------------------------------------------
+// attention_half_forward
+// ---------------------------------------------------------------------------------------------------
+// Shared memory: Qs (BQ x PITCH), Ks and Vs (2 stages of BK x PITCH each): half_fwd_shared in
+// nn/kernels_attention.py adds the same up.
+extern "C" __global__ void __launch_bounds__(ATT_THREADS, 1)
+attention_half_forward(const real* __restrict__ q, const real* __restrict__ k, const real* __restrict__ v,
+                       real* __restrict__ o, float* __restrict__ lse, int H, int Tq, int Tk, int D, float scale,
+                       int causal, long long q_sb, long long q_sh, long long q_st, long long k_sb, long long k_sh,
+                       long long k_st, long long v_sb, long long v_sh, long long v_st, long long o_sb,
+                       long long o_sh, long long o_st) {
+#if defined(GPUBLAS_HAS_MMA_TF32)
+    if constexpr (sizeof(real) == 2) {
+        constexpr bool BF16 = std::is_same<real, __nv_bfloat16>::value;
+        constexpr int BQ = 16 * ATT_WARPS, BK = ATT_FWD_BK, DP = ATT_DP, P = ATT_PITCH, NK = BK / 8, ND = DP / 8;
+        static_assert(BK % 16 == 0, "whole k-steps of keys");
+        extern __shared__ __align__(16) unsigned char att_half_fwd_smem[];
+        real* Qs = reinterpret_cast<real*>(att_half_fwd_smem);
+        real* Ks = Qs + BQ * P;
+        real* Vs = Ks + 2 * BK * P;
+        const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+        const int b = blockIdx.y / H, h = blockIdx.y % H, q0 = blockIdx.x * BQ, wq = q0 + 16 * warp;
+        q += b * q_sb + h * q_sh + q0 * q_st;
+        k += b * k_sb + h * k_sh;
+        v += b * v_sb + h * v_sh;
+        const int k_end = causal && q0 + BQ < Tk ? q0 + BQ : Tk;  // keys past it are masked in every row here
+        const int nt = (k_end + BK - 1) / BK;
+        const float sl2 = scale * ATT_LOG2E;
+
+        att_load_rows<BQ>(Qs, q, q_st, Tq - q0, D);
+        att_load_rows<BK>(Ks, k, k_st, Tk, D);
+        att_load_rows<BK>(Vs, v, v_st, Tk, D);
+        __pipeline_commit();
+
+        unsigned qa[DP / 16][4];  // this warp's 16 rows of q, every k-step of D
+        float acc[ND][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};  // rows g, g + 8
+#pragma unroll
+        for (int j = 0; j < ND; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[j][e] = 0.0f;
+        for (int it = 0; it < nt; ++it) {
+            const int k0 = it * BK, stage = it & 1;
+            __pipeline_wait_prior(0);  // tile it has landed (this thread's copies) ...
+            __syncthreads();           // ... everyone's, and everyone is done with tile it - 1's stage
+            if (it + 1 < nt) {
+                att_load_rows<BK>(Ks + (stage ^ 1) * BK * P, k + (k0 + BK) * k_st, k_st, Tk - k0 - BK, D);
+                att_load_rows<BK>(Vs + (stage ^ 1) * BK * P, v + (k0 + BK) * v_st, v_st, Tk - k0 - BK, D);
+            }
+            __pipeline_commit();
+            if (it == 0)
+#pragma unroll
+                for (int ks = 0; ks < DP / 16; ++ks) att_load_a<false>(qa[ks], Qs, P, 16 * warp, 16 * ks, lane);
+            const real* Kt = Ks + stage * BK * P;
+            const real* Vt = Vs + stage * BK * P;
+
+            // s = q k^T (16 rows x BK keys), in log2 units; masked keys -inf
+            float s[NK][4];
+#pragma unroll
+            for (int j = 0; j < NK; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) s[j][e] = 0.0f;
+#pragma unroll
+            for (int ks = 0; ks < DP / 16; ++ks)
+#pragma unroll
+                for (int j = 0; j < NK; j += 2) {
+                    unsigned kb[2][2];
+                    att_load_b2<false>(kb, Kt, P, 8 * j, 16 * ks, lane);
+                    mma_m16n8k16<BF16>(s[j], qa[ks], kb[0]);
+                    mma_m16n8k16<BF16>(s[j + 1], qa[ks], kb[1]);
+                }
+            const bool masked = k0 + BK > Tk || (causal && k0 + BK - 1 > wq);  // the warp's uniform choice
+            float mx[2] = {m[0], m[1]};
+#pragma unroll
+            for (int j = 0; j < NK; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const int kj = k0 + 8 * j + 2 * t + e % 2, qi = wq + g + 8 * (e / 2);
+                    s[j][e] = !masked || (kj < Tk && (!causal || kj <= qi)) ? s[j][e] * sl2 : -INFINITY;
+                    mx[e / 2] = fmaxf(mx[e / 2], s[j][e]);
+                }
+            // the rows' new max; alpha = 2^(m_old - m) rescales l and acc; P = 2^(s - m)
+            float alpha[2], base[2];
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+                mx[r] = att_quad<false>(mx[r]);
+                base[r] = mx[r] == -INFINITY ? 0.0f : mx[r];  // a row masked so far: P = 0, alpha = 0
+                alpha[r] = exp2f(m[r] - base[r]);
+                m[r] = mx[r];
+                l[r] *= alpha[r];
+            }
+#pragma unroll
+            for (int j = 0; j < NK; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    s[j][e] = exp2f(s[j][e] - base[e / 2]);
+                    l[e / 2] += s[j][e];  // this lane's part of the row sum (float P, before rounding)
+                }
+#pragma unroll
+            for (int j = 0; j < ND; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) acc[j][e] *= alpha[e / 2];
+            // acc += P V: P's k-steps from the score registers, V's rows (keys) as B, k-major
+            unsigned pa[NK / 2][4];
+            att_to_a<NK>(pa, s);
+#pragma unroll
+            for (int kk = 0; kk < NK / 2; ++kk)
+#pragma unroll
+                for (int j = 0; j < ND; j += 2) {
+                    unsigned vb[2][2];
+                    att_load_b2<true>(vb, Vt, P, 8 * j, 16 * kk, lane);
+                    mma_m16n8k16<BF16>(acc[j], pa[kk], vb[0]);
+                    mma_m16n8k16<BF16>(acc[j + 1], pa[kk], vb[1]);
+                }
+        }
+        // y = acc / l (rounded once), lse = ln 2 (m + log2 l)
+        o += b * o_sb + h * o_sh;
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const float sum = att_quad<true>(l[r]), inv = 1.0f / sum;
+            const int qi = wq + g + 8 * r;
+            if (qi < Tq) {
+#pragma unroll
+                for (int j = 0; j < ND; ++j)
+                    if (8 * j < D)
+                        *reinterpret_cast<unsigned*>(o + qi * o_st + 8 * j + 2 * t) =
+                            att_pack(acc[j][2 * r] * inv, acc[j][2 * r + 1] * inv);
+                if (t == 0) lse[(long long)blockIdx.y * Tq + qi] = ATT_LN2 * (m[r] + log2f(sum));
+            }
+        }
+    }
+#endif
+}

@@ -1,0 +1,68 @@
+"""16-bit attention on the tensor cores (nn/cuda/attention_half.cu: mma.sync m16n8k16 and ldmatrix, run on the
+simulator's warp-collective emulation) against a float64 reference computed from the same 16-bit inputs.
+
+The bounds follow from where the kernels round. Forward: the scores, the softmax and its sums are float (relative
+error ~2^-22 here, negligible), P = e^(s - m) is rounded to 16 bits once as the P V mma's operand and y once on
+store: |y - y_ref| <= u P|V| + u |y| <= 2u P|V| (P the exact probabilities, u the unit roundoff: 2^-8 bfloat16,
+2^-11 float16), plus float's share, taken as 2^-16 P|V|."""
+import numpy as np
+import pytest
+
+import gpublas
+import nn
+from gpublas import gemm_plan
+from nn import kernels_attention as KA
+
+UNIT = {"bfloat16": 2.0 ** -8, "float16": 2.0 ** -11}  # unit roundoff of round-to-nearest
+FLOAT_SHARE = 2.0 ** -16
+
+# (dtype, B, H, Tq, Tk, D, causal): T off the 64-query and 64-key tiles, Tq != Tk both ways, D = 16, 56 (padded to
+# 64 in shared memory), 64 and 128 (the largest register tiles); few head dims (each is one simulator build)
+CASES = [("bfloat16", 1, 2, 37, 37, 64, True), ("bfloat16", 1, 1, 70, 45, 16, False),
+         ("bfloat16", 2, 1, 45, 70, 56, True), ("bfloat16", 1, 1, 45, 70, 128, True),
+         ("float16", 1, 2, 70, 66, 64, False), ("float16", 1, 1, 66, 130, 64, True)]
+
+
+def rounded(rng, dtype, *shape):
+    return rng.standard_normal(shape).astype(dtype).astype(np.float64)
+
+
+def reference(q, k, v, causal, scale):
+    """y and the probabilities P, float64."""
+    s = np.einsum("bhqd,bhkd->bhqk", q, k) * scale
+    if causal:
+        Tq, Tk = s.shape[-2:]
+        s = np.where(np.arange(Tk)[None, :] <= np.arange(Tq)[:, None], s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    return p @ v, p
+
+
+@pytest.mark.parametrize("dtype, B, H, Tq, Tk, D, causal", CASES)
+def test_forward_within_the_rounding_bound(rng, sim_order, dtype, B, H, Tq, Tk, D, causal):
+    dt = np.dtype(getattr(gpublas, dtype))
+    q, k, v = (rounded(rng, dt, B, H, T, D) for T in (Tq, Tk, Tk))
+    attn = nn.ScaledDotProductAttention(is_causal=causal)
+    y = attn(*(gpublas.to_device(a.astype(dt)) for a in (q, k, v)))
+    assert y.dtype == dt and y.shape == (B, H, Tq, D)
+    want, p = reference(q, k, v, causal, D ** -0.5)
+    bound = (2 * UNIT[dtype] + FLOAT_SHARE) * (p @ np.abs(v))
+    err = np.abs(y.get().astype(np.float64) - want)
+    print(f"{dtype} {D}: worst err / bound {(err / bound).max():.3f}")
+    assert (err <= bound).all(), f"max error {err.max():.3g}, worst err / bound {(err / bound).max():.3g}"
+    lse = attn.saved[4].get().reshape(B, H, Tq)  # kept for backward: float32 logsumexp of the scaled scores
+    s = np.einsum("bhqd,bhkd->bhqk", q, k) * D ** -0.5
+    if causal:
+        s = np.where(np.arange(Tk)[None, :] <= np.arange(Tq)[:, None], s, -np.inf)
+    want_lse = np.log(np.exp(s - s.max(-1, keepdims=True)).sum(-1)) + s.max(-1)
+    np.testing.assert_allclose(lse, want_lse, rtol=1e-5, atol=1e-5)
+
+
+def test_16_bit_attention_needs_tensor_cores(monkeypatch):
+    """A cuda device below compute capability 8.0 has no mma.m16n8k16: a named error, before any launch."""
+    monkeypatch.setattr(gemm_plan, "target", lambda: ("sm_75", 75))
+    x = gpublas.to_device(np.ones((1, 1, 4, 16), gpublas.bfloat16))
+    with pytest.raises(KA.NoTensorCoresError, match=r"tensor cores .*8\.0 or newer.*7\.5"):
+        nn.ScaledDotProductAttention()(x, x, x)
+    with pytest.raises(KA.NoTensorCoresError, match="float16 attention"):
+        nn.functional.scaled_dot_product_attention(*(gpublas.to_device(np.ones((1, 4, 16), gpublas.float16)),) * 3)
