@@ -192,6 +192,8 @@ def backward(q, k, v, y, dy, lse, dq, dk, dv, scale, causal):
     """dq, dk, dv of attention from the forward's q, k, v, y and lse and the output gradient dy: the pre-pass
     (delta = rowsum(dy y), dq zeroed) and the fused backward. dq is the (B, H, Tq, D) accumulator in the
     compute dtype (float32 for 16-bit data); dk, dv contiguous (B, H, Tk, D) of q's dtype."""
+    if q.dtype in dtypes.HALVES:
+        raise NotImplementedError(f"attention backward: {q.dtype} (the tensor-core backward) is not built yet")
     B, H, Tq, D = q.shape
     Tk = k.shape[2]
     (q, k, v, y, dy), strides = operands(q=q, k=k, v=v, y=y, dy=dy)

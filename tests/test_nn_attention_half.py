@@ -66,3 +66,11 @@ def test_16_bit_attention_needs_tensor_cores(monkeypatch):
         nn.ScaledDotProductAttention()(x, x, x)
     with pytest.raises(KA.NoTensorCoresError, match="float16 attention"):
         nn.functional.scaled_dot_product_attention(*(gpublas.to_device(np.ones((1, 4, 16), gpublas.float16)),) * 3)
+
+
+def test_backward_not_built_yet_is_named():
+    x = gpublas.to_device(np.ones((1, 1, 4, 16), gpublas.bfloat16))
+    attn = nn.ScaledDotProductAttention()
+    y = attn(x, x, x)
+    with pytest.raises(NotImplementedError, match="bfloat16 .*backward"):
+        attn.backward(y)
