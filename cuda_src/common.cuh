@@ -252,13 +252,24 @@ typedef compute_t<real> acc_real;
 // Math
 // ---------------------------------------------------------------------------------------------------
 // Math for `real` code: float and double overloads, so float code calls the single-precision
-// functions; the templates let an int build compile (int arrays only ever take +, -, *, neg, abs, max, min).
+// functions; the templates let an integer build compile. Integer powers are exact, as NumPy's: repeated
+// squaring in 64-bit unsigned arithmetic, wrapping as NumPy's do once truncated to T (a GPU's pow of doubles
+// is within 2 ulp: 19 ** 3 came out 6858, 3 ** 1 came out 2). A negative exponent (NumPy refuses it; gpublas
+// checks scalars only) gives 1 and -1 their powers and 0 otherwise, as the truncated real power would.
 template <class T> __device__ __forceinline__ T ew_exp(T x) { return (T)exp((double)x); }
 template <class T> __device__ __forceinline__ T ew_log(T x) { return (T)log((double)x); }
 template <class T> __device__ __forceinline__ T ew_sqrt(T x) { return (T)sqrt((double)x); }
 template <class T> __device__ __forceinline__ T ew_abs(T x) { return x < (T)0 ? -x : x; }
 template <class T> __device__ __forceinline__ T ew_tanh(T x) { return (T)tanh((double)x); }
-template <class T> __device__ __forceinline__ T ew_pow(T x, T y) { return (T)pow((double)x, (double)y); }
+template <class T> __device__ __forceinline__ T ew_pow(T x, T y) {
+    if (y < (T)0) return x == (T)1 ? (T)1 : x == (T)-1 ? ((y & (T)1) ? x : (T)1) : (T)0;
+    unsigned long long r = 1, b = (unsigned long long)x;
+    for (unsigned long long e = (unsigned long long)y; e; e >>= 1) {
+        if (e & 1) r *= b;
+        b *= b;
+    }
+    return (T)r;
+}
 __device__ __forceinline__ float ew_exp(float x) { return expf(x); }
 __device__ __forceinline__ double ew_exp(double x) { return exp(x); }
 __device__ __forceinline__ float ew_log(float x) { return logf(x); }
