@@ -145,6 +145,30 @@ def test_graph_error_names_the_call(what, call):
     assert float(x.sum()) == 8.0
 
 
+def test_an_error_inside_a_capture_is_raised_as_itself(monkeypatch):
+    # on a GPU a failed CUDA call inside the block invalidates the capture, so ending it fails as well: the
+    # block's own error is the one raised, and the graph's memory goes back all the same
+    x = gpublas.zeros(8)
+    x += 1.0
+    before = gpublas.memory_stats()["bytes_graphs"]
+    backend, real = gpublas.backends.current(), gpublas.backends.current().capture_end
+
+    def invalidated(handle):
+        backend.graph_destroy(real(handle))
+        raise gpublas.GraphError("cuStreamEndCapture failed: CUDA_ERROR_STREAM_CAPTURE_INVALIDATED (901)")
+
+    monkeypatch.setattr(backend, "capture_end", invalidated)
+    with pytest.raises(ValueError, match="the block's own"):
+        with gpublas.graph():
+            y = x * 2.0
+            raise ValueError("the block's own")
+    monkeypatch.undo()
+    del y
+    assert gpublas.memory_stats()["bytes_graphs"] == before and gpublas.stream.capturing() is None
+    x += 1.0
+    assert np.all(x.get() == 2.0)
+
+
 def test_replay_inside_a_capture_and_before_the_end_are_refused():
     x = gpublas.zeros(3)
     with gpublas.graph() as g:

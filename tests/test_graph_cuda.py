@@ -115,3 +115,12 @@ def test_driver_calls_capture_instantiate_launch_destroy(fail):
                      "cuGraphLaunch", "cuGraphLaunch", "cuGraphExecDestroy"]
     assert lib.calls[0][1:] == (77, cuda_graph.CAPTURE_MODE_RELAXED)
     assert lib.calls[4][1:] == (exe, None) and lib.calls[5][1:] == (exe, 77)
+
+
+def test_a_graph_alive_at_exit_is_not_destroyed_after_close():
+    # close() (atexit) popped the context: destroying a graph then would push it again and abort the process
+    from types import SimpleNamespace
+
+    cuda = pytest.importorskip("gpublas.backends.cuda")
+    closed = SimpleNamespace(_closed=True, contexts=None)  # contexts.enter() would fail: never reached
+    assert cuda.CudaBackend.graph_destroy(closed, 0x1000) is None
