@@ -402,7 +402,7 @@ class CudaBackend(Backend):
             try:
                 call(grid, block, stream, *args, shared_size=shared)
                 if sync is not None and stream not in backend._capturing:
-                    sync()
+                    cuda_graph.sync_beside_captures(backend, stream, sync)
             except error as e:
                 raise LaunchError(fault_message(e, backend.last_launch, True)) from e
 
