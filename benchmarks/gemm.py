@@ -8,7 +8,7 @@ cuBLAS through CuPy or PyTorch in the same process, in FP32 (TF32 off) and in TF
 each variant with cuBLAS of its own precision: FP32 variants with cuBLAS SGEMM, TF32 with cuBLAS TF32.
 The issue's goal on an H100: >= 90 % of cuBLAS SGEMM (FP32) and >= 70 % of cuBLAS TF32 at 4096^3.
 BF16 and FP16 rows: the 16-bit tensor-core kernels (kernel='mma': mma.sync m16n8k16; 'wgmma' on Hopper)
-and the dispatcher's choice ('auto': mma on a GPU, gemm.cu's direct / naive on the simulator) with float
+and the dispatcher's choice ('auto': wgmma on sm_90a, else mma; gemm.cu's direct / naive on the simulator) with float
 accumulation and a 16-bit C, against cuBLAS GemmEx of the same types through the peer (PyTorch:
 both; CuPy: FP16 only), goal >= 80 % of cuBLAS BF16 at 4096^3; on the simulator against NumPy's FP32
 matmul of the same values on the host (numpy_ms).

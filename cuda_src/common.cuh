@@ -18,7 +18,8 @@
 //                                    exp, log, sqrt and abs of complex numbers too
 //   gcomplex<R>, cfloat, cdouble     complex numbers in cuComplex's layout, NumPy's arithmetic (conj, conj_if, abs1)
 //   SumOp / MaxOp / MinOp<T>         combiners; MaxOp and MinOp propagate NaN (a NaN anywhere wins)
-//   warp_reduce(v, op)               shuffle-down tree inside a warp: lane 0 ends with op over the warp
+//   warp_reduce(v, op[, lanes])      shuffle-down tree inside a warp: lane 0 ends with op over the warp
+//                                    (over its first `lanes` threads: warp_lanes() for a partial last warp)
 //   block_reduce(v, op, identity)    op over every thread of the block (1-, 2- or 3-D), valid in thread
 //                                    0: warps reduce with shuffles, one value per warp goes through
 //                                    shared memory and one barrier, warp 0 reduces those. Call it once
@@ -251,13 +252,24 @@ typedef compute_t<real> acc_real;
 // Math
 // ---------------------------------------------------------------------------------------------------
 // Math for `real` code: float and double overloads, so float code calls the single-precision
-// functions; the templates let an int build compile (int arrays only ever take +, -, *, neg, abs, max, min).
+// functions; the templates let an integer build compile. Integer powers are exact, as NumPy's: repeated
+// squaring in 64-bit unsigned arithmetic, wrapping as NumPy's do once truncated to T (a GPU's pow of doubles
+// is within 2 ulp: 19 ** 3 came out 6858, 3 ** 1 came out 2). A negative exponent (NumPy refuses it; gpublas
+// checks scalars only) gives 1 and -1 their powers and 0 otherwise, as the truncated real power would.
 template <class T> __device__ __forceinline__ T ew_exp(T x) { return (T)exp((double)x); }
 template <class T> __device__ __forceinline__ T ew_log(T x) { return (T)log((double)x); }
 template <class T> __device__ __forceinline__ T ew_sqrt(T x) { return (T)sqrt((double)x); }
 template <class T> __device__ __forceinline__ T ew_abs(T x) { return x < (T)0 ? -x : x; }
 template <class T> __device__ __forceinline__ T ew_tanh(T x) { return (T)tanh((double)x); }
-template <class T> __device__ __forceinline__ T ew_pow(T x, T y) { return (T)pow((double)x, (double)y); }
+template <class T> __device__ __forceinline__ T ew_pow(T x, T y) {
+    if (y < (T)0) return x == (T)1 ? (T)1 : x == (T)-1 ? ((y & (T)1) ? x : (T)1) : (T)0;
+    unsigned long long r = 1, b = (unsigned long long)x;
+    for (unsigned long long e = (unsigned long long)y; e; e >>= 1) {
+        if (e & 1) r *= b;
+        b *= b;
+    }
+    return (T)r;
+}
 __device__ __forceinline__ float ew_exp(float x) { return expf(x); }
 __device__ __forceinline__ double ew_exp(double x) { return exp(x); }
 __device__ __forceinline__ float ew_log(float x) { return logf(x); }
@@ -310,20 +322,39 @@ __device__ __forceinline__ int block_thread_id() {
 }
 __device__ __forceinline__ int block_warps() { return (blockDim.x * blockDim.y * blockDim.z + 31) / 32; }
 
+// The lanes of the calling thread's warp that exist: 32, fewer in a block's last warp when the block's thread
+// count is not a multiple of 32.
+__device__ __forceinline__ int warp_lanes() {
+    const int left = blockDim.x * blockDim.y * blockDim.z - (block_thread_id() & ~31);
+    return left < 32 ? left : 32;
+}
+
+// op over the warp's values, in lane 0: a tree of shuffles down. `lanes` < 32: the warp has only that many
+// threads (warp_lanes()); a lane whose partner (lane + offset) does not exist keeps its value: a GPU's shuffle
+// from a missing lane returns garbage (it is left out of the mask), which a max would keep.
 template <class T, class Op>
-__device__ __forceinline__ T warp_reduce(T v, Op op) {
+__device__ __forceinline__ T warp_reduce(T v, Op op, int lanes = 32) {
+    if (lanes >= 32) {
 #pragma unroll
-    for (int offset = 16; offset > 0; offset >>= 1) v = op(v, __shfl_down_sync(FULL_MASK, v, offset));
+        for (int offset = 16; offset > 0; offset >>= 1) v = op(v, __shfl_down_sync(FULL_MASK, v, offset));
+        return v;
+    }
+    const unsigned mask = (1u << lanes) - 1u;
+    const int lane = block_thread_id() & 31;
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        const T other = __shfl_down_sync(mask, v, offset);
+        if (lane + offset < lanes) v = op(v, other);
+    }
     return v;
 }
 
-// warp_reduce's result in lane 0, computed by one thread from the values a[0 .. n-1] of a warp's n lanes (a
-// lane reading past n reads its own value, as the simulator's shuffle from a missing lane does): the same
-// pairs in the same order. a is overwritten.
+// warp_reduce's result in lane 0, computed by one thread from the values a[0 .. n-1] of a warp's n lanes: the
+// same pairs in the same order (a lane whose partner is past n keeps its value). a is overwritten.
 template <class T, class Op>
 __device__ __forceinline__ T warp_reduce_serial(T* a, int n, Op op) {
     for (int offset = 16; offset > 0; offset >>= 1)
-        for (int l = 0; l < offset && l < n; ++l) a[l] = op(a[l], l + offset < n ? a[l + offset] : a[l]);
+        for (int l = 0; l + offset < n && l < offset; ++l) a[l] = op(a[l], a[l + offset]);
     return a[0];
 }
 
@@ -354,11 +385,11 @@ __device__ T block_reduce(T v, Op op, T identity) {
     } else {
         __shared__ T warp_part[32];
         const int lane = tid & 31, warp = tid >> 5;
-        v = warp_reduce(v, op);
+        v = warp_reduce(v, op, warp_lanes());
         if (lane == 0) warp_part[warp] = v;
         __syncthreads();
         v = lane < block_warps() ? warp_part[lane] : identity;
-        if (warp == 0) v = warp_reduce(v, op);
+        if (warp == 0) v = warp_reduce(v, op, warp_lanes());
     }
     return v;
 }
@@ -372,13 +403,16 @@ __device__ T block_allreduce(T v, Op op, T identity) {
     return result;  // the next call writes result only after its first barrier, once everyone has read it
 }
 
+// warp_reduce for (value, index) pairs; `lanes` as warp_reduce's (a missing partner is never taken).
 template <class T, class I, class Better>
-__device__ __forceinline__ void warp_reduce_pair(T& v, I& i, Better better) {
+__device__ __forceinline__ void warp_reduce_pair(T& v, I& i, Better better, int lanes = 32) {
+    const unsigned mask = lanes >= 32 ? FULL_MASK : (1u << lanes) - 1u;
+    const int lane = block_thread_id() & 31;
 #pragma unroll
     for (int offset = 16; offset > 0; offset >>= 1) {
-        const T ov = __shfl_down_sync(FULL_MASK, v, offset);
-        const I oi = __shfl_down_sync(FULL_MASK, i, offset);
-        if (better(ov, oi, v, i)) { v = ov; i = oi; }
+        const T ov = __shfl_down_sync(mask, v, offset);
+        const I oi = __shfl_down_sync(mask, i, offset);
+        if (lane + offset < lanes && better(ov, oi, v, i)) { v = ov; i = oi; }
     }
 }
 
@@ -387,14 +421,14 @@ __device__ void block_reduce_pair(T& v, I& i, Better better) {
     __shared__ T part_v[32];
     __shared__ I part_i[32];
     const int tid = block_thread_id(), lane = tid & 31, warp = tid >> 5;
-    warp_reduce_pair(v, i, better);
+    warp_reduce_pair(v, i, better, warp_lanes());
     if (lane == 0) { part_v[warp] = v; part_i[warp] = i; }
     __syncthreads();
     if (warp == 0) {
         const int from = lane < block_warps() ? lane : 0;  // lanes past the last warp repeat warp 0's pair
         v = part_v[from];
         i = part_i[from];
-        warp_reduce_pair(v, i, better);
+        warp_reduce_pair(v, i, better, warp_lanes());
     }
 }
 

@@ -13,15 +13,16 @@ dimensions, batch strides), `plan` returns one `Plan`, and blas3 launches what i
                                                           >= SMs
     v2_medium    gemm_v2_medium_... (64x64)               else 64x64 blocks * B >= SMs / 2
     v2_small     gemm_v2_small_... (32x64)                else, unless split-K applies
-    splitk       gemm_v2_small_... per K slice, then      B == 1, 32x64 blocks < SMs / 2 and K >= 32 BK
-                 gemm_splitk_reduce                       (512 floats): S = min(SMs / blocks, K / 16 BK, 16)
+    splitk       gemm_v2_small_... per K slice, then      B == 1, 32x64 blocks < SMs / 2 and K >= 256 BK
+                 gemm_splitk_reduce                       (4096 floats): S = min(SMs / blocks, K / 16 BK, 16)
     v2           the v2 configuration the shape gets      never (a forcing name: v2 without split-K)
     tf32         gemm_tf32.cu gemm_tf32_large_... (TF32)  never: opt-in, float32, sm_80+
     wgmma        gemm_tf32.cu gemm_tf32_wgmma_... (TF32)  never for float32: opt-in, sm_90a builds, not tn
     mma          gemm_half.cu gemm_half_mma_... (16-bit)  cuda, float16/bfloat16 inputs, float or their own C:
-                                                          always (sm_80+; the direct kernel is the one below it)
-    wgmma        gemm_half.cu gemm_half_wgmma_...         never for 16-bit inputs: opt-in until measured on a
-                                                          GPU; sm_90a builds, every orientation
+                                                          builds other than sm_90a (sm_80+; direct is below it)
+    wgmma        gemm_half.cu gemm_half_wgmma_...         cuda, 16-bit inputs, sm_90a builds: always (every
+                                                          orientation; an H200, 2026-11-27: 1.3-1.9x mma's speed
+                                                          at 1024^3 to 4096^3 and nn's shapes, never slower)
 
 <copy> is `vec` (16-byte cp.async) when both operands' pointers are 16-byte aligned and their leading
 dimensions, batch strides and contiguous extents are multiples of 16 bytes, else `elem`. On the sim
@@ -60,6 +61,7 @@ _WGMMA_STAGES = source.int_defines("gemm_tf32.cu", "WGMMA_")["WGMMA_STAGES"]  # 
 _HALF = source.int_defines("gemm_half.cu", "HALF_")  # gemm_half_mma's tile and stages; gemm_half_wgmma's
 _DIRECT = source.int_defines("gemm.cu", "DIRECT_")  # gemm_direct's tile on a GPU and on the simulator
 MAX_SPLITS = 16
+SPLITK_MIN_STEPS = 256  # split-K from K >= 256 BK (4096 floats, 2048 doubles): choose_v2 says why
 INDEX_LIMIT = 2 ** 31
 MAX_CACHED = 4096  # plans kept (a training loop needs a few dozen; the cache empties when full)
 
@@ -133,26 +135,29 @@ def blocks(config, m, n, batch=1, dtype=np.float32):
 
 def choose_v2(m, n, k, batch=1, sms=132, dtype=np.float32):
     """(kernel, config, splits) of GEMM v2 for an (m x k) @ (k x n) product on `sms` SMs: kernel 'v2' or
-    'splitk', the rows v2_* and splitk of the table above."""
+    'splitk', the rows v2_* and splitk of the table above. Split-K costs two more launches and a workspace,
+    tens of microseconds: it pays for a long K only (an H200, 2026-11-27: 128x128x65536 7.5x faster with
+    it, 256x512x784 3x slower)."""
     if blocks("large", m, n, batch, dtype) >= sms:
         return "v2", "large", 1
     if blocks("medium", m, n, batch, dtype) * 2 >= sms:
         return "v2", "medium", 1
     small = blocks("small", m, n, batch, dtype)
-    if batch == 1 and small * 2 < sms and k >= 32 * k_step(dtype):
+    if batch == 1 and small * 2 < sms and k >= SPLITK_MIN_STEPS * k_step(dtype):
         splits = min(max(1, sms // small), k // (16 * k_step(dtype)), MAX_SPLITS)
         if splits >= 2:
             return "splitk", "small", splits
     return "v2", "small", 1
 
 
-def choose_kernel(m, n, k, sim=False, batch=1, sms=132, lds=(0,), dtype=np.float32, trans_a=False, trans_b=False):
+def choose_kernel(m, n, k, sim=False, batch=1, sms=132, lds=(0,), dtype=np.float32, trans_a=False, trans_b=False,
+                  hopper=False):
     """The kernel `auto` takes for an (m x k) @ (k x n) product (a stack of `batch`) on a device with `sms` SMs
-    (sim=True: the simulator): the table above."""
+    (sim=True: the simulator; hopper=True: an sm_90a build, which has warpgroup MMA): the table above."""
     if sim:
         return sim_kernel(m, n, k, trans_a, trans_b, dtype)
     if np.dtype(dtype) in HALVES:
-        return "mma"
+        return "wgmma" if hopper else "mma"
     if m * n * k <= 32 ** 3:
         return "naive"
     if not indexable(*lds):
@@ -254,7 +259,7 @@ def kernel_name(kernel, p):
     if name == "auto":
         sim = simulated()
         name = choose_kernel(p.m, p.n, p.k, sim, p.batch, 0 if sim else multiprocessors(), p.lds, p.dtype,
-                             p.trans_a, p.trans_b)
+                             p.trans_a, p.trans_b, hopper=target()[0] == "sm_90a")
     elif name not in KERNELS:
         raise ValueError(f"gemm: unknown kernel '{name}'; choose one of {', '.join(KERNELS)} or 'auto' "
                          f"(argument kernel= or ${ENV_KERNEL})")

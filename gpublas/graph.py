@@ -80,12 +80,17 @@ class Graph:
         streams._local.graph = None
         self.backend.pool.captures.pop(self.stream.handle, None)
         self.stream.graph = None
-        recorded = self.backend.capture_end(self.stream.handle)
-        if exc_type is not None:  # a half-recorded graph is never replayed: release it now
-            self.backend.graph_destroy(recorded)
-            self.free()
+        if exc_type is None:
+            self._recorded = self.backend.capture_end(self.stream.handle)
             return False
-        self._recorded = recorded
+        # a half-recorded graph is never replayed: release it now. A failed CUDA call inside the capture has
+        # invalidated it, so ending it fails too: the error raised is the block's own, the memory freed anyway
+        try:
+            self.backend.graph_destroy(self.backend.capture_end(self.stream.handle))
+        except Exception:
+            pass
+        finally:
+            self.free()
         return False
 
     def record(self, args, pointers):

@@ -21,7 +21,8 @@ Advanced indexing (a copy, as NumPy's), one integer or boolean array per key, be
 Item assignment a[key] = v writes a scalar, a DeviceArray or an ndarray (broadcast to the view's
 shape, converted to a's dtype) through one strided copy kernel; a right-hand side that overlaps the
 target otherwise than element for element is copied first, so `x[1:] += x[:-1]` gives NumPy's
-result. Every check runs before anything is written: a failed assignment leaves `a` untouched.
+result; a target whose own elements overlap (as_strided views) is written in C order, the last write to an
+address winning, as NumPy's. Every check runs before anything is written: a failed assignment leaves `a` untouched.
 """
 import math
 import operator
@@ -251,9 +252,27 @@ def copy_to(dst, src, stream=None):
         if (src._offset, src.shape, src.strides, src.dtype) == (dst._offset, dst.shape, dst.strides, dst.dtype):
             return dst
         src = src.copy(stream)
+    if layout.may_overlap_itself(dst.shape, dst.strides, dst.itemsize):
+        return _copy_in_order(dst, src, stream)
     kind, args = ew.plan(dst.shape, src, dst, flat=False)
     k = get_kernel("memory", f"cast{kind}_real", dst.dtype)
     k(ew.grid_for(dst.size), ew.BLOCK, src, SRC_CODES[src.dtype], dst, *args, stream=stream, views=True)
+    return dst
+
+
+def _copy_in_order(dst, src, stream):
+    """copy_to into a dst whose elements overlap each other (a stack of matrices a row apart, a stride of 0):
+    NumPy's assignment writes in C order, so the last write to an address wins, where one kernel's threads
+    write in no order on a GPU. An axis of stride 0 keeps its last index only (it overwrites the others at
+    the same addresses); then the leading axis goes one index at a time, in order, each down to views whose
+    elements are distinct."""
+    src = src._view(dst.shape, layout.broadcast_strides(src.shape, src.strides, dst.shape))
+    if any(s == 0 and d > 1 for s, d in zip(dst.strides, dst.shape)):
+        last = tuple(slice(-1, None) if s == 0 else slice(None) for s in dst.strides)
+        copy_to(dst[last], src[last], stream)
+        return dst
+    for i in range(dst.shape[0]):
+        copy_to(dst[i], src[i], stream)
     return dst
 
 

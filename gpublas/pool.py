@@ -116,7 +116,8 @@ class MemoryPool:
             try:
                 ptr = self.backend.mem_alloc(size)
             except MemoryError:
-                if attempt == 0 and self.held > self.in_use:
+                # free_cached synchronizes (cuMemFree does too), which breaks a live capture: not then
+                if attempt == 0 and self.held > self.in_use and not self.captures:
                     self.free_cached()
                     continue
                 total = self.backend.device_info().get("total_memory")

@@ -188,6 +188,7 @@ def test_dispatcher_and_forcing(rng, monkeypatch):
     assert gemm_plan.choose_kernel(1024, 1024, 1024, sms=40) == "v2_large"
     assert gemm_plan.choose_kernel(256, 256, 64, sms=132) == "v2_small"
     assert gemm_plan.choose_kernel(64, 128, 8192, sms=132) == "splitk"     # a weight gradient: K = batch x spatial
+    assert gemm_plan.choose_kernel(256, 512, 784, sms=132) == "v2_small"   # too short a K to pay for split-K's launches
     assert gemm_plan.choose_kernel(64, 128, 8192, batch=8, sms=132) == "v2_small"
     assert gemm_plan.choose_kernel(256, 256, 256, lds=(2 ** 24, 256)) == "regblock"  # 32-bit tile index math
     assert gemm_plan.choose_kernel(64, 64, 64, sim=True) == "direct"

@@ -219,7 +219,7 @@ def test_nan_and_inf_inputs_reach_c(rng, dtype, trans_a, trans_b):
     want = a.astype(np.float64) @ b.astype(np.float64)
     da = gpublas.to_device(np.ascontiguousarray(a.T) if trans_a else a)
     db = gpublas.to_device(np.ascontiguousarray(b.T) if trans_b else b)
-    for kernel in ("direct", "naive", "mma"):
+    for kernel in ("direct", "naive", "mma", "wgmma"):
         got = gpublas.gemm(da, db, out_dtype=np.float32, trans_a=trans_a, trans_b=trans_b, kernel=kernel).get()
         np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
         np.testing.assert_array_equal(np.isinf(got) & (got > 0), np.isinf(want) & (want > 0))
@@ -256,7 +256,7 @@ def test_beta_zero_never_reads_c_and_k_zero_scales_c(rng, dtype):
         x = gpublas.to_device(np.full((mm, kk), np.nan, dtype))  # alpha = 0 or K = 0 reads neither a nor b
         y = gpublas.to_device(np.full((kk, nn), np.nan, dtype))
         for out in (np.float32, dtype):
-            for kernel in ("mma", "direct", "naive"):
+            for kernel in ("mma", "wgmma", "direct", "naive"):
                 z = gpublas.to_device(np.full((mm, nn), 3.0, out))
                 got = gpublas.gemm(x, y, z, alpha=alpha, beta=0.5, kernel=kernel).get()
                 np.testing.assert_array_equal(got.astype(np.float32), np.full((mm, nn), 1.5, np.float32))
@@ -281,7 +281,7 @@ def test_views_with_leading_dimensions_and_batches(rng, dtype, trans_a, trans_b)
 
 
 @pytest.mark.parametrize("dtype", HALVES, ids=IDS)
-def test_matmul_and_auto_take_direct_on_sim_and_mma_on_a_gpu(rng, dtype):
+def test_matmul_and_auto_take_direct_on_sim_and_tensor_cores_on_a_gpu(rng, dtype):
     a = rng.standard_normal((4, 33, 20)).astype(dtype)
     b = rng.standard_normal((20, 9)).astype(dtype)
     v = rng.standard_normal(20).astype(dtype)
@@ -292,8 +292,10 @@ def test_matmul_and_auto_take_direct_on_sim_and_mma_on_a_gpu(rng, dtype):
         _check(got[i], a[i], b, 20, dtype)
     _check(gpublas.matmul(da[0], dv).get()[:, None], a[0], v[:, None], 20, dtype)  # a vector: one column
     p = gemm_plan.Problem(64, 64, 64, 1, False, False, (64, 64, 64), (0, 0, 0), dtype, True, dtype)
-    assert gemm_plan.plan(None, p).name == ("direct" if gpublas.backends.current().name == "sim" else "mma")
+    where = gemm_plan.target()[0]
+    assert gemm_plan.plan(None, p).name == ("direct" if where == "sim" else "wgmma" if where == "sm_90a" else "mma")
     assert gemm_plan.choose_kernel(64, 64, 64, sim=False, sms=132, dtype=dtype) == "mma"
+    assert gemm_plan.choose_kernel(64, 64, 64, sim=False, sms=132, dtype=dtype, hopper=True) == "wgmma"
     assert gemm_plan.choose_kernel(64, 64, 64, sim=True, dtype=dtype) == "direct"  # barrier-free on sim
     assert gemm_plan.choose_kernel(1, 1, 4096, sim=True, dtype=dtype) == "naive"  # one output: naive's
     f32 = p._replace(out_dtype=np.dtype(np.float32))

@@ -186,9 +186,10 @@ def test_batched_views(rng, dtype, trans_a, trans_b):
     assert np.isnan(got[:, :, 0]).all() and np.isnan(got[:, :, 1 + n:]).all()
 
 
-def test_batched_c_that_overlaps_itself_goes_through_a_temporary(rng):
+def test_batched_c_that_overlaps_itself_goes_through_a_temporary(rng, sim_order):
     # a (2, 3, 4) c whose matrices overlap (batch stride of one row) cannot be written in place by a
     # batched launch; gemm_batched computes into a temporary and writes it back as NumPy's assignment would
+    # (in C order: the second matrix's rows win; one copy kernel's threads would race, whatever the thread order)
     h = np.zeros((4, 4))
     d = gpublas.to_device(h)
     c = d._view((2, 3, 4), (32, 32, 8))

@@ -115,3 +115,28 @@ def test_driver_calls_capture_instantiate_launch_destroy(fail):
                      "cuGraphLaunch", "cuGraphLaunch", "cuGraphExecDestroy"]
     assert lib.calls[0][1:] == (77, cuda_graph.CAPTURE_MODE_RELAXED)
     assert lib.calls[4][1:] == (exe, None) and lib.calls[5][1:] == (exe, 77)
+
+
+def test_a_graph_alive_at_exit_is_not_destroyed_after_close():
+    # close() (atexit) popped the context: destroying a graph then would push it again and abort the process
+    from types import SimpleNamespace
+
+    cuda = pytest.importorskip("gpublas.backends.cuda")
+    closed = SimpleNamespace(_closed=True, contexts=None)  # contexts.enter() would fail: never reached
+    assert cuda.CudaBackend.graph_destroy(closed, 0x1000) is None
+
+
+def test_launch_blocking_beside_a_capture_waits_for_its_own_stream():
+    # GPUBLAS_LAUNCH_BLOCKING: a context synchronize would break another thread's capture (shared/gpu/AUDIT.md #2)
+    from types import SimpleNamespace
+
+    from gpublas.backends import cuda_graph
+    calls = []
+    stream = SimpleNamespace(synchronize=lambda: calls.append("stream"))
+    event = SimpleNamespace(record=lambda s: SimpleNamespace(synchronize=lambda: calls.append(("event on", s))))
+    backend = SimpleNamespace(_capturing=set(), drv=SimpleNamespace(Event=lambda: event))
+    cuda_graph.sync_beside_captures(backend, stream, lambda: calls.append("context"))
+    backend._capturing.add("another thread's stream")
+    cuda_graph.sync_beside_captures(backend, stream, lambda: calls.append("context"))
+    cuda_graph.sync_beside_captures(backend, None, lambda: calls.append("context"))
+    assert calls == ["context", "stream", ("event on", None)]

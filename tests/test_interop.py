@@ -81,8 +81,15 @@ def test_interop_errors():
             d.__dlpack__(dl_device=(interop.KDLCUDA, 0))
     with pytest.raises(TypeError, match="neither"):
         gpublas.as_device_array([1, 2, 3])
+    # a dtype gpublas does not hold, on the active backend's device (kDLCPU on sim; CuPy's kDLCUDA on cuda)
+    if gpublas.backend() == "sim":
+        other = np.zeros(3, np.int16)
+    else:
+        with pytest.raises(BufferError, match="device"):  # a host array, for the cuda backend
+            gpublas.from_dlpack(np.zeros(3, np.float32))
+        other = pytest.importorskip("cupy").zeros(3, np.int16)
     with pytest.raises(TypeError, match="16 bits.*not one gpublas holds"):
-        gpublas.from_dlpack(np.zeros(3, np.int16))
+        gpublas.from_dlpack(other)
     d.free()
     with pytest.raises(gpublas.FreedArrayError):
         d.__dlpack__()

@@ -5,6 +5,7 @@ The unit tests drive a MemoryPool against a bookkeeping stand-in (pointers are c
 flags the test completes), which is how event completion is faked; the last test checks that real
 launches on a stream record that stream with the block."""
 import numpy as np
+import pytest
 
 import gpublas
 from gpublas.backends.base import Backend
@@ -101,3 +102,24 @@ def test_launch_on_a_stream_records_it_with_the_block():
     assert y._mem.others is None  # used only on the stream it was allocated on
     s.synchronize()
     np.testing.assert_array_equal(x.get(), np.full(1000, 2.0, np.float32))
+
+
+def test_out_of_memory_during_a_capture_does_not_free_the_cache():
+    # free_cached synchronizes (cuMemFree too), which would break a live capture: the allocation fails instead
+    dev = Bookkeeping()
+    pool = MemoryPool(dev)
+    pool.malloc(1000, S).free()  # one cached block
+    dev.device_info = lambda: {"total_memory": 1 << 30}
+
+    def full(nbytes):
+        raise MemoryError
+
+    dev.mem_alloc = full
+    pool.captures[T] = object()  # a capture is live on another stream
+    with pytest.raises(gpublas.OutOfMemoryError):
+        pool.malloc(4096, S)
+    assert dev.freed == []
+    del pool.captures[T]
+    with pytest.raises(gpublas.OutOfMemoryError):
+        pool.malloc(4096, S)
+    assert len(dev.freed) == 1  # without a capture: the cache is given back before the second try

@@ -130,7 +130,9 @@ def test_json_round_trip():
 def test_environment_variable_prints_at_exit(tmp_path):
     script = tmp_path / "s.py"
     script.write_text("import gpublas\nx = gpublas.empty(1000)\nfor _ in range(7):\n    x.fill(1.0)\n")
-    env = {**os.environ, "GPUBLAS_PROFILE": "1", "PYTHONPATH": str(ROOT)}
+    # the repository first, the rest kept (a GPU machine's PyCUDA may come from PYTHONPATH)
+    env = {**os.environ, "GPUBLAS_PROFILE": "1",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     line = next(ln for ln in r.stderr.splitlines() if "fill_real" in ln)

@@ -41,6 +41,32 @@ def test_gpublas_sim_h_includes_each_part():
         assert (sim_build.HEADER.parent / part).read_text().startswith(f"// {part}: ")
 
 
+
+NOINLINE_SRC = r"""#include "common.cuh"
+__device__ __noinline__ float twice(float v) { return 2.0f * v; }
+extern "C" __global__ void noinline_check(float* x) { x[threadIdx.x] = twice(x[threadIdx.x]); }
+"""
+
+
+def test_noinline_macro_comes_after_every_system_header(tmp_path):
+    # libstdc++ spells GCC's attribute __noinline__ in some headers (bits/shared_ptr_base.h, GCC 12 on): a macro of
+    # that name defined before one of them fails the build ("'noinline' was not declared", a GPU machine's g++).
+    # Preprocessed as the sim builds a kernel: no system header is entered once the macro exists.
+    src = tmp_path / "noinline.cu"
+    src.write_text(NOINLINE_SRC)
+    cxx, _ = sim_build.host_compiler()
+    cmd = [cxx, *[f for f in sim_build._CXXFLAGS if f not in ("-shared", "-fPIC")], *sim_build._machine_flags(),
+           "-I", str(gpublas.source.src_dir()), "-I", str(sim_build.HEADER.parent), "-include", str(sim_build.HEADER),
+           "-E", "-dD", "-x", "c++", str(src)]
+    lines = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("#define __noinline__ "))
+    ours = (str(sim_build.HEADER.parent), str(gpublas.source.src_dir()), str(src), "<")
+    entered = {ln.split('"')[1] for ln in lines[at:] if ln.startswith("# ") and '"' in ln}
+    assert all(path.startswith(ours) for path in entered), sorted(p for p in entered if not p.startswith(ours))
+    x = gpublas.full(32, 1.5, np.float32)
+    load_source(NOINLINE_SRC, None, "noinline_check.cu").get("noinline_check")(1, 32, x)
+    assert np.all(x.get() == 3.0)
+
 MIXED_SRC = r"""
 extern "C" __global__ void mixed(char flag, double* out, int n, short s, long long big, float f, unsigned char u) {
     if (threadIdx.x == 0 && flag) { out[0] = n; out[1] = s; out[2] = double(big); out[3] = f; out[4] = u; }

@@ -124,6 +124,19 @@ def test_overlapping_in_place_matches_numpy(dtype, rng):
     np.testing.assert_array_equal(d.get(), h)
 
 
+
+def test_a_target_that_overlaps_itself_is_written_in_c_order(rng, sim_order):
+    # elements of the target at one address (rows a row apart, strides of 0): the last in C order wins, as in
+    # NumPy's loop; one copy kernel would race there (the simulator's reverse order shows it)
+    for shape, strides in [((2, 3, 4), (32, 32, 8)), ((3, 4), (0, 8)), ((4, 3, 2), (16, 0, 8)), ((5,), (0,))]:
+        for v in (rng.standard_normal(shape), rng.standard_normal(shape[1:])):  # the second one broadcast
+            want = np.zeros(16)
+            for index in np.ndindex(*shape):
+                want[sum(i * s for i, s in zip(index, strides)) // 8] = np.broadcast_to(v, shape)[index]
+            d = gpublas.zeros(16, np.float64)
+            d._view(shape, strides)[...] = gpublas.to_device(v)
+            np.testing.assert_array_equal(d.get(), want, err_msg=f"{shape} {strides} from {v.shape}")
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_elementwise_and_reductions_on_views(dtype, rng):
     h = values((9, 13, 3), dtype, rng)

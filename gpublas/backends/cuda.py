@@ -299,7 +299,8 @@ class CudaBackend(Backend):
         stream.synchronize()
 
     # graphs: the driver's stream capture (cuda_graph.py)
-    def capture_stream_create(self):
+    @_named_faults
+    def capture_stream_create(self):  # the first gpublas call of a new thread may be gpublas.graph()
         return self.drv.Stream(cuda_graph.NON_BLOCKING)
 
     def capture_begin(self, stream):
@@ -316,6 +317,8 @@ class CudaBackend(Backend):
         cuda_graph.driver().launch(graph, stream)
 
     def graph_destroy(self, graph):
+        if self._closed:  # a graph alive at exit: its context is gone with close(); pushing it again aborts
+            return
         self.contexts.enter()
         cuda_graph.driver().destroy(graph)
 
@@ -399,7 +402,7 @@ class CudaBackend(Backend):
             try:
                 call(grid, block, stream, *args, shared_size=shared)
                 if sync is not None and stream not in backend._capturing:
-                    sync()
+                    cuda_graph.sync_beside_captures(backend, stream, sync)
             except error as e:
                 raise LaunchError(fault_message(e, backend.last_launch, True)) from e
 

@@ -57,6 +57,18 @@ class Driver:
         self.lib.cuGraphExecDestroy(exe)
 
 
+def sync_beside_captures(backend, stream, sync):
+    """GPUBLAS_LAUNCH_BLOCKING's wait after a launch on `stream` (not capturing): `sync` (the whole context),
+    unless a stream of another thread is capturing a graph, which a context synchronize would break: then
+    the launch's own stream, or an event recorded on stream 0."""
+    if not backend._capturing:
+        sync()
+    elif stream is not None:
+        stream.synchronize()
+    else:
+        backend.drv.Event().record(None).synchronize()
+
+
 @functools.lru_cache(maxsize=None)
 def driver():
     """The Driver over this process's libcuda (the one PyCUDA loaded)."""

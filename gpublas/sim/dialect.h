@@ -3,6 +3,7 @@
 // Emulates: the function and variable qualifiers (__global__, __device__, __shared__ ...), the
 // vector types (float2/float4, int4, dim3, uint3 ... with make_*), and the built-in variables
 // threadIdx, blockIdx, blockDim, gridDim and warpSize.
+// __noinline__ is defined last, in gpublas_sim.h, once every system header is in (see there).
 // Limits: __shared__ is `static thread_local` (one copy per OS thread, shared by the fibers of the
 // block that thread runs), so a __shared__ variable inside a __device__ function called by several
 // kernels is one variable, as it is on the GPU per block; __constant__ and __managed__ are ordinary
@@ -20,7 +21,6 @@
 #define __device__
 #define __host__
 #define __forceinline__ inline __attribute__((always_inline))
-#define __noinline__ __attribute__((noinline))
 #define __restrict__ __restrict
 #define __shared__ static thread_local
 #define __constant__ static

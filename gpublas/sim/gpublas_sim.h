@@ -34,3 +34,16 @@
 #include "wmma.h"
 #include "mma_sync.h"
 #include "cuda_pipeline.h"  // cp.async pipeline primitives as synchronous copies
+
+// __noinline__ last: libstdc++ spells GCC's attribute with that reserved name in some of its headers
+// (__attribute__((__noinline__)) in bits/shared_ptr_base.h since GCC 12, [[__gnu__::__noinline__]] in
+// others), and a macro of that name defined before them breaks them ("'noinline' was not declared in this
+// scope": CUDA's nvcc has it as a keyword, not a macro). So every system header a kernel or the stand-in
+// headers (cuda_fp16.h, cuda_pipeline.h, transpose_runs.h) include comes in before it; a system header a .cu
+// includes itself afterwards is parsed with the macro defined.
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <immintrin.h>
+#include <type_traits>
+#define __noinline__ __attribute__((noinline))

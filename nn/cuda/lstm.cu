@@ -17,12 +17,23 @@
 // batch_first <-> time-major is gpublas' swap01 (cuda_src/transpose.cu).
 #include "common.cuh"
 
+// c = f c_prev + i g as written: two products and a sum, each rounded. nvcc would fuse one product into the sum
+// (an FMA, one rounding fewer); the simulator's runs (float16v, the template) are built without contraction.
+template <class T>
+__device__ __forceinline__ T cell_update(T f, T cp, T i, T g) { return f * cp + i * g; }
+__device__ __forceinline__ float cell_update(float f, float cp, float i, float g) {
+    return __fadd_rn(__fmul_rn(f, cp), __fmul_rn(i, g));
+}
+__device__ __forceinline__ double cell_update(double f, double cp, double i, double g) {
+    return __dadd_rn(__dmul_rn(f, cp), __dmul_rn(i, g));
+}
+
 // One unit's activations and cell update: T is `real` (one unit), or on the simulator a run of 16 float units
 // (gpublas/sim/vector_math.h's float16v, whose sigmoid and tanh overloads this reaches).
 template <class T>
 __device__ __forceinline__ void lstm_cell(T& ai, T& af, T& ag, T& ao, T cp, T& cn, T& tc, T& h) {
     ai = sigmoid(ai); af = sigmoid(af); ag = tanh(ag); ao = sigmoid(ao);  // i, f, g, o
-    cn = af * cp + ai * ag;
+    cn = cell_update(af, cp, ai, ag);
     tc = tanh(cn);
     h = ao * tc;
 }
