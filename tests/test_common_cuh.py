@@ -52,7 +52,7 @@ def test_fast_divisor_packs_and_checks_range():
 def test_constants_come_from_the_sources():
     from gpublas import reduction, source
     from nn import kernels
-    assert kernels.ACT == {"identity": 0, "relu": 1, "tanh": 2, "sigmoid": 3, None: 0}
+    assert kernels.ACT == {"identity": 0, "relu": 1, "tanh": 2, "sigmoid": 3, "gelu": 4, "gelu_tanh": 5, None: 0}
     assert (reduction.SUM, reduction.MAX, reduction.MIN) == (0, 1, 2)
     with pytest.raises(LookupError, match="NO_SUCH_"):
         source.int_defines("common.cuh", "NO_SUCH_")
