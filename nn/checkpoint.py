@@ -28,6 +28,21 @@ def _pid_alive(pid):
     return True
 
 
+def _umask():
+    """The process's umask, read without changing it where Linux shows it (/proc/self/status); elsewhere
+    set and restored at once (os.umask has no read-only form before Python 3.13's os.getumask)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def remove_stale_temporaries(path):
     """Deletes the temporary files that earlier save()s of `path` left behind when their process died
     (their pid is not running); returns the names removed. Files of live processes stay."""
@@ -54,6 +69,7 @@ def save(model, path):
     remove_stale_temporaries(path)
     fd, tmp = tempfile.mkstemp(prefix=f"{_temp_prefix(path)}{os.getpid()}-", dir=folder)
     try:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp's 0600 -> what open() gives (np.savez: 0644 under umask 022)
         with os.fdopen(fd, "wb") as f:
             np.savez(f, **state)
             f.flush()

@@ -5,6 +5,7 @@ Each is one fused kernel computing the per-element loss and its gradient togethe
 import numpy as np
 
 import gpublas
+from gpublas.stream import capturing
 
 from . import step_kernels as K
 from .module import Module
@@ -31,9 +32,15 @@ class _Loss(Module):
         x = super()._input(x)
         return x.astype(np.float32) if x.dtype in gpublas.dtypes.HALVES else x
 
-    @staticmethod
-    def _value(total, on_device):
-        return total if on_device else float(total.get()[0])
+    def _value(self, total, on_device):
+        if on_device:
+            return total
+        if capturing() is not None:  # the read-back would fail with the generic message: say what to pass
+            raise gpublas.GraphError(f"{self.describe()}: returning the loss as a float is a host read-back, "
+                                     "which a graph cannot hold (captured work runs at replay); pass "
+                                     "on_device=True to get it as a one-element DeviceArray and read it "
+                                     "after graph.replay()")
+        return float(total.get()[0])
 
 
 class SoftmaxCrossEntropy(_Loss):

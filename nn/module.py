@@ -79,6 +79,19 @@ class Module:
     def __call__(self, *args, **kwargs):
         return self.forward(*args, **kwargs)
 
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} defines no forward(); an nn.Module subclass writes "
+                                  "forward(x) and backward(dy) (see docs/custom-modules.md)")
+
+    def backward(self, dy):
+        """nn has no autograd: each module writes its backward by hand. This default says so."""
+        raise NotImplementedError(
+            f"{type(self).__name__} defines no backward(): nn has no autograd, so a Module subclass writes "
+            "backward(dy) itself: call its layers' backward in the reverse order of forward (each returns the "
+            "gradient of its input and adds into its parameters' .grad) and return the gradient of the "
+            "input; or build the model as nn.Sequential(...), whose backward does that. See "
+            "docs/custom-modules.md")
+
     # -- traversal ----------------------------------------------------------------------------------
     def named_modules(self, prefix=""):
         yield prefix, self

@@ -54,6 +54,8 @@ class _Optimizer:
 
     def __init__(self, params, lr):
         self.params, self._group_of, self._group_options = _param_groups(params)
+        if not self.params:  # PyTorch's words: a model with nothing to train is a mistake, not a no-op
+            raise ValueError(f"{type(self).__name__}: optimizer got an empty parameter list")
         self.flat = FlatGroups(self.params, self._group_of)
         self.state = gpublas.zeros((4,), np.float64)
         self.lr = lr

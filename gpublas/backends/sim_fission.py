@@ -114,7 +114,11 @@ def _emit_region(r, counter):
             declared.append(v)
             if d.init and d.dims:
                 raise Unsupported(f"an initialized array ({d.name}) kept across a barrier")
-            if d.init[:1] == ["="]:
+            if d.init[:1] == ["="] and d.init[1] != "{" and not d.ptr:
+                # `T x = e;` converts e to T as copy-initialization does (`x = e` would pick an
+                # assignment operator: ambiguous for __half from an int)
+                body += [d.name, "=", v.alias, "(", *d.init[1:], ")", ";"]
+            elif d.init[:1] == ["="]:
                 body += [d.name, "=", *([v.alias] if d.init[1] == "{" else []), *d.init[1:], ";"]
             elif d.init:
                 body += [d.name, "=", v.alias, *d.init, ";"]

@@ -26,6 +26,22 @@
 
 namespace gpublas_sim {
 
+// One lane's value in a warp exchange: up to 16 bytes, so a complex double crosses in one piece (on
+// fibers and on a GPU, common.cuh's gcomplex overloads shuffle its two parts from the same lane).
+struct LaneBits {
+    uint64_t lo = 0, hi = 0;
+    explicit operator bool() const { return (lo | hi) != 0; }
+};
+template <class T>
+static inline LaneBits to_lane_bits(T v) {
+    static_assert(sizeof(T) <= sizeof(LaneBits), "a fissioned warp exchange moves at most 16 bytes");
+    LaneBits b;
+    std::memcpy(&b, &v, sizeof(T));
+    return b;
+}
+template <class T>
+static inline T from_lane_bits(const LaneBits& b) { T v; std::memcpy(&v, &b, sizeof(T)); return v; }
+
 struct Block {
     unsigned n = 0;                     // threads of the block
     int order = FORWARD;
@@ -37,7 +53,7 @@ struct Block {
     std::vector<unsigned char> done;    // 1: exited
     std::vector<uint3> tids;
     uint3 tids_for{0, 0, 0};            // the blockDim tids was built for
-    std::vector<uint64_t> slot[2];      // warp exchange values [parity][thread]
+    std::vector<LaneBits> slot[2];      // warp exchange values [parity][thread]
     std::vector<unsigned> stamp[2];     // which exchange wrote them
     unsigned pub = 1, rd = 0;           // the exchange being published / being read
     std::vector<char> arena;            // per-thread arrays of this block: one bump allocation each
@@ -146,15 +162,15 @@ struct Block {
     }
     template <class T>
     void publish(unsigned t, T v) {
-        slot[pub & 1][t] = to_bits(v);
+        slot[pub & 1][t] = to_lane_bits(v);
         stamp[pub & 1][t] = pub;
     }
     // The value lane `src` of t's warp published in the exchange being read, or t's own.
     template <class T>
     T read(unsigned t, int src, bool valid) const {
         const unsigned p = rd & 1, from = (t & ~31u) + unsigned(src);
-        if (valid && src >= 0 && src < 32 && from < n && stamp[p][from] == rd) return from_bits<T>(slot[p][from]);
-        return from_bits<T>(slot[p][t]);
+        if (valid && src >= 0 && src < 32 && from < n && stamp[p][from] == rd) return from_lane_bits<T>(slot[p][from]);
+        return from_lane_bits<T>(slot[p][t]);
     }
     unsigned ballot(unsigned t) const {
         const unsigned p = rd & 1, lo = t & ~31u;
