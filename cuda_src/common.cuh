@@ -37,6 +37,8 @@
 //                                    barriers). Once per kernel, or a __syncthreads() between calls.
 //   ACT_*, act_apply, act_grad_from_output   the fused activations of nn's kernels (nn.kernels.ACT reads
 //                                    the ACT_* codes from here); the gradient from the forward OUTPUT
+//   report_bad_index(check, site, v, pos, limit)   a device-side index check: records the first bad
+//                                    index for the host to raise at its next synchronization
 //   FastDivmod, div_mod(n, d, rem)   n / d and n % d for 0 <= n, d < 2^31 with one __umulhi and a
 //                                    shift (CUTLASS's FastDivmod): the multiplier is computed on the
 //                                    host (gpublas.launch.fast_divisor packs it with d into one
@@ -67,6 +69,22 @@ __host__ __device__ __forceinline__ bool small_index(long long n) { return n < 0
 
 #define GRID_STRIDE_LOOP(I, i, n) \
     for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < (I)(n); i += (I)gridDim.x * blockDim.x)
+
+// A device-side index check (gpublas/device_checks.py): a kernel that meets an index outside [0, limit)
+// records it in check[0..2] = {site, position << 32 | (unsigned)value, limit} and carries on; the host
+// raises IndexError at its next synchronization. The first site to report holds the record until the
+// host clears it (launches run in order, so that is the earliest launch's); within it the smallest
+// position wins (atomicMin; the host clears slot 1 to all ones), the same one under any thread order.
+// A NULL check records nothing.
+__device__ __forceinline__ void report_bad_index(long long* check, int site, int value, long long position,
+                                                 long long limit) {
+    unsigned long long* c = (unsigned long long*)check;
+    if (c == nullptr) return;  // the launcher asked for no check
+    const unsigned long long prev = atomicCAS(&c[0], 0ull, (unsigned long long)site);
+    if (prev != 0ull && prev != (unsigned long long)site) return;
+    atomicMin(&c[1], ((unsigned long long)position << 32) | (unsigned)value);
+    c[2] = (unsigned long long)limit;
+}
 
 // ---------------------------------------------------------------------------------------------------
 // Storage types: 16-bit floats are loaded as float, computed in float and rounded once when stored

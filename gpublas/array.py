@@ -15,7 +15,7 @@ import warnings
 
 import numpy as np
 
-from . import backends, dtypes, layout
+from . import backends, device_checks, dtypes, layout
 from .errors import GraphError
 from .launch import geometry_1d, get_kernel
 from .pinned import PageableMemoryWarning, is_pinned
@@ -235,6 +235,8 @@ class DeviceArray:
         src = self if self.c_contiguous else self.copy(stream)
         handle = _async_handle(out, stream, "device-to-host", src)
         self.backend.dtoh(out.ctypes.data, src.ptr, self.nbytes, handle)
+        if handle is None:  # a host synchronization: report a bad index a kernel found (device_checks)
+            device_checks.raise_pending()
         return out
 
     def copy(self, stream=None):

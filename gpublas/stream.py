@@ -7,7 +7,7 @@ hold (a synchronize here; read-backs and compiles in array.py, blas1.py, launch.
 """
 import threading
 
-from . import backends
+from . import backends, device_checks
 from .errors import GraphError
 
 class _Local(threading.local):
@@ -54,6 +54,7 @@ class Stream:
     def synchronize(self):
         refuse_in_capture("Stream.synchronize()")
         self.backend.stream_synchronize(self.handle)
+        device_checks.raise_pending()
 
     def __enter__(self):
         _local.stack.append(self)
@@ -81,6 +82,7 @@ class Event:
     def synchronize(self):
         refuse_in_capture("Event.synchronize()")
         self.backend.event_synchronize(self.handle)
+        device_checks.raise_pending()
 
     def elapsed_ms(self, end):
         """Milliseconds from this event to `end` (both recorded; waits for `end`)."""
@@ -93,3 +95,4 @@ def synchronize():
     """Waits for all work on the device."""
     refuse_in_capture("gpublas.synchronize()")
     backends.current().synchronize()
+    device_checks.raise_pending()

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 import gpublas
-from gpublas import dtypes, launch, reduction, source
+from gpublas import device_checks, dtypes, launch, reduction, source
 from gpublas.launch import ceil_div, geometry_1d
 from gpublas.launch import fast_divisor as fd
 
@@ -343,14 +343,16 @@ def _indices(idx):
         raise TypeError(f"embedding: indices must be int32 on the device, got {idx.dtype}")
 
 
-def embedding_forward(weight, idx, y):
-    """y (n, D) = weight[idx] for int32 idx (n,); a row whose index is outside [0, V) is NaN."""
+def embedding_forward(weight, idx, y, site=0):
+    """y (n, D) = weight[idx] for int32 idx (n,); a row whose index is outside [0, V) is NaN and, with a
+    `site` (gpublas.device_checks.site), raises IndexError at the host's next synchronization."""
     V, D = weight.shape
     _indices(idx)
     if y.shape != (idx.size, D):
         raise ValueError(f"embedding_forward: y {y.shape}, expected {(idx.size, D)}")
     get_kernel("embedding", "embedding_forward", _same("embedding_forward", weight, y))(
-        *in_order_geometry(y.size), weight, idx, y, idx.size, fd(D), V)
+        *in_order_geometry(y.size), weight, idx, y, idx.size, fd(D), V, device_checks.record() if site else None,
+        site)
     return y
 
 

@@ -5,6 +5,7 @@ Each is one fused kernel computing the per-element loss and its gradient togethe
 import numpy as np
 
 import gpublas
+from gpublas import device_checks
 from gpublas.stream import capturing
 
 from . import step_kernels as K
@@ -49,7 +50,9 @@ class SoftmaxCrossEntropy(_Loss):
     ignore_index: (N, C) with (N,), or a sequence model's (N, T, C) with (N, T). Host labels are checked (a
     clear ValueError) and counted on the host; int32 labels already on the device are used as they are,
     with no read-back (xent_scale counts them on the device): a label outside [0, C) makes its row's loss,
-    and so the mean, NaN. Every label ignored: the mean is NaN, as torch's."""
+    and so the mean, NaN, and the kernel records it: the host's next synchronization (this loss as a float,
+    a .get()) raises IndexError naming it (gpublas.device_checks; PyTorch's device-side assert on a GPU).
+    Every label ignored: the mean is NaN, as torch's."""
 
     def __init__(self, ignore_index=-100):
         super().__init__()
@@ -71,7 +74,8 @@ class SoftmaxCrossEntropy(_Loss):
             scale = K.xent_scale(labels, self.ignore_index, gpublas.empty((1,), logits.dtype))
         grad = gpublas.empty_like(logits)
         rows = K.softmax_xent_forward(logits, labels, grad, gpublas.empty((N,), logits.dtype), scale,
-                                      self.ignore_index)
+                                      self.ignore_index, device_checks.site(
+                                          f"{self.describe()}: label[{{position}}] = {{value}} is outside [0, {{limit}})"))
         total = K.sum_scaled(rows, gpublas.empty((1,), logits.dtype))
         # cached: only the gradient (softmax - onehot) / count, computed in the same pass as the loss
         self.grad = grad.reshape(shape) if len(shape) != 2 else grad

@@ -5,7 +5,7 @@ loss) is read from device memory, so a captured step replays with the values of 
 import numpy as np
 
 import gpublas
-from gpublas import reduction, source
+from gpublas import device_checks, reduction, source
 from gpublas.launch import ceil_div, geometry_1d, simulated
 
 from .kernels import KERNELS, _same, get_kernel, in_order_geometry
@@ -17,9 +17,11 @@ SIM_XENT_ROWS = source.int_defines("loss.cu", "XENT_", root=KERNELS)["XENT_ROWS"
 
 
 # -- loss.cu ----------------------------------------------------------------------------------------
-def softmax_xent_forward(logits, labels, dlogits, row_loss, scale=None, ignore_index=-100):
+def softmax_xent_forward(logits, labels, dlogits, row_loss, scale=None, ignore_index=-100, site=0):
     """row_loss[n] = (logsumexp(logits[n]) - logits[n, label]) s; dlogits = (softmax - onehot) s, with s =
-    scale[0] (a one-element device array; None: 1 / N); rows whose label is ignore_index get 0 and 0."""
+    scale[0] (a one-element device array; None: 1 / N); rows whose label is ignore_index get 0 and 0. Any
+    other label outside [0, C) makes its row NaN and, with a `site` (gpublas.device_checks.site), raises
+    IndexError at the host's next synchronization."""
     N, C = logits.shape
     if labels.dtype != np.int32 or labels.shape != (N,):
         raise ValueError(f"softmax_xent_forward: labels must be int32 ({N},), got {labels.dtype} {labels.shape}")
@@ -28,7 +30,8 @@ def softmax_xent_forward(logits, labels, dlogits, row_loss, scale=None, ignore_i
         scale = gpublas.to_device(np.array([1.0 / max(N, 1)], dtype))
     rows = SIM_XENT_ROWS if simulated() else 1
     get_kernel("loss", "softmax_xent_forward", dtype)(
-        *geometry_1d(ceil_div(N, rows)), logits, labels, dlogits, row_loss, N, C, rows, int(ignore_index), scale)
+        *geometry_1d(ceil_div(N, rows)), logits, labels, dlogits, row_loss, N, C, rows, int(ignore_index), scale,
+        device_checks.record() if site else None, site)
     return row_loss
 
 

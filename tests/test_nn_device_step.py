@@ -173,21 +173,28 @@ def test_loss_on_device_is_the_float_and_device_labels_are_not_read(rng):
     assert _transfers(prof) == {}
     assert got.shape == (1,) and float(got.get()[0]) == want
     assert want == pytest.approx(ref.np_softmax_xent(logits.get().astype(np.float64), labels.get())[0], rel=1e-5)
-    bad = gpublas.to_device(np.array([0, 1, 4, 0, 0, 0], np.int32))  # not checked on the host: NaN
-    assert math.isnan(crit(logits, bad))
+    bad = gpublas.to_device(np.array([0, 1, 4, 0, 0, 0], np.int32))  # not read back: found by the kernel
+    with gpublas.profile() as prof:
+        crit(logits, bad, on_device=True)
+    assert _transfers(prof) == {}
+    with pytest.raises(IndexError, match=r"label\[2\] = 4 is outside \[0, 4\)"):   # at the next synchronization
+        gpublas.synchronize()
     mse = nn.MSELoss()
     target = gpublas.to_device(rng.standard_normal((6, 4)).astype(np.float32))
     assert float(mse(logits, target, on_device=True).get()[0]) == mse(logits, target)
 
 
-def test_device_indices_are_not_read_back_and_bad_ones_give_nan_rows(rng):
+def test_device_indices_are_not_read_back_and_bad_ones_give_nan_rows_and_an_index_error(rng):
     layer = nn.Embedding(5, 3)
     good = gpublas.to_device(np.array([[0, 4], [2, 2]], np.int32))
     with gpublas.profile() as prof:
         y = layer(good)
     assert _transfers(prof) == {}
     assert np.array_equal(y.get(), layer.weight.data.get()[[[0, 4], [2, 2]]])
-    y = layer(gpublas.to_device(np.array([1, 5, -1], np.int32))).get()
+    y = layer(gpublas.to_device(np.array([1, 5, -1], np.int32)))
+    with pytest.raises(IndexError, match=r"index 5 at position 1"):
+        y.get()
+    y = y.get()   # reported once: the rows of the bad indices are NaN
     assert np.array_equal(y[0], layer.weight.data.get()[1]) and np.isnan(y[1:]).all()
     layer.backward(np.ones((3, 3), np.float32))      # the bad rows add to no row
     assert np.array_equal(layer.weight.grad.get(), np.eye(5, dtype=np.float32)[[1]].T @ np.ones((1, 3), np.float32))

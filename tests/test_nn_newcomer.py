@@ -73,3 +73,44 @@ def test_the_cpu_id_closes_proc_cpuinfo():
     p = subprocess.run([sys.executable, "-X", "dev", "-W", "error::ResourceWarning", "-c", code],
                        capture_output=True, text=True, cwd=os.path.join(os.path.dirname(__file__), ".."))
     assert p.returncode == 0 and "ResourceWarning" not in p.stderr, p.stderr
+
+
+# -- device-side index checks (gpublas.device_checks) -------------------------------------------------
+def test_embedding_with_a_bad_device_index_raises_at_the_next_sync():
+    emb = nn.Embedding(10, 4)
+    y = emb(gpublas.to_device(np.array([[1, 10], [3, -2]], np.int32)))   # no read-back: nothing raised yet
+    with pytest.raises(IndexError, match=r"Embedding\(10, 4\): index 10 at position 1 .* outside \[0, 10\)"
+                                         r".*reported at this host synchronization"):
+        y.get()   # 10 and -2 at positions 1 and 3: the first is reported (under any thread order), once
+    emb(gpublas.to_device(np.array([7, -3, 10], np.int32)))
+    with pytest.raises(IndexError, match=r"index -3 at position 1 "):
+        gpublas.synchronize()
+    np.testing.assert_array_equal(emb(gpublas.to_device(np.array([2], np.int32))).get(), emb.weight.data.get()[2:3])
+
+
+def test_a_bad_device_label_raises_index_error_naming_the_loss():
+    crit = nn.SoftmaxCrossEntropy()
+    logits = gpublas.to_device(np.zeros((4, 5), np.float32))
+    with pytest.raises(IndexError, match=r"SoftmaxCrossEntropy\(\): label\[2\] = 5 is outside \[0, 5\)"):
+        crit(logits, gpublas.to_device(np.array([0, 4, 5, 1], np.int32)))   # the loss as a float: a read-back
+    assert abs(crit(logits, gpublas.to_device(np.array([0, 4, 3, 1], np.int32))) - np.log(5)) < 1e-6
+
+
+def test_a_bad_index_in_a_graph_is_reported_at_the_sync_after_the_replay():
+    emb, crit = nn.Embedding(6, 3), nn.CrossEntropyLoss()
+    idx = gpublas.to_device(np.array([0, 5, 2], np.int32))
+    labels = gpublas.to_device(np.array([0, 1, 2], np.int32))
+    crit(emb(idx), labels, on_device=True)                   # compiled before the capture
+    with gpublas.graph() as g:
+        total = crit(emb(idx), labels, on_device=True)
+    g.replay()
+    assert np.isfinite(total.get()).all()
+    idx.set(np.array([0, 6, 2], np.int32))
+    labels.set(np.array([0, 1, 3], np.int32))
+    g.replay()
+    with pytest.raises(IndexError, match=r"Embedding\(6, 3\): index 6 at position 1"):  # the earlier launch's
+        total.get()
+    g.replay()
+    with pytest.raises(IndexError, match=r"Embedding\(6, 3\): index 6 at position 1"):
+        with gpublas.Stream() as s:
+            s.synchronize()

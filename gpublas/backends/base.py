@@ -45,6 +45,12 @@ class Backend:
         """Returns a uint8 ndarray of at least `nbytes` that owns page-locked host memory."""
         raise NotImplementedError
 
+    def mapped_alloc(self, nbytes):
+        """(host ndarray of uint8, device pointer) over the same `nbytes` of memory, which kernels write
+        and the host reads after a synchronization without a copy (gpublas.device_checks' record). Kept
+        for the life of the process."""
+        raise NotImplementedError
+
     # copies and memset (asynchronous when stream is not None)
     def htod(self, dst, src, nbytes, stream=None):
         """Copies `nbytes` from host address `src` to device pointer `dst`."""

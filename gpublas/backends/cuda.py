@@ -260,6 +260,11 @@ class CudaBackend(Backend):
     def pinned_alloc(self, nbytes):
         return self.drv.pagelocked_empty(max(nbytes, 1), np.uint8)
 
+    def mapped_alloc(self, nbytes):
+        self.contexts.enter()
+        host = self.drv.pagelocked_zeros(max(nbytes, 1), np.uint8, mem_flags=self.drv.host_alloc_flags.DEVICEMAP)
+        return host, int(host.base.get_device_pointer())
+
     @_named_faults
     def htod(self, dst, src, nbytes, stream=None):
         host = _host_view(src, nbytes)

@@ -166,6 +166,10 @@ class SimBackend(Backend):
     def pinned_alloc(self, nbytes):
         return np.empty(max(nbytes, 1), np.uint8)  # host memory is all the simulator has
 
+    def mapped_alloc(self, nbytes):
+        host = np.zeros(max(nbytes, 1), np.uint8)
+        return host, host.ctypes.data
+
     # copies run at once, unless their stream captures a graph (sim_graph.py records them)
     def htod(self, dst, src, nbytes, stream=None):
         if stream is not None and stream.capture is not None:

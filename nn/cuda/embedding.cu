@@ -3,8 +3,10 @@
 // not read back, so the kernels guard them).
 //
 // embedding_forward:  grid-stride loop, one output element per thread: y[i, d] = weight[idx[i], d], or
-//                     NaN when idx[i] is outside [0, V) (no read outside the table; the loss shows it). D is a
-//                     FastDivmod divisor (gpublas.launch.fast_divisor): 32-bit index math below 2^31 elements.
+//                     NaN when idx[i] is outside [0, V) (no read outside the table), which column 0's thread
+//                     reports (common.cuh's report_bad_index: the host raises IndexError at its next
+//                     synchronization). D is a FastDivmod divisor (gpublas.launch.fast_divisor): 32-bit index
+//                     math below 2^31 elements.
 // embedding_backward: deterministic scatter-add without atomics. Block of B <= EMB_THREADS threads (the
 //                     launcher picks B from D), grid (V, ceil(D / B)): block (r, b) owns weight row r,
 //                     columns b*B + threadIdx.x. The block walks idx in tiles of 32*B indices: thread t
@@ -29,20 +31,28 @@
 
 template <class I>
 __device__ __forceinline__ void embedding_gather(const real* __restrict__ weight, const int* __restrict__ idx,
-                                                 real* __restrict__ y, I total, const FastDivmod& D, int V) {
+                                                 real* __restrict__ y, I total, const FastDivmod& D, int V,
+                                                 long long* check, int site) {
     GRID_STRIDE_LOOP(I, e, total) {
         I d;
-        const int r = idx[div_mod(e, D, d)];  // element e is column d of index e / D
-        y[e] = (unsigned)r < (unsigned)V ? weight[(long long)r * D.d + d] : (real)NAN;
+        const I i = div_mod(e, D, d);  // element e is column d of index i = e / D
+        const int r = idx[i];
+        if ((unsigned)r < (unsigned)V) {
+            y[e] = weight[(long long)r * D.d + d];
+        } else {
+            y[e] = (real)NAN;
+            if (d == 0) report_bad_index(check, site, r, (long long)i, V);
+        }
     }
 }
 
 extern "C" __global__ void embedding_forward(const real* __restrict__ weight, const int* __restrict__ idx,
-                                             real* __restrict__ y, long long n, unsigned long long D_, int V) {
+                                             real* __restrict__ y, long long n, unsigned long long D_, int V,
+                                             long long* check, int site) {
     const FastDivmod D(D_);
     const long long total = n * D.d;
-    if (small_index(total)) embedding_gather<unsigned>(weight, idx, y, (unsigned)total, D, V);
-    else embedding_gather<long long>(weight, idx, y, total, D, V);
+    if (small_index(total)) embedding_gather<unsigned>(weight, idx, y, (unsigned)total, D, V, check, site);
+    else embedding_gather<long long>(weight, idx, y, total, D, V, check, site);
 }
 
 extern "C" __global__ void embedding_backward(const real* __restrict__ dy, const int* __restrict__ idx,

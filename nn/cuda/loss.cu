@@ -6,7 +6,8 @@
 //                       and the gradient of the MEAN: dlogits[n, j] = (exp(x_j - lse) - [j == label]) s, with
 //                       s = scale[0] (device memory: 1 / the number of labels counted, xent_scale's), so the row
 //                       losses sum to the mean. A row whose label is ignore_index has loss 0 and gradient 0
-//                       (torch's ignore_index). One fused pass; a label outside [0, C) gives a NaN row loss. On the simulator one
+//                       (torch's ignore_index). One fused pass; a label outside [0, C) gives a NaN row loss and is reported
+//                       (common.cuh's report_bad_index: IndexError at the host's next synchronization). On the simulator one
 //                       thread per group of `rows` consecutive rows (XENT_ROWS; the launcher passes 1 on a GPU,
 //                       whose build takes one row per thread whatever rows is): the group's rows go through
 //                       each step together, so one row's max and sum chains (a compare or an add per
@@ -30,7 +31,7 @@
 template <int G>
 __device__ __forceinline__ void xent_rows(const real* __restrict__ x, const int* __restrict__ labels,
                                           real* __restrict__ dx, real* __restrict__ row_loss, long long n0, int C,
-                                          real invN, int ignore) {
+                                          real invN, int ignore, long long* check, int site) {
     real m[G], s[G], lse[G];
     int label[G];
     for (int g = 0; g < G; ++g) {
@@ -47,27 +48,31 @@ __device__ __forceinline__ void xent_rows(const real* __restrict__ x, const int*
         for (int g = 0; g < G; ++g)
             dx[g * C + j] = label[g] == ignore ? (real)0
                                                : (exp(x[g * C + j] - lse[g]) - (j == label[g] ? (real)1 : (real)0)) * invN;
-    for (int g = 0; g < G; ++g)
-        row_loss[n0 + g] = label[g] == ignore                 ? (real)0 * invN  // NaN when all are ignored
-                           : (label[g] >= 0 && label[g] < C) ? (lse[g] - x[g * C + label[g]]) * invN
-                                                             : (real)NAN;
+    for (int g = 0; g < G; ++g) {
+        const bool ok = label[g] >= 0 && label[g] < C;
+        row_loss[n0 + g] = label[g] == ignore ? (real)0 * invN  // NaN when all are ignored
+                           : ok               ? (lse[g] - x[g * C + label[g]]) * invN
+                                              : (real)NAN;
+        if (!ok && label[g] != ignore) report_bad_index(check, site, label[g], n0 + g, C);
+    }
 }
 
 extern "C" __global__ void softmax_xent_forward(const real* __restrict__ logits, const int* __restrict__ labels,
                                                 real* __restrict__ dlogits, real* __restrict__ row_loss, int N, int C,
-                                                int rows, int ignore, const real* __restrict__ scale) {
+                                                int rows, int ignore, const real* __restrict__ scale,
+                                                long long* check, int site) {
     const real invN = scale[0];
 #ifdef __CUDA_ARCH_SIM__
     GRID_STRIDE_LOOP(long long, r, (N + rows - 1) / rows) {
         const long long n0 = r * rows;
         if (rows == XENT_ROWS && n0 + XENT_ROWS <= N)
-            xent_rows<XENT_ROWS>(logits + n0 * C, labels, dlogits + n0 * C, row_loss, n0, C, invN, ignore);
+            xent_rows<XENT_ROWS>(logits + n0 * C, labels, dlogits + n0 * C, row_loss, n0, C, invN, ignore, check, site);
         else
             for (long long n = n0; n < n0 + rows && n < N; ++n)
-                xent_rows<1>(logits + n * C, labels, dlogits + n * C, row_loss, n, C, invN, ignore);
+                xent_rows<1>(logits + n * C, labels, dlogits + n * C, row_loss, n, C, invN, ignore, check, site);
     }
 #else
-    GRID_STRIDE_LOOP(long long, n, N) xent_rows<1>(logits + n * C, labels, dlogits + n * C, row_loss, n, C, invN, ignore);
+    GRID_STRIDE_LOOP(long long, n, N) xent_rows<1>(logits + n * C, labels, dlogits + n * C, row_loss, n, C, invN, ignore, check, site);
 #endif
 }
 

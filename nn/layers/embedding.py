@@ -3,6 +3,7 @@ padding_idx's row starts at zero and receives no gradient)."""
 import numpy as np
 
 import gpublas
+from gpublas import device_checks
 
 from .. import init
 from .. import kernels as K
@@ -40,7 +41,7 @@ class Embedding(Module):
         # x: (...) integers; weight: (V, D); y: (..., D)
         idx, shape = self._indices(x)
         D = self.embedding_dim
-        y = K.embedding_forward(self.weight.data, idx, gpublas.empty((idx.size, D), self.dtype))
+        y = K.embedding_forward(self.weight.data, idx, gpublas.empty((idx.size, D), self.dtype), self._site())
         self.idx, self.shape = idx, shape  # cached: the indices (where each dy row goes), nothing else
         return y.reshape(shape + (D,))
 
@@ -52,10 +53,17 @@ class Embedding(Module):
         K.embedding_backward(dy.reshape(idx.size, self.embedding_dim), idx, self.weight.grad, self.padding_idx)
         return None
 
+    def _site(self):
+        """The device check's message for an index outside the table (gpublas.device_checks)."""
+        return device_checks.site(f"{self.describe()}: index {{value}} at position {{position}} (of the flattened "
+                                  f"indices) is outside [0, {{limit}})")
+
     def _indices(self, x):
         """x as an int32 DeviceArray (flat) and its shape. Host indices are checked to be in range (an
         IndexError naming the first bad one); int32 indices already on the device are used as they are,
-        with no read-back (a captured step): the kernel makes the row of an index outside the table NaN."""
+        with no read-back (a captured step): the kernel makes the row of an index outside the table NaN
+        and records it, and the host's next synchronization (a .get(), the loss as a float) raises
+        IndexError naming the first bad one, as PyTorch's device-side assert stops a CUDA run."""
         if isinstance(x, gpublas.DeviceArray) and x.dtype == np.int32:
             return x.reshape(x.size), x.shape
         host = x.get() if isinstance(x, gpublas.DeviceArray) else np.asarray(x)
