@@ -12,7 +12,7 @@ import numpy as np
 
 import gpublas
 
-from . import init
+from . import init, portable
 
 
 class Parameter:
@@ -34,6 +34,12 @@ class Parameter:
 
     def zero_grad(self):
         self.grad.fill(0)
+
+    def __getstate__(self):  # copy.deepcopy and pickle (nn/portable.py): host copies
+        return {"data": portable.host(self.data), "grad": portable.host(self.grad)}
+
+    def __setstate__(self, state):
+        self.data, self.grad = portable.device(state["data"]), portable.device(state["grad"])
 
     def to(self, dtype):
         dtype = np.dtype(dtype)
@@ -75,6 +81,14 @@ class Module:
         elif isinstance(value, Module):
             self._modules[name] = value
         object.__setattr__(self, name, value)
+
+    def __getstate__(self):
+        """copy.deepcopy(model) and pickle (nn/portable.py): the attributes, with each device array as
+        host bytes; Parameters and child Modules travel as themselves."""
+        return portable.pack(dict(self.__dict__), {})
+
+    def __setstate__(self, state):
+        self.__dict__.update(portable.unpack(state, {}))
 
     def __call__(self, *args, **kwargs):
         return self.forward(*args, **kwargs)

@@ -8,6 +8,7 @@ import numpy as np
 
 import gpublas
 
+from . import portable
 from . import step_kernels as K
 from .flat_params import FlatGroups, span
 from .module import Parameter
@@ -77,6 +78,29 @@ class _Optimizer:
     def zero_grad(self):
         self.flat.zero_grad()
 
+    # copy.deepcopy(opt) and pickle: the parameters, the hyperparameters, [lr, t, ...] and each
+    # parameter's state (momentum, moments) as host copies; the flat groups are built again over the
+    # copied parameters (nn/portable.py says why a model and its optimizer stay joined)
+    _device = ("flat", "state")  # rebuilt, never copied (with each subclass's _make_state attributes)
+
+    def __getstate__(self):
+        keep = {k: v for k, v in self.__dict__.items() if k not in self._device + self._state_attrs}
+        keep["state"] = self.state.get()
+        keep["per_param"] = {name: [portable.host(a) for a in getattr(self, name)] for name in self._per_param}
+        return keep
+
+    def __setstate__(self, state):
+        state = dict(state)
+        per_param, values = state.pop("per_param"), state.pop("state")
+        self.__dict__.update(state)
+        self.flat = FlatGroups(self.params)
+        self.state = gpublas.to_device(values)
+        self._make_state()
+        for name, arrays in per_param.items():
+            for view, a in zip(getattr(self, name), arrays):
+                if view is not None and a is not None:
+                    view.set(a)
+
     def _operands(self, *states):
         """[(weights, gradients, *state arrays)] to update: one entry per flat group while the groups
         are intact, else one per parameter. Each of `states` is a (per group, per parameter) pair of lists."""
@@ -102,6 +126,11 @@ class SGD(_Optimizer):
         super().__init__(params, lr)
         self.momentum, self.nesterov = float(momentum), bool(nesterov)
         self.weight_decay, self.dampening = float(weight_decay), float(dampening)
+        self._make_state()
+
+    _state_attrs, _per_param = ("_buffers", "buffers"), ("buffers",)
+
+    def _make_state(self):
         # momentum buffers: written whole on the first step (t == 1), so never read uninitialized
         none = ([None] * len(self.flat.groups), [None] * len(self.params))
         self._buffers = self.flat.state(gpublas.empty) if self.momentum != 0 else none
@@ -132,6 +161,12 @@ class Adam(_Optimizer):
         super().__init__(params, lr)
         self.betas, self.eps = (beta1, beta2), float(eps)
         self.weight_decay, self.amsgrad = float(weight_decay), bool(amsgrad)
+        self._make_state()
+
+    _state_attrs = ("_moments", "exp_avg", "exp_avg_sq", "max_exp_avg_sq")
+    _per_param = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq")
+
+    def _make_state(self):
         self._moments = [self.flat.state(gpublas.zeros) for _ in range(2)]
         none = ([None] * len(self.flat.groups), [None] * len(self.params))
         self._moments.append(self.flat.state(gpublas.zeros) if self.amsgrad else none)

@@ -114,3 +114,56 @@ def test_a_bad_index_in_a_graph_is_reported_at_the_sync_after_the_replay():
     with pytest.raises(IndexError, match=r"Embedding\(6, 3\): index 6 at position 1"):
         with gpublas.Stream() as s:
             s.synchronize()
+
+
+# -- copy.deepcopy and pickle of Modules and optimizers (nn/portable.py) -------------------------------
+def _net():
+    return nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                         nn.Dropout(0.5), nn.Dense(18, 3))
+
+
+def _steps(model, opt, x, y, n):
+    crit = nn.SoftmaxCrossEntropy()
+    for _ in range(n):
+        crit(model(x), y)
+        opt.zero_grad()
+        model.backward(crit.backward())
+        opt.step()
+
+
+@pytest.mark.parametrize("how", ["deepcopy", "pickle"])
+@pytest.mark.parametrize("make", [lambda p: nn.SGD(p, lr=0.1, momentum=0.9), lambda p: nn.Adam(p, lr=0.01)],
+                         ids=["SGD", "Adam"])
+def test_a_model_and_its_optimizer_copied_together_train_as_the_originals(rng, how, make):
+    import copy
+    import pickle
+    nn.manual_seed(0)
+    model = _net()
+    opt = make(model.parameters())
+    x = gpublas.to_device(rng.standard_normal((4, 1, 8, 8)).astype(np.float32))
+    y = gpublas.to_device(np.array([0, 2, 1, 2], np.int32))
+    _steps(model, opt, x, y, 1)
+    model2, opt2 = copy.deepcopy((model, opt)) if how == "deepcopy" else pickle.loads(pickle.dumps((model, opt)))
+    assert opt2.params == model2.parameters() and opt2.flat.intact()   # the copy's optimizer drives the copy
+    assert opt2.steps == 1 and opt2.lr == opt.lr
+    _steps(model, opt, x, y, 2)
+    _steps(model2, opt2, x, y, 2)
+    for (k, a), b in zip(model.state_dict().items(), model2.state_dict().values()):
+        np.testing.assert_array_equal(a, b, err_msg=k)
+    model2[6].weight.data.fill(0)   # the copies share nothing with the originals
+    assert np.abs(model[6].weight.data.get()).sum() > 0
+
+
+def test_deepcopy_of_a_model_keeps_views_of_one_allocation_together(rng):
+    import copy
+    nn.manual_seed(1)
+    lstm = nn.LSTM(3, 4)
+    x = gpublas.to_device(rng.standard_normal((5, 2, 3)).astype(np.float32))
+    lstm(x)
+    twin = copy.deepcopy(lstm)
+    for m in (lstm, twin):
+        out, _ = m(x)
+        m.zero_grad()
+        m.backward(gpublas.ones_like(out))
+    for (k, p), q in zip(lstm.named_parameters(), twin.parameters()):
+        np.testing.assert_array_equal(p.grad.get(), q.grad.get(), err_msg=k)
