@@ -167,3 +167,30 @@ def test_deepcopy_of_a_model_keeps_views_of_one_allocation_together(rng):
         m.backward(gpublas.ones_like(out))
     for (k, p), q in zip(lstm.named_parameters(), twin.parameters()):
         np.testing.assert_array_equal(p.grad.get(), q.grad.get(), err_msg=k)
+
+
+@pytest.mark.parametrize("make", [lambda: nn.Conv2d(2, 3, 3, padding=1), lambda: nn.MaxPool2d(2),
+                                  lambda: nn.AvgPool2d(3, stride=2, padding=1)], ids=["Conv2d", "MaxPool2d", "AvgPool2d"])
+def test_2d_layers_take_unbatched_input_as_torch(rng, make):
+    torch = pytest.importorskip("torch")
+    nn.manual_seed(0)
+    layer = make()
+    x = rng.standard_normal((2, 5, 7)).astype(np.float32)
+    t = {"Conv2d": lambda: torch.nn.Conv2d(2, 3, 3, padding=1), "MaxPool2d": lambda: torch.nn.MaxPool2d(2),
+         "AvgPool2d": lambda: torch.nn.AvgPool2d(3, stride=2, padding=1)}[type(layer).__name__]()
+    if layer.parameters():
+        t.load_state_dict({k: torch.from_numpy(v) for k, v in layer.state_dict().items()})
+    tx = torch.from_numpy(x).requires_grad_()
+    ty = t(tx)
+    y = layer(gpublas.to_device(x))
+    assert y.shape == tuple(ty.shape) and len(y.shape) == 3
+    np.testing.assert_allclose(y.get(), ty.detach().numpy(), rtol=1e-5, atol=1e-6)
+    dy = rng.standard_normal(y.shape).astype(np.float32)
+    ty.backward(torch.from_numpy(dy))
+    dx = layer.backward(gpublas.to_device(dy))
+    assert dx.shape == x.shape
+    np.testing.assert_allclose(dx.get(), tx.grad.numpy(), rtol=1e-5, atol=1e-6)
+    for (k, p), (_, tp) in zip(layer.named_parameters(), t.named_parameters()):
+        np.testing.assert_allclose(p.grad.get(), tp.grad.numpy(), rtol=1e-5, atol=1e-5, err_msg=k)
+    batched = layer(gpublas.to_device(x[None]))   # and batched input still batched
+    assert batched.shape == (1,) + y.shape

@@ -25,7 +25,27 @@ def out_size(size, k, stride, pad, dilation=1):
     return (size + 2 * pad - dilation * (k - 1) - 1) // stride + 1
 
 
-class Conv2d(Module):
+class Unbatched2d:
+    """PyTorch's unbatched input for the 2-D layers (Conv2d, the pools): x (C, H, W) runs as a batch of
+    one and the output comes back as (C', OH, OW); backward takes dy and returns dx the same way. The
+    layer's own forward and backward (_forward4 and _backward4) see NCHW only."""
+
+    def forward(self, x):
+        # x: (N, C, H, W) or (C, H, W)
+        x = self._input(x)
+        self.unbatched = x.ndim == 3
+        y = self._forward4(x.reshape((1,) + x.shape) if self.unbatched else x)
+        return y.reshape(y.shape[1:]) if self.unbatched else y
+
+    def backward(self, dy):
+        # dy: y's shape -> dx: x's shape
+        if getattr(self, "unbatched", False):
+            dx = self._backward4(dy.reshape((1,) + tuple(dy.shape)))
+            return dx.reshape(dx.shape[1:])
+        return self._backward4(dy)
+
+
+class Conv2d(Unbatched2d, Module):
     """2-D convolution (cross-correlation, as PyTorch): weight (C_out, C_in, kh, kw), bias (C_out,).
     `activation` ('relu', 'tanh', 'sigmoid') fuses an activation into the output kernel. Under
     nn.autocast a float32 Conv2d lowers and multiplies in 16 bits from its FP32 weights (nn/amp.py).
@@ -75,11 +95,12 @@ class Conv2d(Module):
             raise ValueError(f"{self.describe()}: input {H}x{W} is smaller than the (dilated) kernel")
         return (kh, kw, sh, sw, ph, pw, dh, dw, OH, OW)
 
-    def forward(self, x):
+    def _forward4(self, x):
         # x: (N, C_in, H, W); weight: (C_out, C_in, kh, kw); y: (N, C_out, OH, OW)
         x = self._input(x)
         if x.ndim != 4 or x.shape[1] != self.in_channels:
-            raise ValueError(f"{self.describe()}: expected input (N, {self.in_channels}, H, W), got {x.shape}")
+            raise ValueError(f"{self.describe()}: expected input (N, {self.in_channels}, H, W) or unbatched "
+                             f"({self.in_channels}, H, W), got {x.shape}")
         N, C, H, W = x.shape
         geom = self._geometry(H, W)
         OH, OW = geom[-2:]
@@ -99,7 +120,7 @@ class Conv2d(Module):
         self.y = y if self.act else None
         return y
 
-    def backward(self, dy):
+    def _backward4(self, dy):
         # dy: (N, C_out, OH, OW) -> dx: (N, C_in, H, W); adds dW (C_out, C_in, kh, kw), db (C_out,)
         cols, w = self._cached("cols", "w")
         N, C, H, W = self.x_shape

@@ -6,10 +6,10 @@ import gpublas
 
 from .. import kernels as K
 from ..module import Module
-from .conv import out_size, pair
+from .conv import Unbatched2d, out_size, pair
 
 
-class _Pool2d(Module):
+class _Pool2d(Unbatched2d, Module):
     kernel_families = ("pool",)  # nn.prefetch
     def __init__(self, kernel_size, stride=None, padding=0):
         super().__init__()
@@ -29,7 +29,7 @@ class _Pool2d(Module):
     def _setup(self, x):
         x = self._input(x)
         if x.ndim != 4:
-            raise ValueError(f"{self.describe()}: expected input (N, C, H, W), got {x.shape}")
+            raise ValueError(f"{self.describe()}: expected input (N, C, H, W) or unbatched (C, H, W), got {x.shape}")
         (kh, kw), (sh, sw), (ph, pw) = self.kernel_size, self.stride, self.padding
         OH, OW = out_size(x.shape[2], kh, sh, ph), out_size(x.shape[3], kw, sw, pw)
         if OH < 1 or OW < 1:
@@ -38,7 +38,7 @@ class _Pool2d(Module):
 
 
 class MaxPool2d(_Pool2d):
-    def forward(self, x):
+    def _forward4(self, x):
         # x: (N, C, H, W); y, idx: (N, C, OH, OW)
         x, geom, (OH, OW) = self._setup(x)
         y = gpublas.empty(x.shape[:2] + (OH, OW), x.dtype)
@@ -49,7 +49,7 @@ class MaxPool2d(_Pool2d):
         self.y_dtype = y.dtype
         return y
 
-    def backward(self, dy):
+    def _backward4(self, dy):
         # dy: (N, C, OH, OW) -> dx: (N, C, H, W)
         idx = self._cached("idx")
         dy = self._grad_input(dy, idx.shape, self.y_dtype)
@@ -58,7 +58,7 @@ class MaxPool2d(_Pool2d):
 
 
 class AvgPool2d(_Pool2d):
-    def forward(self, x):
+    def _forward4(self, x):
         # x: (N, C, H, W); y: (N, C, OH, OW)
         x, geom, (OH, OW) = self._setup(x)
         y = gpublas.empty(x.shape[:2] + (OH, OW), x.dtype)
@@ -68,7 +68,7 @@ class AvgPool2d(_Pool2d):
         self.y_dtype = y.dtype
         return y
 
-    def backward(self, dy):
+    def _backward4(self, dy):
         # dy: (N, C, OH, OW) -> dx: (N, C, H, W)
         x_shape = self._cached("x_shape")
         dy = self._grad_input(dy, self.y_shape, self.y_dtype)
