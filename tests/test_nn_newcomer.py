@@ -1,6 +1,7 @@
 """What a PyTorch user tries right after the README (issue 34, nn's side): each case fails clearly or
 behaves as PyTorch does."""
 import os
+import re
 import subprocess
 import sys
 
@@ -194,3 +195,25 @@ def test_2d_layers_take_unbatched_input_as_torch(rng, make):
         np.testing.assert_allclose(p.grad.get(), tp.grad.numpy(), rtol=1e-5, atol=1e-5, err_msg=k)
     batched = layer(gpublas.to_device(x[None]))   # and batched input still batched
     assert batched.shape == (1,) + y.shape
+
+
+@pytest.mark.parametrize("name", ["digits", "lstm", "mnist"])
+def test_the_examples_help_gives_every_options_meaning_and_default(name, capsys):
+    import importlib
+    main = importlib.import_module(f"nn.examples.{name}").main
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--quiet" in text and "--seed" in text
+    for opt in re.findall(r"(--[a-z-]+) [A-Z_]+ ", text):   # an option with a value: its meaning, then text
+        assert re.search(re.escape(opt) + r" [A-Z_]+ [a-z{]", text) or opt == "--data", (opt, text)
+    for opt in ("--seed", "--batch-size"):   # each option's text and its default
+        assert re.search(re.escape(opt) + r" [A-Z_]+ [a-z][^-]*\(default: \d+\)", text), (opt, text)
+
+
+def test_digits_quiet_prints_only_the_summary_line(capsys):
+    from nn.examples import digits
+    assert digits.main(["--epochs", "1", "--quiet", "--width", "4"]) == 0
+    out, err = capsys.readouterr()
+    assert len(out.strip().splitlines()) == 1 and out.startswith("digits: test accuracy"), out
+    assert "epoch" not in err and "step" not in err, err

@@ -7,7 +7,6 @@ softmax cross-entropy over every step, SGD with momentum and gradient clipping. 
 falls and a sample generated one character at a time from the trained model. --precision bf16 / fp16
 runs the LSTM's and the head's GEMMs in 16 bits (nn.autocast; the cell state stays FP32).
 """
-import argparse
 import contextlib
 import functools
 import io
@@ -24,7 +23,7 @@ from nn.step_kernels import loss_track
 
 from .graphed import GraphedStep, add_graph_flag, training_parts
 from .precision import Precision, add_precision_flag
-from .training import add_distributed_flag, describe_device, setup_distributed
+from .training import add_distributed_flag, add_quiet_flag, describe_device, parser, setup_distributed
 
 
 def zen():
@@ -103,7 +102,7 @@ def _train_eager(model, crit, opt, sched, windows, args, bar):
         smooth = loss if smooth is None else 0.9 * smooth + 0.1 * loss
         bar.set_postfix(loss=f"{smooth:.3f}", refresh=False)
         bar.update(1)
-        if step % 50 == 0 or step == args.steps:
+        if (step % 50 == 0 or step == args.steps) and not args.quiet:
             bar.write(f"step {step:4d}  loss {smooth:.3f}")
     return first, smooth
 
@@ -141,20 +140,21 @@ def _train_graphed(model, crit, opt, sched, windows, args, bar):
             if not math.isfinite(value):
                 return _nonfinite(value, step)
             bar.set_postfix(loss=f"{value:.3f}", refresh=False)
-            bar.write(f"step {step:4d}  loss {value:.3f}")
+            if not args.quiet:
+                bar.write(f"step {step:4d}  loss {value:.3f}")
     return first, value
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--steps", type=int, default=250)
-    p.add_argument("--seq-len", type=int, default=24)
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--hidden", type=int, default=64)
-    p.add_argument("--lr", type=float, default=2.0)
+    p = parser(__doc__)
+    p.add_argument("--steps", type=int, default=250, help="training steps")
+    p.add_argument("--seq-len", type=int, default=24, help="characters per training window")
+    p.add_argument("--batch-size", type=int, default=32, help="windows per step (global, over all ranks)")
+    p.add_argument("--hidden", type=int, default=64, help="LSTM hidden units")
+    p.add_argument("--lr", type=float, default=2.0, help="learning rate (SGD, momentum 0.9, cosine schedule)")
     p.add_argument("--clip", type=float, default=5.0, help="max global gradient norm")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--seed", type=int, default=0, help="seeds the weights, the windows and the sample")
+    add_quiet_flag(p)
     add_distributed_flag(p)
     add_graph_flag(p)
     add_precision_flag(p)
@@ -163,7 +163,8 @@ def main(argv=None):
     dist = setup_distributed(args)
     ranks = 1 if dist is None else dist.world_size()
 
-    print(describe_device(), flush=True)
+    if not args.quiet:
+        print(describe_device(), flush=True)
     nn.manual_seed(args.seed)
     rng = np.random.default_rng(args.seed if dist is None else [args.seed, dist.rank()])  # each rank its windows
     text = zen()
@@ -171,8 +172,9 @@ def main(argv=None):
     stoi = {c: i for i, c in enumerate(itos)}
     data = np.array([stoi[c] for c in text], np.int32)
     V, T, N = len(itos), args.seq_len, args.batch_size // ranks
-    print(f"lstm: {len(text)} characters of the Zen of Python, vocabulary {V}, chance loss ln V = {math.log(V):.3f}",
-          flush=True)
+    if not args.quiet:
+        print(f"lstm: {len(text)} characters of the Zen of Python, vocabulary {V}, chance loss ln V = "
+              f"{math.log(V):.3f}", flush=True)
     model = CharModel(V, args.hidden)
     model = model if dist is None else dist.DataParallel(model)
     crit = nn.SoftmaxCrossEntropy()
@@ -193,7 +195,7 @@ def main(argv=None):
     seconds = time.perf_counter() - start
     if dist is not None:  # each rank smoothed the loss of its own windows
         first, smooth = dist.all_sum(first) / ranks, dist.all_sum(smooth) / ranks
-    if dist is None or dist.is_main():
+    if (dist is None or dist.is_main()) and not args.quiet:
         print("sample:\n" + sample(model, stoi, itos, "Beautiful is ", 160, 0.5, rng))
     print(f"lstm: loss {first:.3f} -> {smooth:.3f} (chance {math.log(V):.3f}) in {args.steps} steps, {seconds:.1f} s"
           + ("" if dist is None else f" on {ranks} ranks") + ("" if args.precision == "fp32" else f", {args.precision}"))

@@ -6,7 +6,6 @@
 The folder must hold train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte and
 t10k-labels-idx1-ubyte (each may be gzipped, and '.' may replace the '-' before 'idx').
 """
-import argparse
 import glob
 import os
 import sys
@@ -18,7 +17,7 @@ import nn
 from .idx import read_idx
 from .graphed import add_graph_flag
 from .precision import FP32Dense, add_precision_flag
-from .training import add_distributed_flag, describe_device, fit_and_report, setup_distributed
+from .training import add_distributed_flag, add_quiet_flag, describe_device, fit_and_report, parser, setup_distributed
 
 FILES = {"train_images": "train-images", "train_labels": "train-labels", "test_images": "t10k-images",
          "test_labels": "t10k-labels"}
@@ -57,28 +56,30 @@ def model(h, w, dropout=0.25):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = parser(__doc__)
     p.add_argument("--data", required=True, help="folder with the MNIST IDX files")
-    p.add_argument("--epochs", type=int, default=3)
-    p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--lr", type=float, default=0.05)
-    p.add_argument("--limit", type=int, help="use only the first LIMIT images of each split")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--save", help="write the trained weights to this .npz")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--epochs", type=int, default=3, help="passes over the training images")
+    p.add_argument("--batch-size", type=int, default=64, help="images per step (global, over all ranks)")
+    p.add_argument("--lr", type=float, default=0.05, help="learning rate (SGD, Nesterov momentum 0.9)")
+    p.add_argument("--limit", type=int, help="use only the first LIMIT images of each split (default: all)")
+    p.add_argument("--seed", type=int, default=0, help="seeds the weights and the shuffles")
+    p.add_argument("--save", help="write the trained weights to this .npz (default: not saved)")
+    add_quiet_flag(p)
     add_distributed_flag(p)
     add_graph_flag(p)
     add_precision_flag(p)
     args = p.parse_args(argv)
     dist = setup_distributed(args)
 
-    print(describe_device(), flush=True)
+    if not args.quiet:
+        print(describe_device(), flush=True)
     nn.manual_seed(args.seed)
     data = load(args.data, args.limit)
     net = model(*data[0].shape[2:])
     opt = nn.SGD(net.parameters(), lr=args.lr, momentum=0.9, nesterov=True, weight_decay=1e-4)
     sched = nn.StepLR(opt, step_size=max(1, args.epochs // 2), gamma=0.3)
-    print(f"mnist: {len(data[0])} train / {len(data[2])} test images", flush=True)
+    if not args.quiet:
+        print(f"mnist: {len(data[0])} train / {len(data[2])} test images", flush=True)
     return fit_and_report("mnist", net, opt, data, args, schedule=sched, dist=dist)
 
 

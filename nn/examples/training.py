@@ -2,6 +2,7 @@
 mode, a stop with a message naming the step when the loss turns NaN, and the header line naming the
 backend and device. With --distributed (under mpiexec) each rank trains on its shard of every epoch
 in batches of batch_size / ranks, so the global batch and the learning rate stay those of one process."""
+import argparse
 import math
 import os
 import sys
@@ -16,6 +17,26 @@ from .precision import Precision
 
 class NonFiniteLoss(RuntimeError):
     pass
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """--help with every option's default, unless its text already gives it (or there is none)."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if "default" in text or any(action.default is v for v in (None, False, argparse.SUPPRESS)):
+            return text
+        return text + " (default: %(default)s)"
+
+
+def parser(doc):
+    """The examples' argument parser: the module docstring's first line, every option with its default."""
+    return argparse.ArgumentParser(description=doc.splitlines()[0], formatter_class=HelpFormatter)
+
+
+def add_quiet_flag(p):
+    p.add_argument("--quiet", action="store_true", help="print only the summary line (no progress bar, no "
+                                                        "per-epoch lines)")
 
 
 def describe_device():
@@ -138,6 +159,43 @@ def accuracy(model, X, y, batch_size=256, dist=None, precision=None):
     return correct / max(len(X), 1)
 
 
+def compile_first(model, crit, opt, X, y, precision=None, quiet=False):
+    """One training step on copies of the model and optimizer (the originals are untouched), before the
+    training bar starts, so that the kernels a step needs are compiled first, under a bar of their own
+    that says so: on an empty kernel cache the first step takes many seconds (the sim compiles each
+    kernel module with g++, a GPU with nvcc), which the training bar would otherwise show as a hung
+    first step. Nothing is shown when every module is cached."""
+    import copy
+
+    from tqdm import tqdm
+
+    from gpublas import compiler
+    bar = []
+
+    def building(source_name):
+        if not bar:
+            bar.append(tqdm(desc="compiling kernel modules (once: they are cached)", unit=" modules",
+                            file=sys.stderr, disable=quiet))
+        bar[0].set_postfix_str(os.path.basename(source_name), refresh=False)
+        bar[0].update(1)
+
+    net, optimizer = copy.deepcopy((getattr(model, "module", model), opt))
+    compiler.build_listeners.append(building)
+    try:
+        with (precision or Precision()).autocast():
+            crit(net(X), y)
+        optimizer.zero_grad()
+        net.backward(crit.backward())
+        optimizer.step()
+        net.eval()
+        with (precision or Precision()).autocast():
+            net(X[:1]).get()   # the evaluation's kernels (eval mode: BatchNorm's running statistics)
+    finally:
+        compiler.build_listeners.remove(building)
+        if bar:
+            bar[0].close()
+
+
 def run(model, crit, opt, data, *, epochs, batch_size, seed, schedule=None, name="train", quiet=False,
         augment=None, dist=None, graph=False, precision=None):
     """Trains for `epochs`, printing one line per epoch; returns a summary dict. `augment(X, rng)`, if
@@ -156,6 +214,8 @@ def run(model, crit, opt, data, *, epochs, batch_size, seed, schedule=None, name
     step = 0
     history = []
     graphed = classifier_step(model, crit, opt, precision) if graph else None
+    if dist is None:
+        compile_first(model, crit, opt, Xtr[:batch_size], ytr[:batch_size], precision, quiet)
     with tqdm(total=epochs * steps_per_epoch, desc=name, unit="step", file=sys.stderr, disable=quiet) as bar:
         for epoch in range(1, epochs + 1):
             X, y, order = Xtr, ytr, rng
@@ -168,7 +228,8 @@ def run(model, crit, opt, data, *, epochs, batch_size, seed, schedule=None, name
             history.append(loss)
             if schedule is not None:
                 schedule.step()
-            bar.write(f"epoch {epoch:3d}  loss {loss:.4f}  lr {opt.lr:.4g}")
+            if not quiet:
+                bar.write(f"epoch {epoch:3d}  loss {loss:.4f}  lr {opt.lr:.4g}")
     train_s = time.perf_counter() - start
     acc = accuracy(model, Xte, yte, dist=dist, precision=precision)
     return {"test_accuracy": acc, "train_seconds": train_s, "seconds": time.perf_counter() - start,
