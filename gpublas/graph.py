@@ -26,7 +26,7 @@ last reference) returns it.
 """
 import itertools
 
-from . import backends, profiler, stream as streams
+from . import backends, device_checks, profiler, stream as streams
 from .errors import GraphError
 from .pool import GraphPool
 from .stream import Stream, capturing, current_stream, refuse_in_capture
@@ -128,6 +128,7 @@ class Graph:
         else:
             self.backend.graph_launch(self._recorded, handle)
         self.replays += 1
+        device_checks.arm()  # its kernels may have recorded a bad index (gpublas.device_checks)
 
     # -- release ----------------------------------------------------------------------------------
     def free(self):

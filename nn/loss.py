@@ -73,9 +73,11 @@ class SoftmaxCrossEntropy(_Loss):
         if scale is None:
             scale = K.xent_scale(labels, self.ignore_index, gpublas.empty((1,), logits.dtype))
         grad = gpublas.empty_like(logits)
+        if self._check_site is None:   # per process: never copied or pickled (Module.__getstate__)
+            self._check_site = device_checks.site(
+                f"{self.describe()}: label[{{position}}] = {{value}} is outside [0, {{limit}})")
         rows = K.softmax_xent_forward(logits, labels, grad, gpublas.empty((N,), logits.dtype), scale,
-                                      self.ignore_index, device_checks.site(
-                                          f"{self.describe()}: label[{{position}}] = {{value}} is outside [0, {{limit}})"))
+                                      self.ignore_index, self._check_site)
         total = K.sum_scaled(rows, gpublas.empty((1,), logits.dtype))
         # cached: only the gradient (softmax - onehot) / count, computed in the same pass as the loss
         self.grad = grad.reshape(shape) if len(shape) != 2 else grad

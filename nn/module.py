@@ -64,6 +64,7 @@ class Module:
         object.__setattr__(self, "_modules", OrderedDict())
         object.__setattr__(self, "_buffers", OrderedDict())
         object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_check_site", None)  # a device-side index check's id, once asked for
 
     def __setattr__(self, name, value):
         if "_parameters" not in self.__dict__:
@@ -85,7 +86,9 @@ class Module:
     def __getstate__(self):
         """copy.deepcopy(model) and pickle (nn/portable.py): the attributes, with each device array as
         host bytes; Parameters and child Modules travel as themselves."""
-        return portable.pack(dict(self.__dict__), {})
+        state = dict(self.__dict__)
+        state["_check_site"] = None   # a device check's id is this process's (gpublas.device_checks)
+        return portable.pack(state, {})
 
     def __setstate__(self, state):
         self.__dict__.update(portable.unpack(state, {}))

@@ -206,7 +206,7 @@ def test_the_examples_help_gives_every_options_meaning_and_default(name, capsys)
     text = " ".join(capsys.readouterr().out.split())
     assert "--quiet" in text and "--seed" in text
     for opt in re.findall(r"(--[a-z-]+) [A-Z_]+ ", text):   # an option with a value: its meaning, then text
-        assert re.search(re.escape(opt) + r" [A-Z_]+ [a-z{]", text) or opt == "--data", (opt, text)
+        assert re.search(re.escape(opt) + r" [A-Z_]+ [A-Za-z{]", text), (opt, text)
     for opt in ("--seed", "--batch-size"):   # each option's text and its default
         assert re.search(re.escape(opt) + r" [A-Z_]+ [a-z][^-]*\(default: \d+\)", text), (opt, text)
 

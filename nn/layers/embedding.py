@@ -54,7 +54,12 @@ class Embedding(Module):
         return None
 
     def _site(self):
-        """The device check's message for an index outside the table (gpublas.device_checks)."""
+        """The device check's id for an index outside the table (gpublas.device_checks)."""
+        if self._check_site is None:   # per process: never copied or pickled (Module.__getstate__)
+            self._check_site = self._new_site()
+        return self._check_site
+
+    def _new_site(self):
         return device_checks.site(f"{self.describe()}: index {{value}} at position {{position}} (of the flattened "
                                   f"indices) is outside [0, {{limit}})")
 
