@@ -93,7 +93,7 @@ class _Optimizer:
         state = dict(state)
         per_param, values = state.pop("per_param"), state.pop("state")
         self.__dict__.update(state)
-        self.flat = FlatGroups(self.params)
+        self.flat = FlatGroups(self.params, self._group_of)
         self.state = gpublas.to_device(values)
         self._make_state()
         for name, arrays in per_param.items():
