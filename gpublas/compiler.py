@@ -87,11 +87,6 @@ def check_cached(path):
     return f"{len(data)} bytes where {size} were written" if str(len(data)) != size else "corrupted (checksum differs)"
 
 
-# Callables told the source name of each module about to be compiled (a cache miss): a training
-# script's "compiling kernel modules" progress line (nn/examples/training.py)
-build_listeners = []
-
-
 def compile_cached(source, *, key_parts, suffix, build, source_name):
     """Returns the path of the cached binary for `source`, building it with
     `build(src_path, out_path)` on a miss or when the cached one fails its check."""
@@ -105,8 +100,6 @@ def compile_cached(source, *, key_parts, suffix, build, source_name):
             return out
         if problem not in ("missing", "unrecorded"):
             print(f"gpublas: cached module {out} is {problem}; rebuilding it", file=sys.stderr)
-    for listener in list(build_listeners):
-        listener(source_name)
     try:
         return _build_into(cache_dir(), name, source, build)
     except _Unwritable as e:

@@ -159,41 +159,29 @@ def accuracy(model, X, y, batch_size=256, dist=None, precision=None):
     return correct / max(len(X), 1)
 
 
-def compile_first(model, crit, opt, X, y, precision=None, quiet=False):
-    """One training step on copies of the model and optimizer (the originals are untouched), before the
-    training bar starts, so that the kernels a step needs are compiled first, under a bar of their own
-    that says so: on an empty kernel cache the first step takes many seconds (the sim compiles each
-    kernel module with g++, a GPU with nvcc), which the training bar would otherwise show as a hung
-    first step. Nothing is shown when every module is cached."""
+def compile_first(model, crit, opt, X, y, precision=None, quiet=False, name="train"):
+    """Before the training bar: one line saying how many kernel modules are still compiling (nn.prefetch
+    started them), then one training step on copies of the model and optimizer (the originals are
+    untouched), which waits for them and compiles whatever else a step launches. On an empty kernel cache
+    that takes many seconds (the sim compiles each module with g++, a GPU with nvcc), which the training
+    bar would otherwise show as a hung first step. Nothing is printed when every module is loaded."""
     import copy
 
-    from tqdm import tqdm
-
+    import nn
     from gpublas import compiler
-    bar = []
-
-    def building(source_name):
-        if not bar:
-            bar.append(tqdm(desc="compiling kernel modules (once: they are cached)", unit=" modules",
-                            file=sys.stderr, disable=quiet))
-        bar[0].set_postfix_str(os.path.basename(source_name), refresh=False)
-        bar[0].update(1)
-
+    pending = nn.prefetch(model, crit, opt)
+    if pending and not quiet:
+        print(f"{name}: compiling {pending} kernel modules (once: they are kept in {compiler.cache_dir()})...",
+              file=sys.stderr, flush=True)
     net, optimizer = copy.deepcopy((getattr(model, "module", model), opt))
-    compiler.build_listeners.append(building)
-    try:
-        with (precision or Precision()).autocast():
-            crit(net(X), y)
-        optimizer.zero_grad()
-        net.backward(crit.backward())
-        optimizer.step()
-        net.eval()
-        with (precision or Precision()).autocast():
-            net(X[:1]).get()   # the evaluation's kernels (eval mode: BatchNorm's running statistics)
-    finally:
-        compiler.build_listeners.remove(building)
-        if bar:
-            bar[0].close()
+    with (precision or Precision()).autocast():
+        crit(net(X), y)
+    optimizer.zero_grad()
+    net.backward(crit.backward())
+    optimizer.step()
+    net.eval()
+    with (precision or Precision()).autocast():
+        net(X[:1]).get()   # the evaluation's kernels (eval mode: BatchNorm's running statistics)
 
 
 def run(model, crit, opt, data, *, epochs, batch_size, seed, schedule=None, name="train", quiet=False,
@@ -215,7 +203,7 @@ def run(model, crit, opt, data, *, epochs, batch_size, seed, schedule=None, name
     history = []
     graphed = classifier_step(model, crit, opt, precision) if graph else None
     if dist is None:
-        compile_first(model, crit, opt, Xtr[:batch_size], ytr[:batch_size], precision, quiet)
+        compile_first(model, crit, opt, Xtr[:batch_size], ytr[:batch_size], precision, quiet, name)
     with tqdm(total=epochs * steps_per_epoch, desc=name, unit="step", file=sys.stderr, disable=quiet) as bar:
         for epoch in range(1, epochs + 1):
             X, y, order = Xtr, ytr, rng
