@@ -1,5 +1,7 @@
-// elementwise.cu: maps over arrays of `real` (-Dreal=float, double, int, long long, __half, __nv_bfloat16,
-// cfloat or cdouble: field_unary_op's and field_binary_op's opcodes, == and !=).
+// elementwise.cu: maps over arrays of `real` (-Dreal=float, double, int, long long, unsigned long long,
+// __half, __nv_bfloat16, cfloat or cdouble: field_unary_op's and field_binary_op's opcodes, == and !=).
+// The bitwise opcodes (BIN_AND ... BIN_RSHIFT, EW_INVERT) act in the integer builds only; gpublas/
+// elementwise.py launches them on integer arrays (bool and the narrow integers computed in int or long long).
 // Every op computes in acc_real (common.cuh: float for the 16-bit types, which are loaded as float
 // and rounded once when stored; `real` itself otherwise); scalar parameters p0, p1 are `real`
 // (a Python scalar takes the array's dtype, as NumPy's), axpby's a and b acc_real. Every kernel is a
@@ -18,6 +20,8 @@
 // compare_nd3_real, compare_nd_real:             out (bool) = a (cmp) b (CMP_*), or a (cmp) p0 when b is NULL.
 // where_nd3_real, where_nd_real:                 out = cond ? x : y, cond bool, broadcasting.
 // axpby_real:                  out[i] = a * x[i] + b * y[i] (fused: one pass over memory).
+#include <type_traits>  // std::is_integral, std::is_signed
+
 #include "common.cuh"
 
 // Unary opcodes (p0, p1 are the kernel's scalar parameters).
@@ -40,6 +44,7 @@
 #define EW_MAX_S 16     // maximum(x, p0)
 #define EW_MIN_S 17     // minimum(x, p0)
 #define EW_CLIP 18      // minimum(maximum(x, p0), p1)
+#define EW_INVERT 19    // ~x (integer builds)
 
 // cumath's unary opcodes (gpublas/cumath.py), NumPy's semantics; numbered from 32 to leave room above.
 #define EW_SIN 32
@@ -83,6 +88,11 @@
 #define BIN_MIN 6
 #define BIN_FLOOR_DIVIDE 7  // NumPy's a // b: floor of the quotient
 #define BIN_REMAINDER 8     // NumPy's a % b: the remainder has b's sign
+#define BIN_AND 9           // a & b, a | b, a ^ b (integer builds)
+#define BIN_OR 10
+#define BIN_XOR 11
+#define BIN_LSHIFT 12       // NumPy's a << b: 0 once b reaches the width (or is negative)
+#define BIN_RSHIFT 13       // NumPy's a >> b: the sign (0 or -1) once b reaches the width (or is negative)
 
 // cumath's binary opcodes, numbered from 16 to leave room above.
 #define BIN_FMOD 16     // C's fmod: the remainder has a's sign (NumPy's fmod)
@@ -115,27 +125,52 @@ __device__ __forceinline__ F fp_floor_divide(F a, F b) {
     F q = floor(div);
     return div - q > (F)0.5 ? q + (F)1 : q;
 }
+template <class T>  // b == -1 (a signed type's overflow case; for an unsigned one, its largest value)
+__device__ __forceinline__ bool minus_one(T b) { return std::is_signed<T>::value && b == (T)-1; }
 template <class T>
 __device__ __forceinline__ T ew_remainder(T a, T b) {
-    if (b == (T)0 || b == (T)-1) return (T)0;
+    if (b == (T)0 || minus_one(b)) return (T)0;
     const T r = a % b;
     return (r != (T)0 && ((r < (T)0) != (b < (T)0))) ? r + b : r;
 }
 template <class T>
 __device__ __forceinline__ T ew_floor_divide(T a, T b) {
     if (b == (T)0) return (T)0;
-    if (b == (T)-1) return (T)(0ull - (unsigned long long)a);
+    if (minus_one(b)) return (T)(0ull - (unsigned long long)a);
     const T q = a / b;
     return (a % b != (T)0 && ((a < (T)0) != (b < (T)0))) ? q - (T)1 : q;
 }
 template <class T>  // C's % has a's sign, as fmod; x fmod 0 is 0 (NumPy's), MIN fmod -1 is 0
-__device__ __forceinline__ T ew_fmod(T a, T b) { return (b == (T)0 || b == (T)-1) ? (T)0 : a % b; }
+__device__ __forceinline__ T ew_fmod(T a, T b) { return (b == (T)0 || minus_one(b)) ? (T)0 : a % b; }
 __device__ __forceinline__ float ew_fmod(float a, float b) { return fmod(a, b); }
 __device__ __forceinline__ double ew_fmod(double a, double b) { return fmod(a, b); }
 __device__ __forceinline__ float ew_remainder(float a, float b) { return fp_remainder(a, b); }
 __device__ __forceinline__ double ew_remainder(double a, double b) { return fp_remainder(a, b); }
 __device__ __forceinline__ float ew_floor_divide(float a, float b) { return fp_floor_divide(a, b); }
 __device__ __forceinline__ double ew_floor_divide(double a, double b) { return fp_floor_divide(a, b); }
+
+// NumPy's bitwise ufuncs on an integer T (npy_lshift / npy_rshift: a shift by the width or more, or
+// by a negative count, gives 0, or -1 for a negative a shifted right); shifted left as unsigned, so
+// a negative a wraps instead of C's undefined behaviour. A float build instantiates none of them.
+template <int OP, class T>
+__device__ __forceinline__ T bitwise_op(T a, T b) {
+    if constexpr (std::is_integral<T>::value) {
+        const bool within = (unsigned long long)b < sizeof(T) * 8;
+        switch (OP) {
+            case BIN_AND: return a & b;
+            case BIN_OR: return a | b;
+            case BIN_XOR: return a ^ b;
+            case BIN_LSHIFT: return within ? (T)((unsigned long long)a << b) : (T)0;
+            default: return within ? (T)(a >> b) : (a < (T)0 ? (T)-1 : (T)0);  // BIN_RSHIFT
+        }
+    } else {
+        return a;
+    }
+}
+template <class T>
+__device__ __forceinline__ T ew_invert(T x) {
+    if constexpr (std::is_integral<T>::value) return (T)~x; else return x;
+}
 
 // Sigmoid without overflow: exp of a non-positive number only.
 __device__ __forceinline__ acc_real ew_sigmoid(acc_real x) {
@@ -221,6 +256,7 @@ __device__ __forceinline__ acc_real unary_op(acc_real x, acc_real p0, acc_real p
         case EW_EXPM1: return (acc_real)expm1((mreal)x);
         case EW_EXP2: return (acc_real)exp2((mreal)x);
         case EW_SIGN: return ew_sign(x);
+        case EW_INVERT: return ew_invert(x);
         default: return field_unary_op<OP>(x, p0);
     }
 }
@@ -237,6 +273,7 @@ __device__ __forceinline__ acc_real binary_op(acc_real a, acc_real b) {
         case BIN_FMOD: return ew_fmod(a, b);
         case BIN_ARCTAN2: return (acc_real)atan2((mreal)a, (mreal)b);
         case BIN_HYPOT: return (acc_real)hypot((mreal)a, (mreal)b);
+        case BIN_AND: case BIN_OR: case BIN_XOR: case BIN_LSHIFT: case BIN_RSHIFT: return bitwise_op<OP>(a, b);
         default: return field_binary_op<OP>(a, b);
     }
 }
@@ -307,6 +344,7 @@ __device__ void unary_any(const real* x, real* y, int op, real p0, real p1, long
         case EW_RECIPROCAL: unary_loop<EW_RECIPROCAL>(x, y, p0, p1, n, lay); break;
         case EW_SIGN: unary_loop<EW_SIGN>(x, y, p0, p1, n, lay); break;
         case EW_CONJ: unary_loop<EW_CONJ>(x, y, p0, p1, n, lay); break;
+        case EW_INVERT: unary_loop<EW_INVERT>(x, y, p0, p1, n, lay); break;
     }
 }
 
@@ -347,6 +385,11 @@ __device__ void binary_any(const real* a, const real* b, real* out, int op, long
         case BIN_FMOD: binary_loop<BIN_FMOD>(a, b, out, n, lay); break;
         case BIN_ARCTAN2: binary_loop<BIN_ARCTAN2>(a, b, out, n, lay); break;
         case BIN_HYPOT: binary_loop<BIN_HYPOT>(a, b, out, n, lay); break;
+        case BIN_AND: binary_loop<BIN_AND>(a, b, out, n, lay); break;
+        case BIN_OR: binary_loop<BIN_OR>(a, b, out, n, lay); break;
+        case BIN_XOR: binary_loop<BIN_XOR>(a, b, out, n, lay); break;
+        case BIN_LSHIFT: binary_loop<BIN_LSHIFT>(a, b, out, n, lay); break;
+        case BIN_RSHIFT: binary_loop<BIN_RSHIFT>(a, b, out, n, lay); break;
     }
 }
 

@@ -1,5 +1,6 @@
 // memory.cu: filling and converting device buffers. `real` is the destination element type
-// (-Dreal=float, double, int, long long, unsigned char, bool, __half, __nv_bfloat16, cfloat or cdouble;
+// (-Dreal=float, double, int, long long, unsigned char, bool, __half, __nv_bfloat16, cfloat, cdouble,
+// signed char, short, unsigned short, unsigned int or unsigned long long;
 // a complex value cast to a real type keeps its real part, to bool tests both parts, as NumPy's astype).
 //
 // fill_real:    grid-stride loop, one element per thread per step: x[i] = value.
@@ -26,6 +27,11 @@
 #define SRC_BFLOAT16 7
 #define SRC_CFLOAT 8
 #define SRC_CDOUBLE 9
+#define SRC_SCHAR 10
+#define SRC_USHORT 11
+#define SRC_UINT 12
+#define SRC_ULONG 13
+#define SRC_SHORT 14
 
 extern "C" __global__ void fill_real(real* __restrict__ x, real value, long long n) {
     GRID_STRIDE_LOOP(long long, i, n)
@@ -63,6 +69,11 @@ __device__ void cast_any(const void* x, int src, real* y, long long n, const L& 
         case SRC_BFLOAT16: cast_loop((const __nv_bfloat16*)x, y, n, lay); break;
         case SRC_CFLOAT: cast_loop((const cfloat*)x, y, n, lay); break;
         case SRC_CDOUBLE: cast_loop((const cdouble*)x, y, n, lay); break;
+        case SRC_SCHAR: cast_loop((const signed char*)x, y, n, lay); break;
+        case SRC_USHORT: cast_loop((const unsigned short*)x, y, n, lay); break;
+        case SRC_UINT: cast_loop((const unsigned int*)x, y, n, lay); break;
+        case SRC_ULONG: cast_loop((const unsigned long long*)x, y, n, lay); break;
+        case SRC_SHORT: cast_loop((const short*)x, y, n, lay); break;
     }
 }
 

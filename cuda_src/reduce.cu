@@ -40,7 +40,8 @@
 #define SERIAL_COLS 32  // reduce_serial's outputs per thread on the simulator (gpublas.reduction reads it)
 
 // The identities of max (lowest) and min (highest): infinities for floats, the limits for the int
-// builds (-Dreal=int or long long: sum, max, min, argmax, argmin; softmax and logsumexp are float-only).
+// builds (-Dreal=int or long long: sum, max, min, argmax, argmin; unsigned long long: max, min, argmax, argmin;
+// softmax and logsumexp are float-only).
 __device__ __forceinline__ float red_lowest(float) { return -INFINITY; }
 __device__ __forceinline__ double red_lowest(double) { return -INFINITY; }
 __device__ __forceinline__ int red_lowest(int) { return -2147483647 - 1; }
@@ -49,6 +50,8 @@ __device__ __forceinline__ float red_highest(float) { return INFINITY; }
 __device__ __forceinline__ double red_highest(double) { return INFINITY; }
 __device__ __forceinline__ int red_highest(int) { return 2147483647; }
 __device__ __forceinline__ long long red_highest(long long) { return 9223372036854775807LL; }
+__device__ __forceinline__ unsigned long long red_lowest(unsigned long long) { return 0ull; }  // max, min, arg*
+__device__ __forceinline__ unsigned long long red_highest(unsigned long long) { return ~0ull; }
 // complex builds (-Dreal=cfloat or cdouble) run RED_SUM (sum, mean); these make max/min compile in
 // NumPy's lexicographic order of complex numbers
 template <class R> __device__ __forceinline__ gcomplex<R> red_lowest(gcomplex<R>) { return {-INFINITY, -INFINITY}; }

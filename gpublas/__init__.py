@@ -35,15 +35,17 @@ def sim_thread_order(order):
 from .factories import ElementwiseKernel, ReductionKernel
 # --- elementwise operations and reductions (issue: BLAS/array ops) ---
 from .elementwise import (abs, axpby, clip, conj, conjugate, exp, floor_divide, log, maximum, minimum, negative, pow,
-                          relu, remainder, sigmoid, sqrt, tanh, transpose, where)
+                          relu, remainder, sigmoid, sqrt, tanh, where)
 from .cumath import (arccos, arcsin, arctan, arctan2, ceil, cos, cosh, exp2, expm1, floor, fmod, hypot, log1p,
                      log2, log10, reciprocal, sign, sin, sinh, square, tan, trunc)
 from .ops import (add, all, any, divide, equal, greater, greater_equal, less, less_equal, multiply, not_equal,
                   std, subtract, var)
+from .bitwise import (bitwise_and, bitwise_invert, bitwise_not, bitwise_or, bitwise_xor, invert, left_shift,
+                      logical_and, logical_not, logical_or, logical_xor, right_shift)
 # --- indexing: views, integer and boolean array indices (issue: array) ---
 from .gather import count_nonzero, nonzero
 from .indexing import take
-from .manipulation import concatenate, expand_dims, imag, real, squeeze, stack
+from .manipulation import concatenate, expand_dims, imag, real, squeeze, stack, transpose
 from .ranges import arange, linspace
 # --- interop: DLPack and the CUDA array interface (issue: array) ---
 from .interop import as_device_array, from_dlpack

@@ -16,10 +16,8 @@ import warnings
 import numpy as np
 
 from . import backends, device_checks, dtypes, layout
-from .errors import GraphError
 from .launch import geometry_1d, get_kernel
-from .pinned import PageableMemoryWarning, is_pinned
-from .stream import capturing, current_stream, refuse_in_capture
+from .stream import copy_handle, current_stream, refuse_in_capture, stream_handle
 
 DTYPES = dtypes.DTYPES
 SRC_CODES = {d: r.src for d, r in dtypes.TABLE.items()}  # the SRC_* numbers of cuda_src/memory.cu
@@ -36,18 +34,6 @@ def _shape(shape):
     if any(s < 0 for s in shape):
         raise ValueError(f"negative dimension in shape {shape}")
     return shape
-
-
-def _stream_handle(stream, *arrays):
-    """The backend handle of `stream` (default: the current one). A capturing stream's graph keeps
-    `arrays` alive, as the copy about to be recorded uses their memory."""
-    stream = stream if stream is not None else current_stream()
-    if stream is None:
-        return None
-    if stream.graph is not None:
-        for a in arrays:
-            stream.graph.use(a._mem)
-    return stream.handle
 
 
 _READ_BACK = "it reads a value back to the host, and nothing captured runs until a replay"
@@ -172,6 +158,21 @@ class DeviceArray:
             raise TypeError("len() of a 0-d array")
         return self.shape[0]
 
+    def __iter__(self):  # NumPy's: the subarrays along the first axis (views); a 0-d array has none
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __format__(self, spec):
+        """f"{a:.3f}": a 0-d array formats as its NumPy scalar (a read-back); other arrays take only an
+        empty spec (their str), as NumPy's ndarray."""
+        if not self.shape:
+            return self._one(lambda v: format(v[()], spec), "a formatted scalar", "format()")
+        if spec:
+            raise TypeError("unsupported format string passed to DeviceArray.__format__ (NumPy formats "
+                            "0-d arrays only; format a.get() or one element)")
+        return str(self)
+
     def __repr__(self):
         if self.freed:
             return f"DeviceArray(<freed>, shape={self.shape}, dtype={self.dtype})"
@@ -219,7 +220,7 @@ class DeviceArray:
             impl.copy_to(self, DeviceArray(self.shape, self.dtype).set(host, stream), stream)
             return self
         host = np.ascontiguousarray(host)
-        handle = _async_handle(host, stream, "host-to-device", self)
+        handle = copy_handle(host, stream, "host-to-device", self)
         self.backend.htod(self.ptr, host.ctypes.data, self.nbytes, handle)
         return self
 
@@ -233,7 +234,7 @@ class DeviceArray:
             raise ValueError(f"get: out must be a C-contiguous {self.dtype} array of shape {self.shape}, "
                              f"got {out.dtype} {out.shape}")
         src = self if self.c_contiguous else self.copy(stream)
-        handle = _async_handle(out, stream, "device-to-host", src)
+        handle = copy_handle(out, stream, "device-to-host", src)
         self.backend.dtoh(out.ctypes.data, src.ptr, self.nbytes, handle)
         if handle is None:  # a host synchronization: report a bad index a kernel found (device_checks)
             device_checks.raise_pending()
@@ -243,7 +244,7 @@ class DeviceArray:
         """A new C-contiguous array with the same contents (a device-to-device copy)."""
         out = DeviceArray(self.shape, self.dtype)
         if self.c_contiguous:
-            self.backend.dtod(out.ptr, self.ptr, self.nbytes, _stream_handle(stream, out, self))
+            self.backend.dtod(out.ptr, self.ptr, self.nbytes, stream_handle(stream, out, self))
             return out
         return impl.copy_to(out, self, stream)
 
@@ -254,8 +255,21 @@ class DeviceArray:
                              "(needs the same dtype and size)")
         if not (self.c_contiguous and src.c_contiguous):
             return impl.copy_to(self, src.reshape(self.shape), stream)
-        self.backend.dtod(self.ptr, src.ptr, self.nbytes, _stream_handle(stream, self, src))
+        self.backend.dtod(self.ptr, src.ptr, self.nbytes, stream_handle(stream, self, src))
         return self
+
+    def __reduce__(self):
+        """pickle.dumps(a): a host copy; unpickling makes a new C-contiguous DeviceArray of the same
+        dtype, shape and values on the current backend (a view comes back as an array of its own, as
+        CuPy's, whose pickles are its host copy too)."""
+        return to_device, (self.get(),)
+
+    def __deepcopy__(self, memo):
+        """copy.deepcopy(a): a new C-contiguous array with the same contents, copied on the device (as
+        CuPy's: no host round trip; a view becomes an array of its own)."""
+        return self.copy()
+
+    __copy__ = copy  # copy.copy(a): NumPy's and CuPy's copy.copy is a copy of the data too
 
     def free(self):
         """Returns the memory to the pool now; this array and every view of it become unusable."""
@@ -322,18 +336,22 @@ class DeviceArray:
         if not self.c_contiguous:
             return impl.copy_to(self, DeviceArray((), self.dtype).fill(value, stream), stream)
         if value == 0:
-            self.backend.memset_d8(self.ptr, 0, self.nbytes, _stream_handle(stream, self))
+            self.backend.memset_d8(self.ptr, 0, self.nbytes, stream_handle(stream, self))
         else:
             value = dtypes.scalar_arg(self.dtype, value)
             get_kernel("memory", "fill_real", self.dtype)(*geometry_1d(self.size), self, value, self.size, stream=stream)
         return self
 
-    def astype(self, dtype):
+    def astype(self, dtype, copy=True):
         """A new C-contiguous array converted to `dtype` (any of DTYPES; as C casts: floats to ints
-        truncate toward zero, anything nonzero is True)."""
+        truncate toward zero, anything nonzero is True; complex to real keeps the real part and warns
+        NumPy's ComplexWarning). copy=False returns self when it already has `dtype` (any layout)."""
         dtype = dtypes.canonical(dtype)
         if dtype == self.dtype:
-            return self.copy()
+            return self.copy() if copy else self
+        if self.dtype.kind == "c" and dtype.kind not in "cb":  # to bool tests both parts: no warning
+            warnings.warn("Casting complex values to real discards the imaginary part", np.exceptions.ComplexWarning,
+                          stacklevel=2)
         return impl.copy_to(DeviceArray(self.shape, dtype), self)
 
     # -- operators: arithmetic, each as a + b, 2 + a and a += b (gpublas.ops) --------------------
@@ -344,6 +362,15 @@ class DeviceArray:
     __pow__, __rpow__, __ipow__ = _arithmetic("pow", "**")
     __floordiv__, __rfloordiv__, __ifloordiv__ = _arithmetic("floor_divide", "//")
     __mod__, __rmod__, __imod__ = _arithmetic("remainder", "%")
+    # bitwise, on integer and bool arrays (gpublas.ops, gpublas.bitwise); ~ of a bool array is logical not
+    __and__, __rand__, __iand__ = _arithmetic("bitwise_and", "&")
+    __or__, __ror__, __ior__ = _arithmetic("bitwise_or", "|")
+    __xor__, __rxor__, __ixor__ = _arithmetic("bitwise_xor", "^")
+    __lshift__, __rlshift__, __ilshift__ = _arithmetic("left_shift", "<<")
+    __rshift__, __rrshift__, __irshift__ = _arithmetic("right_shift", ">>")
+
+    def __invert__(self):
+        return impl.invert(self)
 
     def __matmul__(self, other):
         return impl.matmul(self, other)
@@ -400,29 +427,6 @@ class DeviceArray:
 
     def __dlpack_device__(self):
         return impl.dlpack_device(self)
-
-
-def _async_handle(host, stream, what, array):
-    """The stream handle for an async copy, or None (blocking) with a warning for pageable memory.
-    Inside a capture the copy is recorded on the capturing stream; pageable memory is refused."""
-    if capturing() is not None:
-        if not is_pinned(host):
-            raise GraphError(f"a {what} copy of pageable host memory cannot be captured in a graph: a replay "
-                             "copies at the same host address later, which only pinned memory "
-                             "(gpublas.pinned_empty) keeps valid and unmoved; copy before or after the capture")
-        stream = stream if stream is not None else current_stream()
-        if stream is not None and stream.graph is not None:
-            stream.graph.use_host(host)
-            return _stream_handle(stream, array)
-    if stream is None:
-        return None
-    if not is_pinned(host):
-        warnings.warn(f"{what} copy on a stream was handed pageable host memory, so it runs "
-                      "synchronously; use gpublas.pinned_empty() for asynchronous copies",
-                      PageableMemoryWarning, stacklevel=3)
-        stream.synchronize()
-        return None
-    return stream.handle
 
 
 # -- constructors ---------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ import numpy as np
 
 from . import gemm_complex, gemm_plan
 from .array import DeviceArray, empty
-from .dtypes import HALVES
+from .dtypes import COMPLEX, HALVES
 from .blas1 import dot, scale_output
 from .blas2 import gemv
 from .checks import blas_matrix, check_operands, leading_dimension, swap_last, write_back
@@ -40,6 +40,7 @@ from .layout import broadcast_shape, broadcast_strides, may_overlap_itself, may_
 KERNELS = gemm_plan.KERNELS
 GEMM_FLOATS = (np.dtype(np.float32), np.dtype(np.float64)) + HALVES  # float16 / bfloat16: tensor cores, FP32 sums
 _GEMM_FLOAT_SET = frozenset(GEMM_FLOATS)
+MATMUL_TYPES = GEMM_FLOATS + COMPLEX  # matmul and @: complex through gemm_complex
 MAX_GRID_Z = 65535  # batches per launch
 ROWS_PER_LAUNCH = 65535 * 16  # grid.y <= 65,535 with the smallest row tile (16 rows: naive, tiled)
 
@@ -250,13 +251,17 @@ def _chunks(a, b, c, batch, lds, strides, m, trans_a):
 
 def _broadcast_gemm(a, b, kernel=None):
     """a @ b for 3-D stacks where one side is 2-D (or a stack of one): the 2-D side gets batch stride 0."""
-    dtype = check_operands("matmul", GEMM_FLOATS, a=a, b=b)
+    dtype = check_operands("matmul", MATMUL_TYPES, a=a, b=b)
     a3 = a if a.ndim == 3 else a.reshape((1,) + a.shape)
     b3 = b if b.ndim == 3 else b.reshape((1,) + b.shape)
     if a3.shape[0] != b3.shape[0] and 1 not in (a3.shape[0], b3.shape[0]):
         raise ValueError(f"matmul: batch sizes differ: a {a.shape}, b {b.shape}")
     m, n, k = _check_inner("matmul", a3, b3, False, False)
     batch = a3.shape[0] if b3.shape[0] == 1 else b3.shape[0]  # NumPy broadcasting: 1 stretches, 0 stays 0
+    if dtype.kind == "c":  # gemm_complex takes stacks of one batch size: the one-matrix side repeated
+        a3, b3 = (x if x.shape[0] == batch else x._view((batch,) + x.shape[1:], (0,) + x.strides[1:]).copy()
+                  for x in (a3, b3))
+        return gemm_batched(a3, b3, kernel=kernel)
     c = empty((batch, m, n), dtype)
     _run(a3, b3, c, m, n, k, batch, 1.0, 0.0, False, False, dtype, kernel, None)
     return c
@@ -293,9 +298,10 @@ def _matmul_stacks(a, b):
 
 def matmul(a, b):
     """a @ b as NumPy defines it: 2-D @ 2-D -> gemm, a matrix with a vector -> gemv (1-D @ 1-D ->
-    dot, a Python float), anything with a stack -> one batched gemm (_matmul_stacks: batch axes of
-    any number broadcast, a vector on either side of a stack)."""
-    dtype = check_operands("matmul", GEMM_FLOATS, a=a, b=b)
+    dot into a 0-d array, NumPy's 0-d result, no read-back), anything with a stack -> one batched gemm
+    (_matmul_stacks: batch axes of any number broadcast, a vector on either side of a stack). Complex
+    operands take the same paths (gemm_complex's products; a vector side never conjugated)."""
+    dtype = check_operands("matmul", MATMUL_TYPES, a=a, b=b)
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError(f"matmul: operands must have at least 1 dimension, got a {a.shape}, b {b.shape}")
     if dtype in HALVES and min(a.ndim, b.ndim) == 1:  # 16-bit: a vector is a one-row or one-column GEMM
@@ -303,7 +309,7 @@ def matmul(a, b):
     if a.ndim == 1 and b.ndim == 1:
         if a.shape != b.shape:
             raise ValueError(f"matmul: vectors of different lengths: a {a.shape}, b {b.shape}")
-        return dot(a, b)
+        return dot(a, b, out=empty((), dtype))
     if a.ndim == 2 and b.ndim == 1:
         return gemv(a, b)
     if a.ndim == 1 and b.ndim == 2:

@@ -7,6 +7,9 @@ passed to a kernel, its DLPack type) is a column here, so a new dtype is a new r
 
     complex64, complex128  NumPy's;  C: cfloat, cdouble (common.cuh's gcomplex<R>, cuComplex's layout)
 
+    int8, int16, uint8, uint16, uint32, uint64, bool  NumPy's; stored and converted as themselves,
+    computed in int32 or int64 (uint64 as itself) by the elementwise maps (gpublas/promotion.py's COMPUTE).
+
 16-bit floats are storage types: kernels load them as float, compute in float and round once on
 store (common.cuh's load_as / store_as), as CUDA's own __hadd on bfloat16 and PyTorch do.
 """
@@ -45,6 +48,11 @@ TABLE = {row.dtype: row for row in (
     DType(bfloat16, "__nv_bfloat16", 7, "H", (_DL_BFLOAT, 16), compute=np.float32),
     DType(np.complex64, "cfloat", 8, "C", (_DL_COMPLEX, 64)),
     DType(np.complex128, "cdouble", 9, "Z", (_DL_COMPLEX, 128)),
+    DType(np.int8, "signed char", 10, "b", (_DL_INT, 8)),
+    DType(np.uint16, "unsigned short", 11, "H", (_DL_UINT, 16)),
+    DType(np.uint32, "unsigned int", 12, "I", (_DL_UINT, 32)),
+    DType(np.uint64, "unsigned long long", 13, "Q", (_DL_UINT, 64)),
+    DType(np.int16, "short", 14, "h", (_DL_INT, 16)),
 )}
 DTYPES = tuple(TABLE)
 HALVES = tuple(d for d, row in TABLE.items() if row.storage_only)  # float16, bfloat16

@@ -1,4 +1,4 @@
-"""Elementwise maps (cuda_src/elementwise.cu) and the tiled transpose (cuda_src/transpose.cu).
+"""Elementwise maps (cuda_src/elementwise.cu).
 
     y = gpublas.exp(x);  gpublas.axpby(2.0, x, -1.0, y, out=y);  z = gpublas.maximum(x, 0.5)
     m = x > 0.5;  gpublas.where(m, x, 0.0);  x[::2] *= 3     # bool results, views
@@ -22,8 +22,8 @@ import numpy as np
 
 from . import dtypes, layout, promotion, source
 from .array import DeviceArray, impl, provide
-from .checks import as_array, check_float, common_dtype, is_scalar, make_out
-from .launch import BLOCK, MAX_GRID as GPU_MAX_GRID, ceil_div, fast_divisor, geometry_1d, get_kernel, \
+from .checks import as_array, common_dtype, is_scalar, make_out
+from .launch import BLOCK, fast_divisor, geometry_1d, get_kernel, \
     grid_1d as grid_for
 
 FLOATS = dtypes.FLOATS  # float32, float64, float16, bfloat16
@@ -42,14 +42,16 @@ ADD_S, SUB_S, RSUB_S, MUL_S, DIV_S, RDIV_S, POW_S, RPOW_S, MAX_S, MIN_S, CLIP = 
 ADD, SUB, MUL, DIV, POW, MAX, MIN, FLOOR_DIVIDE, REMAINDER = (
     _BIN[f"BIN_{n}"] for n in ("ADD", "SUB", "MUL", "DIV", "POW", "MAX", "MIN", "FLOOR_DIVIDE", "REMAINDER"))
 EQ, NE, LT, LE, GT, GE = (_CMP[f"CMP_{n}"] for n in ("EQ", "NE", "LT", "LE", "GT", "GE"))
-CONJ = _EW["EW_CONJ"]
+CONJ, INVERT = _EW["EW_CONJ"], _EW["EW_INVERT"]
+AND, OR, XOR, LSHIFT, RSHIFT = (_BIN[f"BIN_{n}"] for n in ("AND", "OR", "XOR", "LSHIFT", "RSHIFT"))
 # What a complex build of elementwise.cu runs (field_binary_op, and field_unary_op for their scalar
 # forms; NumPy orders complex numbers, gpublas compares them for equality only); the unary functions
 # say which dtypes they take
 COMPLEX_BINARY, COMPLEX_COMPARE = {ADD, SUB, MUL, DIV}, {EQ, NE}
 # BIN_<NAME> opcode -> the NumPy ufunc <name> whose type resolution gives its dtypes (gpublas.promotion)
 _NUMPY_NAME = {"DIV": "true_divide", "POW": "power", "MAX": "maximum", "MIN": "minimum", "SUB": "subtract",
-               "MUL": "multiply"}
+               "MUL": "multiply", "AND": "bitwise_and", "OR": "bitwise_or", "XOR": "bitwise_xor",
+               "LSHIFT": "left_shift", "RSHIFT": "right_shift"}
 UFUNCS = {code: getattr(np, _NUMPY_NAME.get(n[4:], n[4:].lower())) for n, code in _BIN.items()}
 COMPARISONS = {EQ: np.equal, NE: np.not_equal, LT: np.less, LE: np.less_equal, GT: np.greater,
                GE: np.greater_equal}
@@ -188,14 +190,6 @@ def launch_axpby(a, x, b, y, out):
     return out
 
 
-def launch_transpose(a, out):
-    rows, cols = a.shape
-    if a.size:
-        grid = (ceil_div(cols, 32), min(ceil_div(rows, 32), GPU_MAX_GRID[1]))  # the kernel strides over row tiles
-        get_kernel("transpose", "transpose_tiled", a.dtype)(grid, (32, 8), a, out, rows, cols)
-    return out
-
-
 # -- public functions ------------------------------------------------------------------------------
 def _operand(x, what):
     return x if is_scalar(x) else as_array(x, what)
@@ -235,7 +229,7 @@ def binary(op, a, b, out=None, what="binary operation"):
     if not scalar_b:
         b = as_array(b, what)
     loop, result, kernel = promotion.resolve(UFUNCS[op], a, b, what)
-    if kernel.kind in "ic":  # complex and integer loops have rules of their own (bool, uint8 compute in int32)
+    if kernel.kind in "icu":  # complex and integer loops have rules of their own (bool, uint8 compute in int32)
         if kernel.kind == "c":
             check_complex(op, kernel, what)
         if loop.kind in "iu":
@@ -281,10 +275,15 @@ def _unary(op, what, dtypes=FLOATS):
 
     def f(x, out=None):
         x = as_array(x, what)
+        result = x.dtype
         if x.dtype not in dtypes and isinstance(ufunc, np.ufunc) and x.dtype.kind in "biu":
-            x = x.astype(promotion.unary_loop(ufunc, x.dtype, dtypes, what))  # NumPy's: sin(int32) is float64
+            # NumPy's loop: sin(int32) in float64; -uint8 in uint8, which computes in int32 and wraps back
+            result = promotion.unary_loop(ufunc, x.dtype, dtypes + tuple(promotion.COMPUTE), what)
+            x = x.astype(promotion.COMPUTE.get(result, result))
         if x.dtype not in dtypes:
             raise TypeError(f"{what}: {' or '.join(map(str, dtypes))} arrays only, got {x.dtype}")
+        if result != x.dtype:
+            return impl.copy_to(make_out(out, x.shape, result, what), launch_unary(op, x, x))
         out = make_out(out, x.shape, x.dtype, what)
         return launch_unary(op, unalias(x, out), out)
 
@@ -413,24 +412,6 @@ def axpby(a, x, b, y, out=None):
     if _flat(x, y, out):
         return launch_axpby(a, unalias(x, out), b, unalias(y, out), out)
     return binary(ADD, binary(MUL, x, a), binary(MUL, y, b), out, "axpby")  # views: two passes
-
-
-def transpose(a, out=None):
-    """The transpose of a 2-D array as a new C-contiguous array (the tiled kernel; a.T is the view);
-    a 1-D or 0-d array is copied."""
-    a = as_array(a, "transpose")
-    if a.ndim < 2 and out is None:
-        return a.copy()
-    if a.ndim != 2:
-        raise ValueError(f"transpose: 2-D arrays only (or a copy of a 1-D or 0-d one), got shape {a.shape}")
-    check_float(a, "transpose")
-    out = make_out(out, a.shape[::-1], a.dtype, "transpose")
-    if layout.may_share_memory(out, a):
-        raise ValueError("transpose: out must not share memory with the input")
-    if not out.c_contiguous:
-        out[...] = transpose(a)
-        return out
-    return launch_transpose(a if a.c_contiguous else a.copy(), out)
 
 
 # NumPy's names; `abs` and `pow` shadow the builtins only as attributes of this module.

@@ -127,8 +127,9 @@ def scatter(view, axis, ndim, w, wstride, front, value, repeats=True):
         v = v.astype(view.dtype)  # converted, and a copy: the writes below must not change what they read
     v = v.reshape((1,) * (len(shape) - v.ndim) + v.shape).transpose(inverse)  # in the kernel's order
     owner = None
-    if repeats and w.size > 1:
-        owner = DeviceArray(view.shape[axis], INT64).fill(0)
+    if repeats and w.size > 1:  # one slot per position w can hold: w * wstride spans the indexed axes
+        span = sum((d - 1) * abs(s) for d, s in zip(view.shape[axis:axis + ndim], view.strides[axis:axis + ndim]))
+        owner = DeviceArray(1 + span // (abs(wstride) * view.itemsize), INT64).fill(0)
         get_kernel("gather", "index_owner", INT64)(grid_1d(w.size), BLOCK, w, w.size, owner)
     get_kernel("gather", "put_nd_real", view.dtype)(grid_1d(v.size), BLOCK, v, w, wstride, owner, rest,
                                                     *ew.nd_args(shape, v, wb, rest), views=True)

@@ -1,5 +1,5 @@
 """Indexing and item assignment for DeviceArray, with NumPy's rules: basic indexing gives views,
-one integer or boolean array in the key gathers into a new array (gpublas.gather does that work).
+integer or boolean arrays in the key gather into a new array (gpublas.gather does that work).
 
 View rules (each returns a DeviceArray sharing the base's memory; no copy, no launch):
   * a[i] drops an axis; a[i:j:k] keeps it, with any step, negative included; a[:, i:j] is a
@@ -8,7 +8,7 @@ View rules (each returns a DeviceArray sharing the base's memory; no copy, no la
   * a.T and a.transpose(axes) permute strides; a.reshape(shape) is a view when each group of old
     axes merged into new ones is contiguous within itself (always for a contiguous array), else a
     copy, as NumPy's reshape; ravel() likewise; flatten() and copy() always copy.
-Advanced indexing (a copy, as NumPy's), one integer or boolean array per key, beside basic entries:
+Advanced indexing (a copy, as NumPy's), integer or boolean arrays beside basic entries:
   * a[idx], a[:, idx], a[..., idx, 1:]: an integer array (DeviceArray, ndarray or list; any shape)
     along one axis gives shape a.shape[:k] + idx.shape + a.shape[k+1:]; negative indices count from
     the end, one outside [-n, n) raises IndexError naming it (found on the device, before any
@@ -16,7 +16,10 @@ Advanced indexing (a copy, as NumPy's), one integer or boolean array per key, be
     the array, idx's axes go first (NumPy's rule). take(a, idx, axis) is a[..., idx] along `axis`.
   * a[mask]: a bool array matching the axes it covers (all of a's, or leading ones, or any run of
     them) selects its True elements in C order: shape a.shape[:k] + (count,) + the axes after.
-  * a[idx] = v, a[mask] = v write v (scalar or array broadcast to a[idx]'s shape) into a; with a
+  * a[rows, cols], a[i0, :, i2], a[mask2d, idx]: several arrays broadcast together to one shape B (a
+    boolean one stands for its nonzero() arrays), which replaces the indexed axes where they are
+    adjacent in the key, else goes first (NumPy's rules; ints count as arrays there).
+  * a[idx] = v, a[mask] = v, a[rows, cols] = v write v (scalar or array broadcast to a[idx]'s shape) into a; with a
     repeated index the last one in idx's C order wins (deterministically; NumPy does not promise it).
 Item assignment a[key] = v writes a scalar, a DeviceArray or an ndarray (broadcast to the view's
 shape, converted to a's dtype) through one strided copy kernel; a right-hand side that overlaps the
@@ -37,8 +40,8 @@ from .launch import get_kernel
 
 
 def _index_error(k):
-    return IndexError(f"unsupported index {k!r}: gpublas takes ints, slices, None, ... and one integer or "
-                      "boolean array (DeviceArray, ndarray or list)")
+    return IndexError(f"unsupported index {k!r}: gpublas takes ints, slices, None, ... and integer or "
+                      "boolean arrays (DeviceArray, ndarray or list)")
 
 
 def _is_array(k):
@@ -107,8 +110,7 @@ def _advanced(a, key):
     axis + ndim) the positions w replace (gpublas.gather's arguments); `repeats`: w may repeat."""
     where = [i for i, k in enumerate(key) if _is_array(k)]
     if len(where) > 1:
-        raise IndexError("gpublas takes one integer or boolean array per index, not several combined "
-                         "(a[rows, cols]): index one axis at a time")
+        return _several(a, key), True
     p = where[0]
     index = gather.as_index(key[p])
     ndim = index.ndim if index.dtype == np.bool_ else 1
@@ -116,9 +118,7 @@ def _advanced(a, key):
         raise IndexError("a 0-d boolean index is not supported; use a[None] or an if statement")
     basic = key[:p] + (slice(None),) * ndim + key[p + 1:]
     view = _basic(a, basic)
-    spanned = a.ndim - sum(k is not None and k is not Ellipsis for k in basic)  # the axes ... stands for
-    axis = sum(spanned if k is Ellipsis else 1 for k in key[:p] if not _is_int(k))        # in view
-    a_axis = sum(spanned if k is Ellipsis else 0 if k is None else 1 for k in key[:p])  # in a (for messages)
+    axis, a_axis = _axes_of(a, basic, p)  # in view; in a (for messages)
     if index.dtype == np.bool_:
         for k, (n, m) in enumerate(zip(view.shape[axis:axis + ndim], index.shape)):
             if n != m:
@@ -132,6 +132,50 @@ def _advanced(a, key):
     advanced = [i for i, k in enumerate(key) if _is_int(k)] + [p]  # ints count as advanced beside an array
     front = max(advanced) - min(advanced) + 1 != len(advanced)
     return (view, axis, ndim, w, wstride, front), repeats
+
+
+def _axes_of(a, key, p):
+    """(the axis of `view` = a[key with arrays as full slices], the axis of a) that key[p] indexes."""
+    spanned = a.ndim - sum(k is not None and k is not Ellipsis for k in key)  # the axes ... stands for
+    return (sum(spanned if k is Ellipsis else 1 for k in key[:p] if not _is_int(k)),
+            sum(spanned if k is Ellipsis else 0 if k is None else 1 for k in key[:p]))
+
+
+def _several(a, key):
+    """(view, axis, ndim, w, 1, front) for a key with several index arrays (a[rows, cols]), NumPy's
+    rules: a boolean array stands for its nonzero() integer arrays; the integer arrays broadcast
+    together to a shape B, and element j of the result is the one at position idx_k[j] along each
+    indexed axis k. The indexed axes are moved together (where they are not already: B then goes
+    first, as `front` says) and given positive strides (a reversed axis flipped, its positions
+    n - 1 - w), so w = sum_k w_k * stride_k are nonnegative element offsets from the first element."""
+    expanded = []
+    for k in key:
+        k = gather.as_index(k) if _is_array(k) else k
+        expanded.extend(gather.nonzero(k) if isinstance(k, DeviceArray) and k.dtype == np.bool_ else (k,))
+    key = tuple(expanded)
+    where = [i for i, k in enumerate(key) if isinstance(k, DeviceArray)]
+    try:
+        layout.broadcast_shape(*(key[p].shape for p in where))
+    except ValueError:
+        raise IndexError("shape mismatch: indexing arrays could not be broadcast together with shapes "
+                         + " ".join(str(key[p].shape) for p in where)) from None
+    basic = tuple(slice(None) if i in where else k for i, k in enumerate(key))
+    view = _basic(a, basic)
+    axes = [_axes_of(a, basic, p)[0] for p in where]
+    others = [i for i in range(view.ndim) if i not in axes]
+    perm = [i for i in others if i < axes[0]] + axes + [i for i in others if i > axes[0]]
+    view, axis, w = view.transpose(perm), len([i for i in others if i < axes[0]]), None
+    for j, p in enumerate(where):
+        n, step = view.shape[axis + j], view.strides[axis + j] // a.itemsize
+        wj = gather.positions(key[p], n, _axes_of(a, basic, p)[1])
+        if step < 0:  # the axis reversed, so that every offset is nonnegative
+            strides = view.strides[:axis + j] + (-view.strides[axis + j],) + view.strides[axis + j + 1:]
+            view, wj, step = view._view(view.shape, strides, (n - 1) * view.strides[axis + j]), (n - 1) - wj, -step
+        wj = wj * step
+        w = wj if w is None else w + wj
+    advanced = [i for i, k in enumerate(key) if _is_int(k)] + where  # ints count as advanced beside arrays
+    front = max(advanced) - min(advanced) + 1 != len(advanced)
+    return view, axis, len(where), w, 1, front
 
 
 def take(a, indices, axis=None):

@@ -1,6 +1,7 @@
 """Array manipulation with NumPy's names: squeeze, expand_dims and a.view(dtype) are views (no copy,
 no launch); concatenate and stack copy each input into a view of the output (one strided copy
-kernel per input, memory.cu's cast kernels through indexing.copy_to).
+kernel per input, memory.cu's cast kernels through indexing.copy_to); gpublas.transpose copies a
+matrix transposed (cuda_src/transpose.cu's tiled kernel).
 
     v = a.squeeze();  c = gpublas.expand_dims(a, (0, 2));  bits = a.view(np.int32)
     c = gpublas.concatenate([a, b], axis=1);  s = gpublas.stack([a, b, a], axis=-1)
@@ -11,10 +12,11 @@ dtype it then has. An input that overlaps `out` is copied first (copy_to's rule)
 """
 import numpy as np
 
-from . import dtypes
+from . import dtypes, layout
 from .array import DTYPES, DeviceArray, provide
-from .checks import as_array, make_out, normalize_axes
+from .checks import as_array, check_float, make_out, normalize_axes
 from .indexing import copy_to
+from .launch import MAX_GRID as GPU_MAX_GRID, ceil_div, get_kernel
 
 
 def squeeze(a, axis=None):
@@ -134,6 +136,32 @@ def stack(arrays, axis=0, out=None):
     for i, x in enumerate(arrays):
         _copy_along(out, axis, i, expand_dims(x, axis))
     return out
+
+
+def launch_transpose(a, out):
+    rows, cols = a.shape
+    if a.size:
+        grid = (ceil_div(cols, 32), min(ceil_div(rows, 32), GPU_MAX_GRID[1]))  # the kernel strides over row tiles
+        get_kernel("transpose", "transpose_tiled", a.dtype)(grid, (32, 8), a, out, rows, cols)
+    return out
+
+
+def transpose(a, out=None):
+    """The transpose of a 2-D array as a new C-contiguous array (the tiled kernel; a.T is the view);
+    a 1-D or 0-d array is copied."""
+    a = as_array(a, "transpose")
+    if a.ndim < 2 and out is None:
+        return a.copy()
+    if a.ndim != 2:
+        raise ValueError(f"transpose: 2-D arrays only (or a copy of a 1-D or 0-d one), got shape {a.shape}")
+    check_float(a, "transpose")
+    out = make_out(out, a.shape[::-1], a.dtype, "transpose")
+    if layout.may_share_memory(out, a):
+        raise ValueError("transpose: out must not share memory with the input")
+    if not out.c_contiguous:
+        out[...] = transpose(a)
+        return out
+    return launch_transpose(a if a.c_contiguous else a.copy(), out)
 
 
 provide(squeeze=squeeze, view=view, real=real, imag=imag)  # DeviceArray's a.squeeze() and a.view(dtype)

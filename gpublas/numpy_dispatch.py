@@ -8,7 +8,7 @@ call (`.get()` for a host copy), never a silent host round trip.
     np.asarray(a)                 # TypeError: call a.get() (DeviceArray.__array__, CuPy's rule)
 
 Each table maps a NumPy callable to gpublas' function of the same meaning; a callable in neither
-goes to the function of its NumPy name in elementwise, cumath, ops, reduction, gather or manipulation
+goes to the function of its NumPy name in elementwise, cumath, ops, bitwise, reduction, gather or manipulation
 (np.sin reaches gpublas.cumath.sin, np.concatenate gpublas.manipulation.concatenate). Keyword
 arguments are passed on by name, so one gpublas does not take (dtype=, where=) raises TypeError
 naming it.
@@ -18,7 +18,7 @@ import inspect
 
 import numpy as np
 
-from . import blas3, cumath, elementwise as ew, gather, indexing, manipulation, ops, reduction
+from . import bitwise, blas3, cumath, elementwise as ew, gather, indexing, manipulation, ops, reduction
 from . import cumulative, order_stats, sorting
 from .array import DeviceArray, provide
 from .creation import empty_like, full_like, ones_like, zeros_like
@@ -51,7 +51,7 @@ FUNCTIONS.update({np.sort: sorting.sort, np.argsort: sorting.argsort, np.unique:
                   np.cumprod: cumulative.cumprod, np.prod: cumulative.prod})
 
 
-BY_NAME = (ew, cumath, ops, reduction, gather, manipulation)
+BY_NAME = (ew, cumath, ops, bitwise, reduction, gather, manipulation)
 
 
 def _lookup(table, func):
@@ -69,9 +69,34 @@ def _ours(types):
     return all(issubclass(t, (DeviceArray, np.ndarray, np.generic)) for t in types)
 
 
-def _refuse(name):
-    return TypeError(f"numpy.{name} is not implemented for DeviceArray (gpublas has no {name}); "
-                     f"copy to the host first, e.g. numpy.{name}(a.get())")
+def _dotted(func):
+    """NumPy's public name of `func`: numpy.linalg.norm, numpy.allclose, numpy.logaddexp."""
+    module = getattr(func, "__module__", None) or "numpy"
+    return f"{module if module.startswith('numpy') else 'numpy'}.{func.__name__}"
+
+
+def _host_call(name, args, kwargs):
+    """The call on host copies, as the user would write it: every DeviceArray (also inside a list or
+    tuple) as a.get(), b.get(), ... in order, short other arguments as they are."""
+    letters = iter("abcdefghijklmnopqrstuvwxyz")
+
+    def text(x):
+        if isinstance(x, DeviceArray):
+            return f"{next(letters, 'x')}.get()"
+        if isinstance(x, (list, tuple)) and any(isinstance(v, DeviceArray) for v in x):
+            inner = ", ".join(text(v) for v in x)
+            return f"[{inner}]" if isinstance(x, list) else f"({inner}{',' * (len(x) == 1)})"
+        r = repr(x)
+        return r if len(r) <= 24 else "..."
+
+    parts = [text(x) for x in args] + [f"{k}={text(v)}" for k, v in kwargs.items()]
+    return f"{name}({', '.join(parts)})"
+
+
+def _refuse(func, args, kwargs):
+    name = _dotted(func)
+    return TypeError(f"{name} is not implemented for DeviceArray (gpublas has no {func.__name__}); "
+                     f"copy to the host first, e.g. {_host_call(name, args, kwargs)}")
 
 
 _signature = functools.lru_cache(maxsize=None)(inspect.signature)  # inspect's costs microseconds a call
@@ -93,7 +118,7 @@ def array_function(func, types, args, kwargs):
         return NotImplemented
     f = _lookup(FUNCTIONS, func)
     if f is None:
-        raise _refuse(func.__name__)
+        raise _refuse(func, args, kwargs)
     return _call(f, func.__name__, args, kwargs)
 
 
@@ -105,7 +130,7 @@ def array_ufunc(ufunc, method, *inputs, **kwargs):
                         f"use gpublas' reductions (a.sum(), a.max(axis=0)) or call it on a.get()")
     f = _lookup(UFUNCS, ufunc)
     if f is None:
-        raise _refuse(ufunc.__name__)
+        raise _refuse(ufunc, inputs, kwargs)
     out = kwargs.pop("out", None)
     if out is not None:
         out = out[0] if isinstance(out, tuple) and len(out) == 1 else out

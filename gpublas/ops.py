@@ -20,11 +20,21 @@ from .array import DeviceArray, provide, to_device
 from .checks import as_array, is_scalar, normalize_axes
 
 OPCODES = {"add": ew.ADD, "subtract": ew.SUB, "multiply": ew.MUL, "divide": ew.DIV, "pow": ew.POW,
-           "floor_divide": ew.FLOOR_DIVIDE, "remainder": ew.REMAINDER}
+           "floor_divide": ew.FLOOR_DIVIDE, "remainder": ew.REMAINDER, "bitwise_and": ew.AND, "bitwise_or": ew.OR,
+           "bitwise_xor": ew.XOR, "left_shift": ew.LSHIFT, "right_shift": ew.RSHIFT}
+BITWISE = frozenset(n for n, op in OPCODES.items() if op in (ew.AND, ew.OR, ew.XOR, ew.LSHIFT, ew.RSHIFT))
 
 
 def _operand(x):
     return isinstance(x, (DeviceArray, np.ndarray)) or is_scalar(x)
+
+
+def _other(name, b):
+    """The other operand of operator `name`, or None when it is of a type we do not take; a Python
+    bool counts for the bitwise operators only (m & True), as NumPy's bool scalar."""
+    if type(b) is bool and name in BITWISE:
+        return np.bool_(b)
+    return b if _operand(b) else None
 
 
 def add(a, b, out=None):
@@ -50,21 +60,24 @@ def divide(a, b, out=None):
 # -- what the operators call ------------------------------------------------------------------------
 def forward(name, a, b):
     """a (op) b for `a.__op__(b)`; NotImplemented for an operand type we do not take."""
-    if not _operand(b):
+    b = _other(name, b)
+    if b is None:
         return NotImplemented
     return ew.binary(OPCODES[name], a, b, None, name)
 
 
 def reflected(name, a, b):
     """b (op) a for `a.__rop__(b)`."""
-    if not _operand(b):
+    b = _other(name, b)
+    if b is None:
         return NotImplemented
     return ew.binary(OPCODES[name], b, a, None, name)
 
 
 def inplace(name, a, b):
     """a (op)= b: writes into a, whose shape must not change."""
-    if not _operand(b):
+    b = _other(name, b)
+    if b is None:
         return NotImplemented
     if not is_scalar(b):
         shape = b.shape if isinstance(b, DeviceArray) else np.shape(b)  # np.shape would dispatch to gpublas
@@ -85,13 +98,13 @@ def _matmul_operand(other, like):
 
 def matmul(a, b):
     """a @ b for `a.__matmul__(b)`: both operands converted to the dtype NumPy's matmul promotes them
-    to (the narrower one converted first, float32 @ float64 in float64), then blas3.matmul, which
-    as every BLAS routine takes one float dtype (gemm(a32, b64) still raises)."""
+    to (the narrower one converted first, float32 @ float64 in float64, float32 @ complex64 in
+    complex64), then blas3.matmul, which as every BLAS routine takes one dtype (gemm(a32, b64) still raises)."""
     a, b = _matmul_operand(a, b), _matmul_operand(b, a)
     dtype = np.result_type(a.dtype, b.dtype)
-    if dtype not in blas3.GEMM_FLOATS:
+    if dtype not in blas3.MATMUL_TYPES:
         raise TypeError(f"matmul: {a.dtype} @ {b.dtype} gives {dtype} in NumPy; gpublas multiplies "
-                        f"float16, bfloat16, float32 or float64 matrices: convert with .astype(np.float64) first")
+                        f"{', '.join(map(str, blas3.MATMUL_TYPES))} matrices: convert with .astype() first")
     return blas3.matmul(a if a.dtype == dtype else a.astype(dtype), b if b.dtype == dtype else b.astype(dtype))
 
 

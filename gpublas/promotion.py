@@ -8,8 +8,8 @@ own ufunc type resolution (`ufunc.resolve_dtypes`, NEP 50), so gpublas promotes 
 `resolve` gives (loop dtype, result dtype, kernel dtype): NumPy converts every operand to the loop
 dtype and computes there; gpublas' kernels (elementwise.cu) are built for KERNEL_DTYPES, and a loop
 dtype outside them computes in COMPUTE[loop] with the result converted back by a C cast (uint8 in
-int32: the cast wraps modulo 256 as NumPy's uint8 arithmetic; bool in int32: nonzero is True, so
-bool + bool is logical or, as NumPy's). A new dtype is one entry in each table, not a new branch.
+int32: the cast wraps modulo 256 as NumPy's uint8 arithmetic; uint32 in int64; bool in int32: nonzero
+is True, so bool + bool is logical or, as NumPy's). A new dtype is one entry in each table, not a new branch.
 """
 import functools
 import numbers
@@ -19,8 +19,11 @@ import numpy as np
 from . import dtypes
 from .array import DTYPES, DeviceArray
 
-KERNEL_DTYPES = dtypes.FLOATS + (np.dtype(np.int32), np.dtype(np.int64)) + dtypes.COMPLEX  # float16/bfloat16 compute in float32
-COMPUTE = {np.dtype(np.uint8): np.dtype(np.int32), np.dtype(np.bool_): np.dtype(np.int32)}
+KERNEL_DTYPES = dtypes.FLOATS + tuple(np.dtype(t) for t in (np.int32, np.int64, np.uint64)) + dtypes.COMPLEX
+# float16/bfloat16 compute in float32 (their kernels' own rule); the narrow integers and bool here, each
+# in a signed type that holds every value, converted back by a C cast (modulo 2^bits, as NumPy wraps)
+COMPUTE = {np.dtype(t): np.dtype(np.int32) for t in (np.int8, np.int16, np.uint8, np.uint16, np.bool_)}
+COMPUTE[np.dtype(np.uint32)] = np.dtype(np.int64)
 
 
 def operand_dtype(x):

@@ -1,11 +1,11 @@
 """Reductions (cuda_src/reduce.cu): sum, max, min, mean, argmax, argmin over the whole array or one
-axis (sum, max, min and mean also over a tuple of axes), and softmax / logsumexp along the last axis.
+axis (sum, max, min and mean also over a tuple of axes), and softmax / logsumexp along any one axis.
 
     total = float(gpublas.sum(x));  col_max = x.max(axis=0, keepdims=True);  p = gpublas.softmax(logits)
     s = x.sum(axis=(0, 2))
 
 Results are DeviceArrays (0-d for a whole-array reduction: float(r) or r.get() reads it); argmax and
-argmin give int32 indices, the first one on ties (as NumPy; into the flattened array when axis is
+argmin give int64 indices (NumPy's intp; the kernels write int32, widened once), the first one on ties (as NumPy; into the flattened array when axis is
 None). float16 and bfloat16 arrays are reduced in float32 (their kernels load 16 bits and accumulate
 in float: a sum of 3,000 bfloat16 ones is 3,000 before the one rounding of the result to bfloat16);
 sum and mean take dtype=np.float32 to keep that float32 result.
@@ -17,8 +17,8 @@ import math
 
 import numpy as np
 
-from . import dtypes, source
-from .array import DeviceArray, provide
+from . import dtypes, promotion, source
+from .array import DeviceArray, impl, provide
 from .checks import as_array, check_float, normalize_axes
 from .launch import ceil_div, geometry_1d, get_kernel, simulated
 
@@ -126,30 +126,35 @@ def _fold(a, axis, keepdims, what, index=False):
     return a, math.prod(a.shape[:lo]), n, math.prod(a.shape[hi:]), shape
 
 
-REDUCIBLE = tuple(np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64)) + dtypes.HALVES + dtypes.COMPLEX
+REDUCIBLE = tuple(np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64, np.uint64)) + dtypes.HALVES + dtypes.COMPLEX
 
 
 def _operand(a, op, what, mean):
-    """`a` as the reduction takes it: contiguous, a mean of ints in float64 and a sum of ints (or
-    bools) in int64, as NumPy's."""
+    """(`a` as the reduction takes it, contiguous; the dtype its result converts to, or None): a mean
+    of ints in float64, a sum of ints or bools in int64 (of unsigned ints: uint64, the same bits), as
+    NumPy's; max, min and the arg-reductions of the narrow integers and bool in int32 or int64 (exact)."""
     a = as_array(a, what)
+    result = None
     if a.dtype.kind == "c" and op != SUM:
         raise TypeError(f"{what}: not defined for {a.dtype} arrays (complex arrays take sum and mean)")
     if mean and not (dtypes.is_float(a.dtype) or a.dtype.kind == "c"):
         a = a.astype(np.float64)
     elif op == SUM and a.dtype.kind in "iub":
-        a = a.astype(np.int64)
+        result = np.dtype(np.uint64) if a.dtype.kind == "u" else None
+        a = a.view(np.int64) if a.dtype == np.uint64 else a.astype(np.int64)
+    elif a.dtype in promotion.COMPUTE:
+        a, result = a.astype(promotion.COMPUTE[a.dtype]), a.dtype
     elif a.dtype not in REDUCIBLE:
         raise TypeError(f"{what}: {', '.join(map(str, REDUCIBLE))} arrays only, got {a.dtype}")
-    return a if a.c_contiguous else a.copy()
+    return (a if a.c_contiguous else a.copy()), result
 
 
 def _reduce(a, op, axis, keepdims, what, index=False, mean=False, dtype=None):
     a, outer, n, inner, shape = _fold(as_array(a, what), axis, keepdims, what, index)
-    a = _operand(a, op, what, mean)
+    a, result = _operand(a, op, what, mean)
     compute = dtypes.TABLE[a.dtype].compute  # the kernels' output: float32 for a 16-bit a
-    dtype = a.dtype if dtype is None else np.dtype(dtype)
-    if dtype not in (a.dtype, compute):
+    dtype = (result or a.dtype) if dtype is None else np.dtype(dtype)
+    if dtype not in (a.dtype, compute, result):
         raise TypeError(f"{what}: dtype={dtype} for a {a.dtype} array; it takes {a.dtype} or {compute}")
     val = None if index else DeviceArray(shape, compute)
     idx = DeviceArray(shape, np.int32) if index else None
@@ -161,7 +166,9 @@ def _reduce(a, op, axis, keepdims, what, index=False, mean=False, dtype=None):
         scale = 1.0 / n if mean else 1  # an int: the int builds take an int scale
         launch_reduce(op, a, outer, n, inner, val, idx, scale)
     if index:
-        return idx
+        return idx.astype(np.int64)  # NumPy's intp
+    if dtype == np.uint64 and val.dtype == np.int64:
+        return val.view(dtype)  # a sum modulo 2^64: the same bits
     return val if val.dtype == dtype else val.astype(dtype)  # one rounding of each float32 result
 
 
@@ -187,47 +194,64 @@ def min(a, axis=None, keepdims=False):  # noqa: A001
 
 
 def argmax(a, axis=None, keepdims=False):
-    """int32 index of the largest element (first on ties; into the flattened array for axis=None)."""
+    """int64 index of the largest element (first on ties; into the flattened array for axis=None)."""
     return _reduce(a, MAX, axis, keepdims, "argmax", index=True)
 
 
 def argmin(a, axis=None, keepdims=False):
-    """int32 index of the smallest element (first on ties; into the flattened array for axis=None)."""
+    """int64 index of the smallest element (first on ties; into the flattened array for axis=None)."""
     return _reduce(a, MIN, axis, keepdims, "argmin", index=True)
 
 
 def _last_axis(x, axis, what):
+    """(x with `axis` moved last, C-contiguous (a copy when it was not); rows; n; the permutation that
+    moved it). axis None (logsumexp over everything) flattens x."""
     x = as_array(x, what)
     check_float(x, what)
-    x = x if x.c_contiguous else x.copy()
     if x.ndim == 0:
         raise ValueError(f"{what}: needs an array of at least one dimension")
-    if axis not in (-1, x.ndim - 1):
-        raise ValueError(f"{what}: only the last axis is supported (axis=-1), got axis={axis}")
+    if axis is None:
+        x, axis = x.reshape(-1), 0
+    (axis,) = normalize_axes(axis, x.ndim, what)
+    perm = tuple(i for i in range(x.ndim) if i != axis) + (axis,)
+    x = x.transpose(perm) if axis != x.ndim - 1 else x
+    x = x if x.c_contiguous else x.copy()
     n = x.shape[-1]
-    return x, (x.size // n if n else 0), n
+    return x, (x.size // n if n else 0), n, perm
 
 
 def softmax(x, axis=-1, out=None):
-    """exp(x - max) / sum(exp(x - max)) along the last axis: finite for logits of any size."""
-    x, rows, n = _last_axis(x, axis, "softmax")
-    if out is None:
-        out = DeviceArray(x.shape, x.dtype)
-    elif out.shape != x.shape or out.dtype != x.dtype:
-        raise ValueError(f"softmax: out must be {x.dtype} of shape {x.shape}, got {out.dtype} {out.shape}")
+    """exp(x - max) / sum(exp(x - max)) along `axis` (any one, or None: over every element, as scipy's): the
+    last axis runs as it is, another is moved last through a transposed copy and back. Finite for
+    logits of any size."""
+    x0 = as_array(x, "softmax")
+    if axis is None and x0.ndim != 1:  # over every element (scipy's axis=None), in x's shape
+        y = softmax(x0.reshape(-1), 0).reshape(x0.shape)
+        return y if out is None else impl.copy_to(out, y)
+    x, rows, n, perm = _last_axis(x0, axis, "softmax")
+    if out is not None and (out.shape != x0.shape or out.dtype != x0.dtype):
+        raise ValueError(f"softmax: out must be {x0.dtype} of shape {x0.shape}, got {out.dtype} {out.shape}")
+    moved = perm != tuple(range(x.ndim))
+    y = DeviceArray(x.shape, x.dtype) if out is None or moved or not out.c_contiguous else out
     if rows and n:
-        launch_softmax_rows(x, out, rows, n)
-    return out
+        launch_softmax_rows(x, y, rows, n)
+    if not moved:
+        return y if y is out or out is None else impl.copy_to(out, y)
+    back = y.transpose(tuple(int(i) for i in np.argsort(perm)))
+    return back.copy() if out is None else impl.copy_to(out, back)
 
 
 def logsumexp(x, axis=-1, keepdims=False):
-    """max + log(sum(exp(x - max))) along the last axis (-inf for an empty axis)."""
-    x, rows, n = _last_axis(x, axis, "logsumexp")
-    out = DeviceArray(x.shape[:-1] + ((1,) if keepdims else ()), dtypes.TABLE[x.dtype].compute)
+    """max + log(sum(exp(x - max))) along `axis` (any one, or None: every element; -inf for an empty axis)."""
+    x0 = as_array(x, "logsumexp")
+    x, rows, n, _ = _last_axis(x0, axis, "logsumexp")
+    out = DeviceArray(x.shape[:-1], dtypes.TABLE[x.dtype].compute)
     if n == 0:
         out.fill(-np.inf)
     elif rows:
         launch_logsumexp_rows(x, out, rows, n)
+    if keepdims:
+        out = out.reshape(_fold(x0, axis, True, "logsumexp")[4])
     return out if out.dtype == x.dtype else out.astype(x.dtype)
 
 

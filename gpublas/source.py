@@ -22,7 +22,7 @@ _SCALARS = {
     "float": "f", "double": "d", "int": "i", "int32_t": "i", "unsigned": "I", "unsigned int": "I",
     "uint32_t": "I", "long long": "q", "long long int": "q", "int64_t": "q", "ptrdiff_t": "q",
     "long": "q", "unsigned long long": "Q", "uint64_t": "Q", "size_t": "Q", "unsigned long": "Q",
-    "bool": "?", "char": "b", "unsigned char": "B", "short": "h", "unsigned short": "H",
+    "bool": "?", "char": "b", "signed char": "b", "unsigned char": "B", "short": "h", "unsigned short": "H",
     "__half": "H", "__nv_bfloat16": "H",  # passed as their bit patterns (dtypes.scalar_arg)
 }
 # common.cuh's compute_t<real> (a family's compute type) after `real` is replaced: float for __half

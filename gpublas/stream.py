@@ -6,9 +6,11 @@ hold (a synchronize here; read-backs and compiles in array.py, blas1.py, launch.
 `refuse_in_capture`, which raises GraphError naming it.
 """
 import threading
+import warnings
 
 from . import backends, device_checks
 from .errors import GraphError
+from .pinned import PageableMemoryWarning, is_pinned
 
 class _Local(threading.local):
     """Per thread: `stack` the streams entered with `with`, `graph` the Graph captured. Every thread
@@ -96,3 +98,39 @@ def synchronize():
     refuse_in_capture("gpublas.synchronize()")
     backends.current().synchronize()
     device_checks.raise_pending()
+
+
+# -- the stream a copy of a DeviceArray goes on (array.py) ------------------------------------------
+def stream_handle(stream, *arrays):
+    """The backend handle of `stream` (default: the current one). A capturing stream's graph keeps
+    `arrays` alive, as the copy about to be recorded uses their memory."""
+    stream = stream if stream is not None else current_stream()
+    if stream is None:
+        return None
+    if stream.graph is not None:
+        for a in arrays:
+            stream.graph.use(a._mem)
+    return stream.handle
+
+
+def copy_handle(host, stream, what, array):
+    """The stream handle for an async copy, or None (blocking) with a warning for pageable memory.
+    Inside a capture the copy is recorded on the capturing stream; pageable memory is refused."""
+    if capturing() is not None:
+        if not is_pinned(host):
+            raise GraphError(f"a {what} copy of pageable host memory cannot be captured in a graph: a replay "
+                             "copies at the same host address later, which only pinned memory "
+                             "(gpublas.pinned_empty) keeps valid and unmoved; copy before or after the capture")
+        stream = stream if stream is not None else current_stream()
+        if stream is not None and stream.graph is not None:
+            stream.graph.use_host(host)
+            return stream_handle(stream, array)
+    if stream is None:
+        return None
+    if not is_pinned(host):
+        warnings.warn(f"{what} copy on a stream was handed pageable host memory, so it runs "
+                      "synchronously; use gpublas.pinned_empty() for asynchronous copies",
+                      PageableMemoryWarning, stacklevel=3)
+        stream.synchronize()
+        return None
+    return stream.handle

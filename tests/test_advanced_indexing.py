@@ -105,8 +105,8 @@ def test_bad_indices_raise_index_error():
         d[np.array([0.0, 1.0])]
     with pytest.raises(IndexError, match="integer \\(or boolean\\) type"):
         d[:, gpublas.to_device(np.array([1.5], np.float32))]
-    with pytest.raises(IndexError, match="one integer or boolean array per index"):
-        d[[0, 1], [1, 2]]
+    with pytest.raises(IndexError, match="could not be broadcast together with shapes \\(2,\\) \\(3,\\)"):
+        d[[0, 1], [1, 2, 3]]  # several arrays broadcast (tests/test_newcomer.py)
     with pytest.raises(IndexError, match="along axis 0; size of axis is 5 but size of corresponding boolean axis is 4"):
         d[np.ones(4, bool)]
     with pytest.raises(IndexError, match="along axis 1; size of axis is 4 but size of corresponding boolean axis is 3"):

@@ -38,7 +38,8 @@ def test_family_compiles_with_nvcc(root, family, real, tmp_path, archs=(80, 90),
     assert not spills, f"{family}.cu real={real}: kernels spill registers (bytes of spill stores): {spills}"
 
 
-# The other element types the array layer builds: int32 and int64 arithmetic and comparisons (elementwise),
+# The other element types the array layer builds: int32, int64 and uint64 arithmetic, bitwise operators and
+# comparisons (elementwise; int8 ... uint32 compute in int32 or int64), astype into int8 ... uint64 (memory),
 # int reductions (int64 sums), astype and copies into every dtype (memory), 16-bit floats (maps,
 # reductions, casts, transposes, the simulator's GEMMs), index arrays (gather), a mask's prefix sum (scan) and complex
 # numbers (maps, sums, casts, level 1 and 2, geam and dgmm, the triangle kernels of the symmetric
@@ -63,7 +64,10 @@ def test_family_compiles_with_nvcc(root, family, real, tmp_path, archs=(80, 90),
                                           ("geam", "cdouble"), ("triangular", "cfloat"), ("triangular", "cdouble"),
                                           ("getrf", "cfloat"), ("getrf", "cdouble"), ("sort", "unsigned char"),
                                           ("sort", "unsigned short"), ("cumulative", "long long"),
-                                          ("cumulative", "__half"), ("cumulative", "cfloat")])
+                                          ("cumulative", "__half"), ("cumulative", "cfloat"), ("memory", "signed char"),
+                                          ("memory", "short"), ("memory", "unsigned short"), ("memory", "unsigned int"),
+                                          ("memory", "unsigned long long"), ("elementwise", "unsigned long long"),
+                                          ("reduce", "unsigned long long"), ("gather", "signed char")])
 def test_array_dtypes_compile_with_nvcc(family, real, tmp_path):
     test_family_compiles_with_nvcc(None, family, real, tmp_path, archs=(80,))
 

@@ -143,7 +143,7 @@ def test_fission_matches_fibers_bit_for_bit(both_ways, sim_order, rng, dtype):
     m = gpublas.to_device(rng.standard_normal((7, 1000)).astype(dtype))
     for f in (lambda: m.sum(axis=1), lambda: m.max(axis=1), lambda: gpublas.argmax(m, axis=1),
               lambda: m.sum(axis=0), lambda: gpublas.softmax(m), lambda: gpublas.logsumexp(m),
-              lambda: gpublas.sum(m), lambda: gpublas.argmin(m), lambda: gpublas.elementwise.transpose(m),
+              lambda: gpublas.sum(m), lambda: gpublas.argmin(m), lambda: gpublas.manipulation.transpose(m),
               lambda: m[m > 0.5]):  # the last: a block scan (scan_tiles_real)
         both_ways(f)
     v = gpublas.to_device(rng.standard_normal(3001).astype(dtype))
