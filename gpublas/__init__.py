@@ -56,6 +56,8 @@ from .cumulative import cumprod, cumsum, prod
 from .views import (array_split, atleast_1d, atleast_2d, atleast_3d, broadcast_to, diagonal, flip, moveaxis, split,
                     swapaxes)
 from .rearrange import argwhere, diag, dstack, hstack, repeat, roll, tile, tril, triu, vstack
+from .contract import einsum, outer, tensordot, trace
+from . import linalg  # noqa: E402 (gpublas.linalg.norm)
 from .predicates import allclose, around, array_equal, isclose, isfinite, isinf, isnan, nan_to_num, round
 # --- BLAS levels 1-3 (issue: BLAS) ---
 from .blas1 import asum, axpy, copy, dot, dotc, iamax, iamin, nrm2, rot, rotg, rotm, rotmg, scal, swap
