@@ -66,6 +66,7 @@
 #define EW_SQUARE 48      // x * x
 #define EW_RECIPROCAL 49  // 1 / x
 #define EW_SIGN 50        // -1, 0 or 1; NaN stays NaN
+#define EW_RINT 51        // the nearest integer, halves to even (NumPy's rint and round)
 
 // Complex-only unary opcodes, numbered from 60.
 #define EW_CONJ 60        // x.conj()
@@ -257,6 +258,7 @@ __device__ __forceinline__ acc_real unary_op(acc_real x, acc_real p0, acc_real p
         case EW_EXP2: return (acc_real)exp2((mreal)x);
         case EW_SIGN: return ew_sign(x);
         case EW_INVERT: return ew_invert(x);
+        case EW_RINT: return (acc_real)rint((mreal)x);
         default: return field_unary_op<OP>(x, p0);
     }
 }
@@ -343,6 +345,7 @@ __device__ void unary_any(const real* x, real* y, int op, real p0, real p1, long
         case EW_SQUARE: unary_loop<EW_SQUARE>(x, y, p0, p1, n, lay); break;
         case EW_RECIPROCAL: unary_loop<EW_RECIPROCAL>(x, y, p0, p1, n, lay); break;
         case EW_SIGN: unary_loop<EW_SIGN>(x, y, p0, p1, n, lay); break;
+        case EW_RINT: unary_loop<EW_RINT>(x, y, p0, p1, n, lay); break;
         case EW_CONJ: unary_loop<EW_CONJ>(x, y, p0, p1, n, lay); break;
         case EW_INVERT: unary_loop<EW_INVERT>(x, y, p0, p1, n, lay); break;
     }

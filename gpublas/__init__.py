@@ -37,7 +37,7 @@ from .factories import ElementwiseKernel, ReductionKernel
 from .elementwise import (abs, axpby, clip, conj, conjugate, exp, floor_divide, log, maximum, minimum, negative, pow,
                           relu, remainder, sigmoid, sqrt, tanh, where)
 from .cumath import (arccos, arcsin, arctan, arctan2, ceil, cos, cosh, exp2, expm1, floor, fmod, hypot, log1p,
-                     log2, log10, reciprocal, sign, sin, sinh, square, tan, trunc)
+                     log2, log10, reciprocal, rint, sign, sin, sinh, square, tan, trunc)
 from .ops import (add, all, any, divide, equal, greater, greater_equal, less, less_equal, multiply, not_equal,
                   std, subtract, var)
 from .bitwise import (bitwise_and, bitwise_invert, bitwise_not, bitwise_or, bitwise_xor, invert, left_shift,
@@ -54,6 +54,13 @@ from .reduction import argmax, argmin, logsumexp, max, mean, min, softmax, sum
 from .sorting import argsort, sort, topk
 from .order_stats import median, percentile, quantile, unique
 from .cumulative import cumprod, cumsum, prod
+# --- views, rearrangements and value tests with NumPy's names (issue 32) ---
+from .views import (array_split, atleast_1d, atleast_2d, atleast_3d, broadcast_to, diagonal, flip, moveaxis, split,
+                    swapaxes)
+from .rearrange import argwhere, diag, dstack, hstack, repeat, roll, tile, tril, triu, vstack
+from .contract import einsum, outer, tensordot, trace
+from . import linalg  # noqa: E402 (gpublas.linalg.norm)
+from .predicates import allclose, around, array_equal, isclose, isfinite, isinf, isnan, nan_to_num, round
 # --- BLAS levels 1-3 (issue: BLAS) ---
 from .blas1 import asum, axpy, copy, dot, dotc, iamax, iamin, nrm2, rot, rotg, rotm, rotmg, scal, swap
 from .blas2 import gemv, ger, gerc

@@ -159,22 +159,29 @@ def _amax_into(x, incx, out, stream=None):
     return out
 
 
-def nrm2(x, stream=None):
+def nrm2(x, stream=None, out=None):
     """sqrt(sum(x**2)) as a Python float, scaled by max |x| first so that huge or tiny elements
-    neither overflow nor underflow (as the reference BLAS's snrm2/dnrm2)."""
+    neither overflow nor underflow (as the reference BLAS's snrm2/dnrm2); with `out` (a one-element
+    real DeviceArray of x's real dtype) the result stays on the device, written into out, and out is returned."""
     dtype = check_operands("nrm2", BLAS1_TYPES, x=x)
+    real = dtypes.real_of(dtype) if dtype.kind == "c" else dtype
+    if out is not None and (not isinstance(out, DeviceArray) or out.size != 1 or out.dtype != real):
+        raise ValueError(f"nrm2: out must be a one-element {real} DeviceArray, got {out!r}")
     if dtype.kind == "c":  # sqrt(sum |x|^2) = hypot of the parts' norms, each overflow-safe
+        if out is not None:
+            raise ValueError("nrm2: out= takes a real x; for a complex one, hypot of nrm2(x.real, out=) and "
+                             "nrm2(x.imag, out=) (gpublas.linalg.norm does that)")
         return math.hypot(nrm2(x.real, stream), nrm2(x.imag, stream))
     if x.size == 0:
-        return 0.0
+        return 0.0 if out is None else out.fill(0, stream)
     x, incx = vector(x, stream)
     scale = _amax_into(x, incx, empty(1, dtype), stream=stream)
     nparts = _nparts(x.size)
-    partial, out = empty(nparts, dtype), empty(1, dtype)
+    partial, result = empty(nparts, dtype), empty(1, dtype) if out is None else out.reshape(1)
     get_kernel("blas1", "nrm2_partial", dtype)(nparts, BLOCK, x.size, x, incx, scale, partial, stream=stream,
                                                views=True)
-    get_kernel("blas1", "nrm2_final", dtype)(1, BLOCK, nparts, partial, scale, out, stream=stream)
-    return float(_read(out, stream, "nrm2"))
+    get_kernel("blas1", "nrm2_final", dtype)(1, BLOCK, nparts, partial, scale, result, stream=stream)
+    return out if out is not None else float(_read(result, stream, "nrm2"))
 
 
 def _arg_index(routine, x, stream):

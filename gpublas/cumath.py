@@ -42,6 +42,7 @@ expm1 = _math("expm1", "Elementwise exp(x) - 1, accurate for small x.")
 exp2 = _math("exp2", "Elementwise 2**x.")
 square = _math("square", "Elementwise x * x.", ew.NUMERIC)
 reciprocal = _math("reciprocal", "Elementwise 1 / x (float arrays).")
+rint = _math("rint", "Elementwise nearest integer, halves to even (ints: float64, as NumPy's).")
 sign = _math("sign", "Elementwise -1, 0 or 1 by the sign of x (0 for -0.0; NaN stays NaN).", ew.NUMERIC)
 
 

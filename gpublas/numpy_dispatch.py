@@ -20,6 +20,7 @@ import numpy as np
 
 from . import bitwise, blas3, cumath, elementwise as ew, gather, indexing, manipulation, ops, reduction
 from . import cumulative, order_stats, sorting
+from . import contract, linalg, predicates, rearrange, views
 from .array import DeviceArray, provide
 from .creation import empty_like, full_like, ones_like, zeros_like
 
@@ -49,6 +50,16 @@ FUNCTIONS.update({np.sort: sorting.sort, np.argsort: sorting.argsort, np.unique:
                   np.median: order_stats.median, np.quantile: order_stats.quantile,
                   np.percentile: order_stats.percentile, np.cumsum: cumulative.cumsum,
                   np.cumprod: cumulative.cumprod, np.prod: cumulative.prod})
+
+# views, rearrangements and value tests (issue 32, item 4)
+FUNCTIONS.update({getattr(np, name): getattr(module, name) for module, names in (
+    (views, "moveaxis swapaxes broadcast_to flip split array_split diagonal atleast_1d atleast_2d atleast_3d"),
+    (rearrange, "roll repeat tile hstack vstack dstack diag tril triu argwhere"),
+    (predicates, "nan_to_num isclose allclose array_equal round around")) for name in names.split()})
+# contractions (issue 32, item 3): np.dot is ops.dot by name (NumPy's rule; gpublas.dot is BLAS's)
+FUNCTIONS.update({np.einsum: contract.einsum, np.tensordot: contract.tensordot, np.outer: contract.outer,
+                  np.trace: contract.trace, np.linalg.norm: linalg.norm})
+UFUNCS.update({np.isnan: predicates.isnan, np.isinf: predicates.isinf, np.isfinite: predicates.isfinite})
 
 
 BY_NAME = (ew, cumath, ops, bitwise, reduction, gather, manipulation)

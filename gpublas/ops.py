@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from . import blas3, reduction
+from . import blas3, contract, reduction
 from . import elementwise as ew
 from .array import DeviceArray, provide, to_device
 from .checks import as_array, is_scalar, normalize_axes
@@ -108,14 +108,15 @@ def matmul(a, b):
     return blas3.matmul(a if a.dtype == dtype else a.astype(dtype), b if b.dtype == dtype else b.astype(dtype))
 
 
-def dot(a, b):
-    """NumPy's dot for operands up to 2-D: a @ b for vectors and matrices, a * b with a 0-d or scalar
-    operand (N-D operands: use matmul, whose rule differs from dot's)."""
-    if is_scalar(b) or np.ndim(b) == 0 or a.ndim == 0:
-        return forward("multiply", a, b)
-    if a.ndim > 2 or np.ndim(b) > 2:
-        raise ValueError(f"dot: operands up to 2-D, got {a.shape} and {np.shape(b)}; use matmul for stacks")
-    return matmul(a, b)
+def dot(a, b, out=None):
+    """NumPy's dot (gpublas.contract.dot): a @ b for vectors and matrices (1-D with 1-D: a Python
+    float, as blas3.matmul gives), a * b with a 0-d or scalar operand, N-D operands by NumPy's rule (the
+    sum over a's last axis and b's second-to-last)."""
+    if out is None and not (is_scalar(b) or np.ndim(b) == 0 or a.ndim == 0) and a.ndim <= 2 and np.ndim(b) <= 2 \
+            and np.result_type(a.dtype, b.dtype if isinstance(b, DeviceArray) else np.asarray(b).dtype) in \
+            blas3.GEMM_FLOATS:
+        return matmul(a, b)
+    return contract.dot(a, b, out)
 
 
 def var(a, axis=None, ddof=0, keepdims=False):
