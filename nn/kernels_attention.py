@@ -128,7 +128,8 @@ def _fused(direction, dtype, dp):
     if dtype in dtypes.HALVES:
         require_tensor_cores(dtype)
         t = half_tiles(dp)
-        kern = launch.get_kernel("attention_half", f"attention_half_{direction}", dtype, root=KERNELS, **t.defines(dp))
+        kern = launch.get_kernel("attention_half", f"attention_half_{direction}", dtype, root=KERNELS,
+                                 **t.defines(dp))
     else:
         t = tiles(dtype, dp)
         kern = _kernel(f"attention_{direction}", dtype, dp)
@@ -192,8 +193,6 @@ def backward(q, k, v, y, dy, lse, dq, dk, dv, scale, causal):
     """dq, dk, dv of attention from the forward's q, k, v, y and lse and the output gradient dy: the pre-pass
     (delta = rowsum(dy y), dq zeroed) and the fused backward. dq is the (B, H, Tq, D) accumulator in the
     compute dtype (float32 for 16-bit data); dk, dv contiguous (B, H, Tk, D) of q's dtype."""
-    if q.dtype in dtypes.HALVES:
-        raise NotImplementedError(f"attention backward: {q.dtype} (the tensor-core backward) is not built yet")
     B, H, Tq, D = q.shape
     Tk = k.shape[2]
     (q, k, v, y, dy), strides = operands(q=q, k=k, v=v, y=y, dy=dy)
@@ -205,8 +204,10 @@ def backward(q, k, v, y, dy, lse, dq, dk, dv, scale, causal):
     rows = B * H * Tq
     delta = gpublas.empty((rows,), compute)
     if rows:
-        _kernel("attention_backward_prep", q.dtype, dp)(*geometry_1d(rows), dy, y, delta, dq, H, Tq, D,
-                                                         *strides[12:], *strides[9:12], rows, views=True)
+        # the pre-pass reads no tile: 16-bit data (whose tiles are attention_half.cu's) builds it with none
+        prep = (launch.get_kernel("attention", "attention_backward_prep", q.dtype, root=KERNELS)
+                if q.dtype in dtypes.HALVES else _kernel("attention_backward_prep", q.dtype, dp))
+        prep(*geometry_1d(rows), dy, y, delta, dq, H, Tq, D, *strides[12:], *strides[9:12], rows, views=True)
     if B * H * Tk == 0:
         return dq, dk, dv
     kern, bk, threads, shared = _fused("backward", q.dtype, dp)

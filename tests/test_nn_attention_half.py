@@ -4,7 +4,12 @@ simulator's warp-collective emulation) against a float64 reference computed from
 The bounds follow from where the kernels round. Forward: the scores, the softmax and its sums are float (relative
 error ~2^-22 here, negligible), P = e^(s - m) is rounded to 16 bits once as the P V mma's operand and y once on
 store: |y - y_ref| <= u P|V| + u |y| <= 2u P|V| (P the exact probabilities, u the unit roundoff: 2^-8 bfloat16,
-2^-11 float16), plus float's share, taken as 2^-16 P|V|."""
+2^-11 float16), plus float's share, taken as 2^-16 P|V|.
+Backward: P is recomputed in float from the float logsumexp and rounded once as the dv product's operand, dv once
+on store: |dv - dv_ref| <= 2u P^T|dy|. delta = rowsum(dy y) reads the rounded y (off by 2u P|V| at most, so delta
+by 2u Md, Md = rowsum(|dy| P|V|)); dS = P (dP - delta) is rounded once as the dk and dq products' operand:
+|dS - dS_ref| <= 2u P Md + u |dS| <= 3u MdS, MdS = P (|dy| |v|^T + Md); dk and dq add one rounding on store:
+|dk - dk_ref| <= 4u scale MdS^T |q|, |dq - dq_ref| <= 4u scale MdS |k|. Float's share as above."""
 import numpy as np
 import pytest
 
@@ -48,7 +53,6 @@ def test_forward_within_the_rounding_bound(rng, sim_order, dtype, B, H, Tq, Tk, 
     want, p = reference(q, k, v, causal, D ** -0.5)
     bound = (2 * UNIT[dtype] + FLOAT_SHARE) * (p @ np.abs(v))
     err = np.abs(y.get().astype(np.float64) - want)
-    print(f"{dtype} {D}: worst err / bound {(err / bound).max():.3f}")
     assert (err <= bound).all(), f"max error {err.max():.3g}, worst err / bound {(err / bound).max():.3g}"
     lse = attn.saved[4].get().reshape(B, H, Tq)  # kept for backward: float32 logsumexp of the scaled scores
     s = np.einsum("bhqd,bhkd->bhqk", q, k) * D ** -0.5
@@ -56,6 +60,31 @@ def test_forward_within_the_rounding_bound(rng, sim_order, dtype, B, H, Tq, Tk, 
         s = np.where(np.arange(Tk)[None, :] <= np.arange(Tq)[:, None], s, -np.inf)
     want_lse = np.log(np.exp(s - s.max(-1, keepdims=True)).sum(-1)) + s.max(-1)
     np.testing.assert_allclose(lse, want_lse, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype, B, H, Tq, Tk, D, causal", CASES)
+def test_gradients_within_the_rounding_bound(rng, sim_order, dtype, B, H, Tq, Tk, D, causal):
+    dt = np.dtype(getattr(gpublas, dtype))
+    q, k, v = (rounded(rng, dt, B, H, T, D) for T in (Tq, Tk, Tk))
+    dy = rounded(rng, dt, B, H, Tq, D)
+    attn = nn.ScaledDotProductAttention(is_causal=causal)
+    attn(*(gpublas.to_device(a.astype(dt)) for a in (q, k, v)))
+    got = [a.get().astype(np.float64) for a in attn.backward(gpublas.to_device(dy.astype(dt)))]
+    scale = D ** -0.5
+    y, p = reference(q, k, v, causal, scale)
+    dp = dy @ np.swapaxes(v, -1, -2)
+    ds = p * (dp - (dy * y).sum(-1, keepdims=True))
+    want = [scale * ds @ k, scale * np.swapaxes(ds, -1, -2) @ q, np.swapaxes(p, -1, -2) @ dy]
+    md = (np.abs(dy) * (p @ np.abs(v))).sum(-1, keepdims=True)
+    mds = p * (np.abs(dy) @ np.swapaxes(np.abs(v), -1, -2) + md)
+    u = UNIT[dtype]
+    bounds = [(4 * u + FLOAT_SHARE) * scale * mds @ np.abs(k),
+              (4 * u + FLOAT_SHARE) * scale * np.swapaxes(mds, -1, -2) @ np.abs(q),
+              (2 * u + FLOAT_SHARE) * np.swapaxes(p, -1, -2) @ np.abs(dy)]
+    for name, a, w, bound in zip(("dq", "dk", "dv"), got, want, bounds):
+        assert a.shape == w.shape, name
+        err = np.abs(a - w)
+        assert (err <= bound).all(), f"{name}: max error {err.max():.3g}, worst err / bound {(err / bound).max():.3g}"
 
 
 def test_16_bit_attention_needs_tensor_cores(monkeypatch):
@@ -67,10 +96,3 @@ def test_16_bit_attention_needs_tensor_cores(monkeypatch):
     with pytest.raises(KA.NoTensorCoresError, match="float16 attention"):
         nn.functional.scaled_dot_product_attention(*(gpublas.to_device(np.ones((1, 4, 16), gpublas.float16)),) * 3)
 
-
-def test_backward_not_built_yet_is_named():
-    x = gpublas.to_device(np.ones((1, 1, 4, 16), gpublas.bfloat16))
-    attn = nn.ScaledDotProductAttention()
-    y = attn(x, x, x)
-    with pytest.raises(NotImplementedError, match="bfloat16 .*backward"):
-        attn.backward(y)

@@ -76,6 +76,20 @@ __device__ __forceinline__ void att_load_b2(unsigned (&b)[2][2], const real* s, 
     b[1][0] = r[2]; b[1][1] = r[3];
 }
 
+// acc[j] += A B_j for the N 8-column tiles j of B (columns 8j .., k k0 .. k0 + 15, stored as att_load_b2 reads
+// it): one 16-row strip of a product, A's k-step in registers.
+template <bool BF16, bool TRANS, int N>
+__device__ __forceinline__ void att_mma_strip(float (&acc)[N][4], const unsigned (&a)[4], const real* s, int pitch,
+                                              int k0, int lane) {
+#pragma unroll
+    for (int j = 0; j < N; j += 2) {
+        unsigned b[2][2];
+        att_load_b2<TRANS>(b, s, pitch, 8 * j, k0, lane);
+        mma_m16n8k16<BF16>(acc[j], a, b[0]);
+        mma_m16n8k16<BF16>(acc[j + 1], a, b[1]);
+    }
+}
+
 // Two floats rounded to `real`, lo in the low 16 bits (an mma operand register, or one 4-byte store).
 __device__ __forceinline__ unsigned att_pack(float lo, float hi) {
     const real a = convert<real>(lo), b = convert<real>(hi);
@@ -173,14 +187,7 @@ attention_half_forward(const real* __restrict__ q, const real* __restrict__ k, c
 #pragma unroll
                 for (int e = 0; e < 4; ++e) s[j][e] = 0.0f;
 #pragma unroll
-            for (int ks = 0; ks < DP / 16; ++ks)
-#pragma unroll
-                for (int j = 0; j < NK; j += 2) {
-                    unsigned kb[2][2];
-                    att_load_b2<false>(kb, Kt, P, 8 * j, 16 * ks, lane);
-                    mma_m16n8k16<BF16>(s[j], qa[ks], kb[0]);
-                    mma_m16n8k16<BF16>(s[j + 1], qa[ks], kb[1]);
-                }
+            for (int ks = 0; ks < DP / 16; ++ks) att_mma_strip<BF16, false>(s, qa[ks], Kt, P, 16 * ks, lane);
             const bool masked = k0 + BK > Tk || (causal && k0 + BK - 1 > wq);  // the warp's uniform choice
             float mx[2] = {m[0], m[1]};
 #pragma unroll
@@ -216,14 +223,7 @@ attention_half_forward(const real* __restrict__ q, const real* __restrict__ k, c
             unsigned pa[NK / 2][4];
             att_to_a<NK>(pa, s);
 #pragma unroll
-            for (int kk = 0; kk < NK / 2; ++kk)
-#pragma unroll
-                for (int j = 0; j < ND; j += 2) {
-                    unsigned vb[2][2];
-                    att_load_b2<true>(vb, Vt, P, 8 * j, 16 * kk, lane);
-                    mma_m16n8k16<BF16>(acc[j], pa[kk], vb[0]);
-                    mma_m16n8k16<BF16>(acc[j + 1], pa[kk], vb[1]);
-                }
+            for (int kk = 0; kk < NK / 2; ++kk) att_mma_strip<BF16, true>(acc, pa[kk], Vt, P, 16 * kk, lane);
         }
         // y = acc / l (rounded once), lse = ln 2 (m + log2 l)
         o += b * o_sb + h * o_sh;
@@ -239,6 +239,170 @@ attention_half_forward(const real* __restrict__ q, const real* __restrict__ k, c
                             att_pack(acc[j][2 * r] * inv, acc[j][2 * r + 1] * inv);
                 if (t == 0) lse[(long long)blockIdx.y * Tq + qi] = ATT_LN2 * (m[r] + log2f(sum));
             }
+        }
+    }
+#endif
+}
+
+// ---------------------------------------------------------------------------------------------------
+// attention_half_backward
+// ---------------------------------------------------------------------------------------------------
+// Shared memory: Ks, Vs (BK x PITCH each), Qs and Gs (dy) (2 stages of BQ x PITCH each), Ss (dS^T: BK x (BQ + 8)):
+// half_bwd_shared in nn/kernels_attention.py adds the same up. dk and dv are contiguous (B, H, Tk, D), dq_acc the
+// float (B, H, Tq, D) accumulator.
+extern "C" __global__ void __launch_bounds__(ATT_THREADS, 1)
+attention_half_backward(const real* __restrict__ q, const real* __restrict__ k, const real* __restrict__ v,
+                        const real* __restrict__ dy, const float* __restrict__ lse, const float* __restrict__ delta,
+                        float* __restrict__ dq_acc, real* __restrict__ dk, real* __restrict__ dv, int H, int Tq,
+                        int Tk, int D, float scale, int causal, long long q_sb, long long q_sh, long long q_st,
+                        long long k_sb, long long k_sh, long long k_st, long long v_sb, long long v_sh,
+                        long long v_st, long long dy_sb, long long dy_sh, long long dy_st) {
+#if defined(GPUBLAS_HAS_MMA_TF32)
+    if constexpr (sizeof(real) == 2) {
+        constexpr bool BF16 = std::is_same<real, __nv_bfloat16>::value;
+        constexpr int BK = 16 * ATT_WARPS, BQ = ATT_BWD_BQ, DP = ATT_DP, P = ATT_PITCH, SP = BQ + 8;
+        constexpr int NQ = BQ / 8, ND = DP / 8;
+        constexpr int QW = BQ / 16, WN = ATT_WARPS / QW, NPAIR = (DP / 16 + WN - 1) / WN;  // dq: warps, pairs
+        static_assert(BQ % 16 == 0 && ATT_WARPS % QW == 0, "the warps tile dq's rows");
+        extern __shared__ __align__(16) unsigned char att_half_bwd_smem[];
+        real* Ks = reinterpret_cast<real*>(att_half_bwd_smem);
+        real* Vs = Ks + BK * P;
+        real* Qs = Vs + BK * P;
+        real* Gs = Qs + 2 * BQ * P;
+        real* Ss = Gs + 2 * BQ * P;
+        const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+        const int b = blockIdx.y / H, h = blockIdx.y % H, k0 = blockIdx.x * BK, wk = k0 + 16 * warp;
+        q += b * q_sb + h * q_sh;
+        k += b * k_sb + h * k_sh + k0 * k_st;
+        v += b * v_sb + h * v_sh + k0 * v_st;
+        dy += b * dy_sb + h * dy_sh;
+        lse += (long long)blockIdx.y * Tq;
+        delta += (long long)blockIdx.y * Tq;
+        dq_acc += (long long)blockIdx.y * Tq * D;
+        const int u0 = causal ? k0 / BQ : 0, nu = (Tq + BQ - 1) / BQ;  // query tiles before u0 see none of the keys
+        const float sl2 = scale * ATT_LOG2E;
+
+        att_load_rows<BK>(Ks, k, k_st, Tk - k0, D);
+        att_load_rows<BK>(Vs, v, v_st, Tk - k0, D);
+        if (u0 < nu) {
+            att_load_rows<BQ>(Qs, q + u0 * BQ * q_st, q_st, Tq - u0 * BQ, D);
+            att_load_rows<BQ>(Gs, dy + u0 * BQ * dy_st, dy_st, Tq - u0 * BQ, D);
+        }
+        __pipeline_commit();
+
+        float dka[ND][4], dva[ND][4];  // rows (keys) g, g + 8 of the warp's 16, columns 8j + 2t, + 1
+#pragma unroll
+        for (int j = 0; j < ND; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) dka[j][e] = dva[j][e] = 0.0f;
+        for (int u = u0; u < nu; ++u) {
+            const int q0 = u * BQ, stage = (u - u0) & 1;
+            __pipeline_wait_prior(0);
+            __syncthreads();  // tile u has landed; everyone is done with tile u - 1 (its stage, Ss)
+            if (u + 1 < nu) {
+                const int q1 = q0 + BQ;
+                att_load_rows<BQ>(Qs + (stage ^ 1) * BQ * P, q + q1 * q_st, q_st, Tq - q1, D);
+                att_load_rows<BQ>(Gs + (stage ^ 1) * BQ * P, dy + q1 * dy_st, dy_st, Tq - q1, D);
+            }
+            __pipeline_commit();
+            const real* Qt = Qs + stage * BQ * P;
+            const real* Gt = Gs + stage * BQ * P;
+
+            // S^T = k q^T and dP^T = v dy^T: the warp's 16 keys x BQ queries
+            float s[NQ][4], dp[NQ][4];
+#pragma unroll
+            for (int j = 0; j < NQ; ++j)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) s[j][e] = dp[j][e] = 0.0f;
+#pragma unroll
+            for (int ks = 0; ks < DP / 16; ++ks) {
+                unsigned ka[4], va[4];
+                att_load_a<false>(ka, Ks, P, 16 * warp, 16 * ks, lane);
+                att_load_a<false>(va, Vs, P, 16 * warp, 16 * ks, lane);
+                att_mma_strip<BF16, false>(s, ka, Qt, P, 16 * ks, lane);
+                att_mma_strip<BF16, false>(dp, va, Gt, P, 16 * ks, lane);
+            }
+            // P^T = 2^(scale log2e s - log2e lse) (0 where masked), dS^T = P^T (dP^T - delta), in s and dp
+            const bool masked = q0 + BQ > Tq || wk + 16 > Tk || (causal && wk + 15 > q0);  // the warp's choice
+#pragma unroll
+            for (int j = 0; j < NQ; ++j)
+#pragma unroll
+                for (int c = 0; c < 2; ++c) {
+                    const int qi = q0 + 8 * j + 2 * t + c;
+                    const float lq = qi < Tq ? lse[qi] * ATT_LOG2E : 0.0f, dl = qi < Tq ? delta[qi] : 0.0f;
+#pragma unroll
+                    for (int r = 0; r < 2; ++r) {
+                        const int e = 2 * r + c, kj = wk + g + 8 * r;
+                        const bool ok = !masked || (qi < Tq && kj < Tk && (!causal || kj <= qi));
+                        s[j][e] = ok ? exp2f(s[j][e] * sl2 - lq) : 0.0f;
+                        dp[j][e] = s[j][e] * (dp[j][e] - dl);
+                    }
+                }
+            // dv += P^T dy, dk += dS^T q: P^T and dS^T as A from the registers; dy and q rows (queries) as B
+            unsigned pa[NQ / 2][4], sa[NQ / 2][4];
+            att_to_a<NQ>(pa, s);
+            att_to_a<NQ>(sa, dp);
+#pragma unroll
+            for (int kk = 0; kk < NQ / 2; ++kk) {
+                att_mma_strip<BF16, true>(dva, pa[kk], Gt, P, 16 * kk, lane);
+                att_mma_strip<BF16, true>(dka, sa[kk], Qt, P, 16 * kk, lane);
+            }
+            // dS^T (rounded, as the dk product read it) to Ss for dq
+#pragma unroll
+            for (int kk = 0; kk < NQ / 2; ++kk)
+#pragma unroll
+                for (int x = 0; x < 4; ++x)  // a[x]: row g + 8 (x % 2), queries 16 kk + 8 (x / 2) + 2t, + 1
+                    *reinterpret_cast<unsigned*>(Ss + (16 * warp + g + 8 * (x % 2)) * SP + 16 * kk + 8 * (x / 2) +
+                                                 2 * t) = sa[kk][x];
+            __syncthreads();
+
+            // this tile's dq = scale dS k: warp rows 16 (warp % QW) .., column pairs warp / QW + WN i
+            const int wm = 16 * (warp % QW), wn = warp / QW;
+            float dqa[NPAIR][2][4];
+#pragma unroll
+            for (int i = 0; i < NPAIR; ++i)
+#pragma unroll
+                for (int x = 0; x < 2; ++x)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) dqa[i][x][e] = 0.0f;
+#pragma unroll
+            for (int kk = 0; kk < BK / 16; ++kk) {
+                unsigned a[4];
+                att_load_a<true>(a, Ss, SP, wm, 16 * kk, lane);
+#pragma unroll
+                for (int i = 0; i < NPAIR; ++i)
+                    if (wn + WN * i < DP / 16) {
+                        unsigned kb[2][2];
+                        att_load_b2<true>(kb, Ks, P, 16 * (wn + WN * i), 16 * kk, lane);
+                        mma_m16n8k16<BF16>(dqa[i][0], a, kb[0]);
+                        mma_m16n8k16<BF16>(dqa[i][1], a, kb[1]);
+                    }
+            }
+#pragma unroll
+            for (int i = 0; i < NPAIR; ++i)
+#pragma unroll
+                for (int x = 0; x < 2; ++x)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                        const int qi = q0 + wm + g + 8 * (e / 2), d = 16 * (wn + WN * i) + 8 * x + 2 * t + e % 2;
+                        if (qi < Tq && d < D) atomicAdd(dq_acc + (long long)qi * D + d, dqa[i][x][e] * scale);
+                    }
+        }
+        // dk (times scale) and dv, rounded once: rows wk + g + 8 r, columns 8j + 2t, + 1
+        dk += ((long long)blockIdx.y * Tk) * D;
+        dv += ((long long)blockIdx.y * Tk) * D;
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+            const int kj = wk + g + 8 * r;
+            if (kj < Tk)
+#pragma unroll
+                for (int j = 0; j < ND; ++j)
+                    if (8 * j < D) {
+                        *reinterpret_cast<unsigned*>(dk + (long long)kj * D + 8 * j + 2 * t) =
+                            att_pack(dka[j][2 * r] * scale, dka[j][2 * r + 1] * scale);
+                        *reinterpret_cast<unsigned*>(dv + (long long)kj * D + 8 * j + 2 * t) =
+                            att_pack(dva[j][2 * r], dva[j][2 * r + 1]);
+                    }
         }
     }
 #endif
