@@ -221,10 +221,10 @@ def family_rows(family, real, arch, root=None):
 
 
 # -- the suite ------------------------------------------------------------------------------------
-# families built for other element types than float/double: the 16-bit GEMMs; the complex instantiations
+# families built for other element types than float/double: the 16-bit GEMMs and attention (head dim 64); the complex instantiations
 # of the routines cuBLAS has in C and Z with kernels of their own (complex GEMM runs complex_parts.cu and
 # the real GEMM kernels in float / double, listed as they are)
-REALS = {"gemm_half": ("__nv_bfloat16", "__half"), "triangular": ("float", "double", "cfloat", "cdouble"),
+REALS = {"gemm_half": ("__nv_bfloat16", "__half"), "attention_half": ("__nv_bfloat16", "__half"), "triangular": ("float", "double", "cfloat", "cdouble"),
          "getrf": ("float", "double", "cfloat", "cdouble")}
 COMPLEX_GEMM = ("complex_parts",)  # the family of complex GEMM's passes (gpublas/gemm_complex.py)
 COLUMNS = [("kernel", "kernel", "s"), ("real", "real", "s"), ("regs", "regs", "d"), ("spill_bytes", "spill B", "d"),

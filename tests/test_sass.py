@@ -147,3 +147,26 @@ def test_half_wgmma_main_loop_is_hgmma_16_bit(half, t):
     assert res[name]["local"] == 0 and res[name]["regs"] <= 255
     _, log = sass.build("gemm_half", real, "sm_90")
     assert "C7515" not in log and "serialized" not in log, log
+
+
+@pytest.fixture(scope="module")
+def attention_half():
+    from nn.kernels import KERNELS
+    binary, _ = sass.build("attention_half", "__nv_bfloat16", "sm_90", root=KERNELS)
+    return sass.functions(binary, "sm_90"), sass.resources(binary, "sm_90")
+
+
+@pytest.mark.parametrize("name, hmma, ldsm, bars", [("attention_half_forward", 64, 36, 1),
+                                                    ("attention_half_backward", 160, 92, 2)])
+def test_attention_half_loops_are_hmma_16816_on_ldmatrix_fragments(attention_half, name, hmma, ldsm, bars):
+    # head dim 64, tiles of 64: per K/V tile the forward's 32 HMMA for S = q k^T and 32 for P V (16 ldmatrix x4
+    # each; 4 more for the warp's q fragments, on the first tile); per query tile the backward's 64 for S^T and
+    # dP^T, 64 for dv and dk, 32 for dq (92 ldmatrix, .trans for the k-major operands); the tiles arrive by
+    # cp.async; no generic load, no spill
+    funcs, res = attention_half
+    body = sass.mix(sass.main_loop(funcs[name]))
+    ops = {op for _, op, _ in sass.main_loop(funcs[name]) if op.startswith(("HMMA", "LDSM"))}
+    assert body["HMMA"] == hmma and body["LDSM"] == ldsm and body["BAR"] == bars, body
+    assert ops == {"HMMA.16816.F32.BF16", "LDSM.16.M88.4", "LDSM.16.MT88.4"}, ops
+    assert body["LDGSTS"] > 0 and body["LD"] == 0 and body["LDS"] == 0, body
+    assert res[name]["local"] == 0 and res[name]["stack"] == 0, res[name]
