@@ -352,17 +352,12 @@ __device__ __forceinline__ int warp_lanes() {
 // from a missing lane returns garbage (it is left out of the mask), which a max would keep.
 template <class T, class Op>
 __device__ __forceinline__ T warp_reduce(T v, Op op, int lanes = 32) {
-    if (lanes >= 32) {
-#pragma unroll
-        for (int offset = 16; offset > 0; offset >>= 1) v = op(v, __shfl_down_sync(FULL_MASK, v, offset));
-        return v;
-    }
-    const unsigned mask = (1u << lanes) - 1u;
+    const unsigned mask = lanes >= 32 ? FULL_MASK : (1u << lanes) - 1u;
     const int lane = block_thread_id() & 31;
 #pragma unroll
     for (int offset = 16; offset > 0; offset >>= 1) {
         const T other = __shfl_down_sync(mask, v, offset);
-        if (lane + offset < lanes) v = op(v, other);
+        if (lanes >= 32 || lane + offset < lanes) v = op(v, other);  // one return: the sim's fission needs it
     }
     return v;
 }
