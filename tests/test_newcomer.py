@@ -112,12 +112,12 @@ def test_pickle_and_deepcopy_round_trip(dtype):
 
 # -- refusals --------------------------------------------------------------------------------------
 def test_refusal_names_the_function_and_every_array_argument():
-    a = dev(np.ones(3, np.float32))
-    with pytest.raises(TypeError, match=r"numpy\.allclose\(a\.get\(\), b\.get\(\)\)"):
-        np.allclose(a, a)
-    with pytest.raises(TypeError, match=r"numpy\.linalg\.norm is not implemented.*numpy\.linalg\.norm\(a\.get\(\), "
-                                        r"axis=0\)"):
-        np.linalg.norm(a, axis=0)
+    a = dev(np.ones(3, np.float32))  # functions gpublas lacks (allclose and linalg.norm, the issue's, now exist)
+    with pytest.raises(TypeError, match=r"numpy\.convolve\(a\.get\(\), b\.get\(\)\)"):
+        np.convolve(a, a)
+    with pytest.raises(TypeError, match=r"numpy\.linalg\.cond is not implemented.*numpy\.linalg\.cond\(a\.get\(\), "
+                                        r"p=2\)"):
+        np.linalg.cond(a, p=2)
     with pytest.raises(TypeError, match=r"numpy\.logaddexp\(a\.get\(\), 1\.0\)"):
         np.logaddexp(a, 1.0)
 
