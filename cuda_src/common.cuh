@@ -79,11 +79,13 @@ __host__ __device__ __forceinline__ bool small_index(long long n) { return n < 0
 __device__ __forceinline__ void report_bad_index(long long* check, int site, int value, long long position,
                                                  long long limit) {
     unsigned long long* c = (unsigned long long*)check;
-    if (c == nullptr) return;  // the launcher asked for no check
-    const unsigned long long prev = atomicCAS(&c[0], 0ull, (unsigned long long)site);
-    if (prev != 0ull && prev != (unsigned long long)site) return;
-    atomicMin(&c[1], ((unsigned long long)position << 32) | (unsigned)value);
-    c[2] = (unsigned long long)limit;
+    if (c != nullptr) {  // NULL: the launcher asked for no check
+        const unsigned long long prev = atomicCAS(&c[0], 0ull, (unsigned long long)site);
+        if (prev == 0ull || prev == (unsigned long long)site) {  // else an earlier launch's report stands
+            atomicMin(&c[1], ((unsigned long long)position << 32) | (unsigned)value);
+            c[2] = (unsigned long long)limit;
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------------
