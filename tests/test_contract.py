@@ -57,7 +57,7 @@ def test_tensordot_dot_outer_trace(rng):
         np.testing.assert_allclose(np.tensordot(da, gpublas.to_device(y), axes).get(), np.tensordot(a, y, axes))
     for x, y in [(a, b), (a, b[0, :, 0]), (a[0], b[0]), (a[0, 0], b[:, :, 1].T), (a[:, ::-1], b[::-1, :, ::-1])]:
         np.testing.assert_allclose(np.dot(gpublas.to_device(x), gpublas.to_device(y)).get(), np.dot(x, y))
-    assert np.dot(da[0, 0], da[0, 0]) == pytest.approx(np.dot(a[0, 0], a[0, 0]))   # 1-D . 1-D: a number
+    assert np.dot(da[0, 0], da[0, 0]).get() == pytest.approx(np.dot(a[0, 0], a[0, 0]))   # 1-D . 1-D: a 0-d array
     np.testing.assert_allclose((da.dot(2.0)).get(), a * 2)
     assert gpublas.dot(da[0, 0], da[0, 0]) == pytest.approx(np.dot(a[0, 0], a[0, 0]))  # BLAS's, unchanged
     ints = rng.integers(-3, 4, (3, 4)).astype(np.int32)

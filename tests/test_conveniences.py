@@ -51,8 +51,8 @@ def test_dot(dtype, rng):
         np.testing.assert_allclose(got.get() if isinstance(got, gpublas.DeviceArray) else got, x.dot(y), rtol=rtol)
     np.testing.assert_allclose(gpublas.to_device(a).dot(2.0).get(), a.dot(2.0), rtol=rtol)
     np.testing.assert_allclose(np.dot(gpublas.to_device(a), gpublas.to_device(b)).get(), a.dot(b), rtol=rtol)
-    with pytest.raises(ValueError, match="matmul"):
-        gpublas.zeros((2, 2, 2)).dot(gpublas.zeros((2, 2)))
+    c = rng.random((2, 3, 4)).astype(dtype)  # N-d . 2-d: NumPy's rule (a sum over a's last and b's second-to-last axis)
+    np.testing.assert_allclose(gpublas.to_device(c).dot(gpublas.to_device(a)).get(), c.dot(a), rtol=rtol)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
