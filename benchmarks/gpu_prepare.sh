@@ -25,8 +25,8 @@ if [[ "${1:-}" != "--quick" ]]; then
     source <(sed -n '/^STAGE1_TESTS=(/,/)$/p' benchmarks/gpu_check.sh)
     "$PY" -m pytest -q -n 2 -p no:cacheprovider "${STAGE1_TESTS[@]}" >.cubins/record-tests.log 2>&1 || \
         echo "some stage 1 tests failed on the sim (see .cubins/record-tests.log); recording goes on"
-    for suite in gemm train launch transfer; do
-        "$PY" -m benchmarks "$suite" --quick --repeats 1 --no-progress $([[ $suite == train ]] && echo --graph) \
+    for suite in gemm train attention gpt2 sort launch transfer; do
+        "$PY" -m benchmarks "$suite" --quick --repeats 1 --no-progress $([[ $suite == train || $suite == gpt2 ]] && echo --graph) \
             >.cubins/record-$suite.log 2>&1 || echo "benchmark $suite failed on the sim"
     done
     unset GPUBLAS_RECORD_MODULES
