@@ -1,6 +1,6 @@
 """scaling: data-parallel training of nn's digits CNN over MPI ranks (nn.distributed).
 
-    OMP_NUM_THREADS=1 mpiexec -n 2 python -m benchmarks scaling      # as root: see README
+    OMP_NUM_THREADS=1 mpiexec -n 2 python -m benchmarks scaling      # as root: see docs/distributed.md
 
 For each global batch B: the step time with one rank (rank 0 alone trains on B while the other ranks
 wait without spinning) and with all N ranks (DataParallel, B / N images per rank), samples/s, the
