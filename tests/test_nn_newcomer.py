@@ -197,7 +197,7 @@ def test_2d_layers_take_unbatched_input_as_torch(rng, make):
     assert batched.shape == (1,) + y.shape
 
 
-@pytest.mark.parametrize("name", ["digits", "lstm", "mnist"])
+@pytest.mark.parametrize("name", ["digits", "lstm", "mnist", "gpt"])
 def test_the_examples_help_gives_every_options_meaning_and_default(name, capsys):
     import importlib
     main = importlib.import_module(f"nn.examples.{name}").main

@@ -11,7 +11,6 @@ the loss of predicting the characters' frequencies, and a sample generated from 
 without training; --graph replays the captured step; --precision bf16 / fp16 runs the Dense layers' GEMMs
 in 16 bits (nn.autocast).
 """
-import argparse
 import math
 import os
 import sys
@@ -25,7 +24,7 @@ import nn
 
 from .graphed import GraphedStep, add_graph_flag, training_parts
 from .precision import Precision, add_precision_flag
-from .training import add_distributed_flag, describe_device, setup_distributed
+from .training import add_distributed_flag, add_quiet_flag, describe_device, parser, setup_distributed
 
 # the corpus: standard-library modules present in every CPython 3.10+, in this order
 MODULES = ("abc.py", "bisect.py", "colorsys.py", "copy.py", "fnmatch.py", "genericpath.py", "glob.py",
@@ -113,28 +112,29 @@ def train(model, net, opt, sched, data, val, args, precision, bar):
             smooth = loss if smooth is None else 0.7 * smooth + 0.3 * loss
             bar.set_postfix(loss=f"{smooth:.3f}", refresh=False)
         bar.update(1)
-        if step % args.eval_every == 0 and step != args.steps:
+        if step % args.eval_every == 0 and step != args.steps and not args.quiet:
             bar.write(f"step {step:4d}  train loss {smooth:.3f}  val loss "
                       f"{evaluate(net, crit, val, args.block_size, args.batch_size):.3f}")
     return smooth
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--steps", type=int, default=300)
-    p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--block-size", type=int, default=64, help="context length T")
-    p.add_argument("--n-layer", type=int, default=2)
-    p.add_argument("--n-head", type=int, default=4)
-    p.add_argument("--n-embd", type=int, default=64)
-    p.add_argument("--lr", type=float, default=3e-3)
-    p.add_argument("--eval-every", type=int, default=100)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--save", metavar="PATH", help="write the trained weights (nn.save) to PATH")
-    p.add_argument("--load", metavar="PATH", help="start from the weights in PATH")
+    p = parser(__doc__)
+    p.add_argument("--steps", type=int, default=300, help="training steps (batches)")
+    p.add_argument("--batch-size", type=int, default=16, help="windows per step (global, over all ranks)")
+    p.add_argument("--block-size", type=int, default=64, help="context length T (characters per window)")
+    p.add_argument("--n-layer", type=int, default=2, help="transformer blocks")
+    p.add_argument("--n-head", type=int, default=4, help="attention heads per block")
+    p.add_argument("--n-embd", type=int, default=64, help="embedding width C (a multiple of --n-head)")
+    p.add_argument("--lr", type=float, default=3e-3, help="AdamW's peak learning rate (cosine to lr/10)")
+    p.add_argument("--eval-every", type=int, default=100, help="steps between validation-loss lines")
+    p.add_argument("--seed", type=int, default=0, help="seeds the weights, the windows and the sample")
+    p.add_argument("--save", metavar="PATH", help="write the trained weights (nn.save) to PATH (default: not saved)")
+    p.add_argument("--load", metavar="PATH", help="start from the weights in PATH (default: GPT-2's init)")
     p.add_argument("--sample", type=int, nargs="?", const=300, default=None, metavar="CHARS",
-                   help="only generate CHARS characters (default 300) from the --load checkpoint, no training")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+                   help="only generate CHARS characters (300 when given bare) from the --load checkpoint, "
+                        "no training")
+    add_quiet_flag(p)
     add_distributed_flag(p)
     add_graph_flag(p)
     add_precision_flag(p)
@@ -146,7 +146,8 @@ def main(argv=None):
     dist = setup_distributed(args)
     ranks = 1 if dist is None else dist.world_size()
 
-    print(describe_device(), flush=True)
+    say = (lambda *a, **k: None) if args.quiet else print   # --quiet: the summary line only
+    say(describe_device(), flush=True)
     nn.manual_seed(args.seed)
     data, files = corpus()
     split = int(0.9 * data.size)
@@ -159,7 +160,7 @@ def main(argv=None):
         print(text_of(net.generate(data[None, :1], args.sample, temperature=0.8, rng=rng)[0]))
         return 0
     base = frequency_loss(train_data, val)
-    print(f"gpt: {data.size} characters of {files} standard-library modules, vocabulary {len(CHARS)}, "
+    say(f"gpt: {data.size} characters of {files} standard-library modules, vocabulary {len(CHARS)}, "
           f"{net.num_parameters()} parameters; predicting character frequencies: val loss {base:.3f}", flush=True)
     model = net if dist is None else dist.DataParallel(net)
     args.batch_size //= ranks
@@ -179,7 +180,7 @@ def main(argv=None):
         nn.save(net, args.save)
     if dist is None or dist.is_main():
         prompt = data[split:split + 16][None, :]
-        print("sample:\n" + text_of(net.generate(prompt, 200, temperature=0.8, rng=rng)[0]))
+        say("sample:\n" + text_of(net.generate(prompt, 200, temperature=0.8, rng=rng)[0]))
     print(f"gpt: val loss {val_loss:.3f} after {args.steps} steps, {seconds:.1f} s (train loss {smooth:.3f}, "
           f"character frequencies {base:.3f})" + ("" if dist is None else f" on {ranks} ranks")
           + ("" if args.precision == "fp32" else f", {args.precision}"))
