@@ -280,8 +280,14 @@ def dropout_forward(x, y, mask, p, seed, counter):
     scale = 1.0 / (1.0 - p)
     dtype = _same("dropout_forward", x, y)
     get_kernel("dropout", "dropout_forward", dtype)(*geometry_1d(x.size), x, y, mask, x.size, p, scale, seed, counter)
-    get_kernel("dropout", "dropout_advance", dtype)(1, 1, counter, x.size)
+    dropout_advance(counter, x.size, dtype)
     return y
+
+
+def dropout_advance(counter, n, dtype=np.float32):
+    """*counter += n on the device (one thread): the next draw's offset. Returns counter."""
+    get_kernel("dropout", "dropout_advance", dtype)(1, 1, counter, n)
+    return counter
 
 
 def dropout_backward(dy, mask, dx, p):

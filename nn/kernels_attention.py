@@ -6,7 +6,13 @@ The tiles are data (Tiles and HalfTiles below, per backend and dtype), passed to
 with the head dim padded to a multiple of 16: one build per (dtype, padded head dim). q, k, v, y and dy are
 (B, H, T, D) DeviceArrays with any strides over the first three axes and D contiguous (16-byte aligned rows,
 so that cp.async moves them); others are copied first.
+
+Dropout on the attention probabilities is a build of its own (ATT_DROPOUT=1): `dropout` below is a Dropout
+(p, seed, offset), offset the int64 device scalar the forward and its backward both read (the layer copies its
+counter there before advancing it), so that backward regenerates the forward's mask.
 """
+from collections import namedtuple
+
 import numpy as np
 
 import gpublas
@@ -81,6 +87,24 @@ def half_tiles(dp):
     return HalfTiles(4, 64, 64 if dp <= 64 else 32)
 
 
+class Dropout(namedtuple("Dropout", "p seed offset")):
+    """Attention dropout: probability p in (0, 1), a 63-bit seed and the int64 device scalar holding the draw's
+    counter offset (dropout_rng.cuh: element (bh, i, j) draws at offset + (bh Tq + i) Tk + j)."""
+
+    def args(self, dtype):
+        """The kernels' drop_p, drop_scale, drop_seed, drop_offset."""
+        if self.offset.dtype != np.int64 or self.offset.size != 1:
+            raise ValueError(f"attention dropout: offset must be one int64 element, got {self.offset.dtype} "
+                             f"{self.offset.shape}")
+        return (np.float32(self.p), dtypes.TABLE[dtype].compute.type(1.0 / (1.0 - self.p)), np.int64(self.seed),
+                self.offset)
+
+
+def _dropout_args(dropout, dtype):
+    """The kernels' dropout arguments; without dropout, p = 0 and a null offset the kernels never read."""
+    return dropout.args(dtype) if dropout else (np.float32(0.0), dtypes.TABLE[dtype].compute.type(1.0), np.int64(0), None)
+
+
 class NoTensorCoresError(RuntimeError):
     """16-bit attention asked of a GPU without mma.m16n8k16 (compute capability below 8.0)."""
 
@@ -118,21 +142,22 @@ def sim_tiles(dtype, dp):
     return Tiles(1, 8, *fwd, *bwd, True)
 
 
-def _kernel(name, dtype, dp):
-    return launch.get_kernel("attention", name, dtype, root=KERNELS, **tiles(dtype, dp).defines(dp))
+def _kernel(name, dtype, dp, dropout=False):
+    return launch.get_kernel("attention", name, dtype, root=KERNELS, **tiles(dtype, dp).defines(dp),
+                             **({"ATT_DROPOUT": 1} if dropout else {}))
 
 
-def _fused(direction, dtype, dp):
+def _fused(direction, dtype, dp, dropout=False):
     """(kernel, rows a block keeps, threads, shared bytes) of the fused 'forward' or 'backward' kernel for dtype:
-    attention.cu's, or for 16-bit data attention_half.cu's."""
+    attention.cu's, or for 16-bit data attention_half.cu's; with dropout, the ATT_DROPOUT build."""
     if dtype in dtypes.HALVES:
         require_tensor_cores(dtype)
         t = half_tiles(dp)
         kern = launch.get_kernel("attention_half", f"attention_half_{direction}", dtype, root=KERNELS,
-                                 **t.defines(dp))
+                                 **t.defines(dp), **({"ATT_DROPOUT": 1} if dropout else {}))
     else:
         t = tiles(dtype, dp)
-        kern = _kernel(f"attention_{direction}", dtype, dp)
+        kern = _kernel(f"attention_{direction}", dtype, dp, dropout)
     size = np.dtype(dtype).itemsize
     rows, shared = (t.fwd_bq, t.fwd_shared(dp, size)) if direction == "forward" else (t.bwd_bk, t.bwd_shared(dp, size))
     kern.allow_shared(shared)
@@ -171,9 +196,10 @@ def operands(**named):
     return arrays, strides
 
 
-def forward(q, k, v, y, lse, scale, causal):
+def forward(q, k, v, y, lse, scale, causal, dropout=None):
     """y (B, H, Tq, D) = softmax(scale q k^T [causal]) v and lse (B * H * Tq,) the rows' logsumexp, in one
-    launch. q (B, H, Tq, D), k and v (B, H, Tk, D) (any b, h, t strides); y likewise."""
+    launch. q (B, H, Tq, D), k and v (B, H, Tk, D) (any b, h, t strides); y likewise. dropout: a Dropout or
+    None (lse is the undropped rows' either way)."""
     B, H, Tq, D = q.shape
     Tk = k.shape[2]
     (q, k, v, y_), strides = operands(q=q, k=k, v=v, y=y)
@@ -183,16 +209,17 @@ def forward(q, k, v, y, lse, scale, causal):
         raise ValueError(f"attention forward: lse must be {dtypes.TABLE[q.dtype].compute} of {B * H * Tq} elements")
     if B * H * Tq == 0:
         return y
-    kern, bq, threads, shared = _fused("forward", q.dtype, padded(D))
-    kern((ceil_div(Tq, bq), B * H), threads, q, k, v, y, lse, H, Tq, Tk, D, scale, int(causal), *strides,
-         shared=shared, views=True)
+    kern, bq, threads, shared = _fused("forward", q.dtype, padded(D), bool(dropout))
+    kern((ceil_div(Tq, bq), B * H), threads, q, k, v, y, lse, H, Tq, Tk, D, scale, int(causal),
+         *_dropout_args(dropout, q.dtype), *strides, shared=shared, views=True)
     return y
 
 
-def backward(q, k, v, y, dy, lse, dq, dk, dv, scale, causal):
+def backward(q, k, v, y, dy, lse, dq, dk, dv, scale, causal, dropout=None):
     """dq, dk, dv of attention from the forward's q, k, v, y and lse and the output gradient dy: the pre-pass
     (delta = rowsum(dy y), dq zeroed) and the fused backward. dq is the (B, H, Tq, D) accumulator in the
-    compute dtype (float32 for 16-bit data); dk, dv contiguous (B, H, Tk, D) of q's dtype."""
+    compute dtype (float32 for 16-bit data); dk, dv contiguous (B, H, Tk, D) of q's dtype. dropout: the
+    forward's Dropout (the same offset: the same mask) or None."""
     B, H, Tq, D = q.shape
     Tk = k.shape[2]
     (q, k, v, y, dy), strides = operands(q=q, k=k, v=v, y=y, dy=dy)
@@ -206,11 +233,11 @@ def backward(q, k, v, y, dy, lse, dq, dk, dv, scale, causal):
     if rows:
         # the pre-pass reads no tile: 16-bit data (whose tiles are attention_half.cu's) builds it with none
         prep = (launch.get_kernel("attention", "attention_backward_prep", q.dtype, root=KERNELS)
-                if q.dtype in dtypes.HALVES else _kernel("attention_backward_prep", q.dtype, dp))
+                if q.dtype in dtypes.HALVES else _kernel("attention_backward_prep", q.dtype, dp, bool(dropout)))
         prep(*geometry_1d(rows), dy, y, delta, dq, H, Tq, D, *strides[12:], *strides[9:12], rows, views=True)
     if B * H * Tk == 0:
         return dq, dk, dv
-    kern, bk, threads, shared = _fused("backward", q.dtype, dp)
+    kern, bk, threads, shared = _fused("backward", q.dtype, dp, bool(dropout))
     kern((ceil_div(Tk, bk), B * H), threads, q, k, v, dy, lse, delta, dq, dk, dv, H, Tq, Tk, D, scale,
-         int(causal), *strides[:9], *strides[12:], shared=shared, views=True)
+         int(causal), *_dropout_args(dropout, q.dtype), *strides[:9], *strides[12:], shared=shared, views=True)
     return dq, dk, dv

@@ -127,8 +127,6 @@ def test_bad_input_is_named(rng):
         attn(a, gpublas.to_device(rng.standard_normal((1, 3, 5, 16))), a)
     with pytest.raises(RuntimeError, match="before forward"):
         nn.ScaledDotProductAttention().backward(a)
-    with pytest.raises(NotImplementedError, match="dropout_p"):
-        nn.ScaledDotProductAttention(dropout_p=0.1)(a, a, a)
     with pytest.raises(NotImplementedError, match="attn_mask"):
         nn.functional.scaled_dot_product_attention(a, a, a, attn_mask=a)
     y = attn(a, a, a)

@@ -94,6 +94,15 @@ def test_finite_differences(rng):
     nn.gradcheck(layer, rng.standard_normal((1, 3, 6)), max_elements=12)
 
 
+def test_encoder_layer_dropout_in_the_fused_attention(rng):
+    """Training with dropout: the attention's dropout runs inside the fused kernels (no unfused fallback), and
+    forward and backward agree with finite differences, every layer's mask replayed (offset and seed)."""
+    layer = nn.TransformerEncoderLayer(32, 2, 8, dropout=0.3, activation="gelu", dtype=F64)
+    nn.gradcheck(layer, rng.standard_normal((1, 5, 32)), max_elements=12)
+    assert layer.self_attn.used is layer.self_attn.attn
+    assert layer.self_attn.attn.offset > 0 and layer.self_attn.attn.dropout_p == 0.3
+
+
 @pytest.mark.parametrize("norm_first", [False, True])
 @pytest.mark.parametrize("activation", ["relu", "gelu"])
 def test_encoder_layer_is_torchs(rng, norm_first, activation):

@@ -27,6 +27,13 @@
 //   tx + TX j, which it adds into the dq accumulator with atomicAdd (the tiles of different key blocks
 //   meet there, in no fixed order: dq's last bits may vary run to run).
 //
+// Dropout (ATT_DROPOUT = 1, a build of its own, as FlashAttention's): the probabilities P (normalized
+// before dropout: l and lse are dropout's free) are zeroed where dropout_rng.cuh's draw says so, keyed by the
+// seed and the offset read from device memory, element (bh, i, j) at counter offset + (bh Tq + i) Tk + j, and
+// the kept ones scaled by drop_scale = 1 / (1 - drop_p): forward y = (P o M) V drop_scale / l; backward
+// regenerates the same mask tile by tile (no mask in memory): dv = drop_scale (P o M)^T dy and
+// dS = P (drop_scale M o dP - delta) (delta = rowsum(dy y) still, y being the dropped output).
+//
 // The simulator builds the same kernels with TX = 1 (ATT_TX) so that a thread's keys (queries) are
 // consecutive and its loops over them vectorize on the CPU, and ATT_KT = 1: the operand the score loop reads
 // along its keys (K forward, q and dy backward) also lands d-major in shared memory (a plain transposing
@@ -34,6 +41,7 @@
 #include <cuda_pipeline.h>
 
 #include "common.cuh"
+#include "dropout_rng.cuh"
 #if defined(__CUDA_ARCH_SIM__)
 #include <atomic>
 #endif
@@ -59,6 +67,9 @@
 #endif
 #ifndef ATT_KT
 #define ATT_KT 0  // 1: the score loop's key-side operand is also stored d-major (the simulator)
+#endif
+#ifndef ATT_DROPOUT
+#define ATT_DROPOUT 0  // 1: dropout on the probabilities (the header's last paragraph)
 #endif
 #ifndef ATT_THREADS
 #define ATT_THREADS 128  // ATT_TX * ATT_TY (a literal: __launch_bounds__ takes it)
@@ -128,9 +139,10 @@ __device__ __forceinline__ void att_add_row(acc_real* dst, const acc_real (&v)[C
 extern "C" __global__ void __launch_bounds__(ATT_THREADS, 1)
 attention_forward(const real* __restrict__ q, const real* __restrict__ k, const real* __restrict__ v,
                   real* __restrict__ o, compute_t<real>* __restrict__ lse, int H, int Tq, int Tk, int D,
-                  compute_t<real> scale, int causal, long long q_sb, long long q_sh, long long q_st, long long k_sb,
-                  long long k_sh, long long k_st, long long v_sb, long long v_sh, long long v_st, long long o_sb,
-                  long long o_sh, long long o_st) {
+                  compute_t<real> scale, int causal, float drop_p, compute_t<real> drop_scale, long long drop_seed,
+                  const long long* __restrict__ drop_offset, long long q_sb, long long q_sh, long long q_st,
+                  long long k_sb, long long k_sh, long long k_st, long long v_sb, long long v_sh, long long v_st,
+                  long long o_sb, long long o_sh, long long o_st) {
     constexpr int BQ = ATT_FWD_BQ, BK = ATT_FWD_BK, TX = ATT_TX, TY = ATT_TY, DP = ATT_DP, P = ATT_PITCH;
     constexpr int RQ = BQ / TY, CS = BK / TX, CO = DP / TX, PP = BK + ATT_VW;
     constexpr int KE = ATT_KT ? DP * BK : BK * P;  // one stage of Ks
@@ -151,6 +163,8 @@ attention_forward(const real* __restrict__ q, const real* __restrict__ k, const 
     lse += (long long)blockIdx.y * Tq + q0;
     const int k_end = causal && q0 + BQ < Tk ? q0 + BQ : Tk;  // keys past it are masked in every row here
     const int nt = (k_end + BK - 1) / BK;
+    // dropout: the counter of element (row q0 + r, key j) is drop_row + r Tk + j
+    const unsigned long long drop_row = ATT_DROPOUT ? *drop_offset + ((unsigned long long)blockIdx.y * Tq + q0) * Tk : 0;
 
     att_load_rows<BQ>(Qs, q, q_st, Tq - q0, D);
     if (ATT_KT) att_load_rows_t<BK>(Ks, k, k_st, Tk, D);
@@ -229,8 +243,10 @@ attention_forward(const real* __restrict__ q, const real* __restrict__ k, const 
             att_exp_run(x, p);
 #pragma unroll
             for (int j = 0; j < CS; ++j) {
+                sum += p[j];  // l sums P before dropout
+                if (ATT_DROPOUT && !dropout_keep(drop_seed, drop_row + (unsigned long long)r * Tk + k0 + tx + TX * j, drop_p))
+                    p[j] = 0;
                 Ps[r * PP + tx + TX * j] = convert<real>(p[j]);
-                sum += p[j];
             }
             l[i] = l[i] * alpha[i] + sum;
         }
@@ -265,7 +281,7 @@ attention_forward(const real* __restrict__ q, const real* __restrict__ k, const 
 #pragma unroll
         for (int x = 0; x < TX; ++x) sum += Rs[r * TX + x];
         if (r < Tq - q0) {
-            const acc_real inv = (acc_real)1 / sum;
+            const acc_real inv = ATT_DROPOUT ? drop_scale / sum : (acc_real)1 / sum;
 #pragma unroll
             for (int j = 0; j < CO; ++j)
                 if (tx + TX * j < D) o[r * o_st + tx + TX * j] = convert<real>(acc[i][j] * inv);
@@ -304,7 +320,8 @@ attention_backward(const real* __restrict__ q, const real* __restrict__ k, const
                    const real* __restrict__ dy, const compute_t<real>* __restrict__ lse,
                    const compute_t<real>* __restrict__ delta, compute_t<real>* __restrict__ dq_acc,
                    real* __restrict__ dk, real* __restrict__ dv, int H, int Tq, int Tk, int D, compute_t<real> scale,
-                   int causal, long long q_sb, long long q_sh, long long q_st, long long k_sb, long long k_sh,
+                   int causal, float drop_p, compute_t<real> drop_scale, long long drop_seed,
+                   const long long* __restrict__ drop_offset, long long q_sb, long long q_sh, long long q_st, long long k_sb, long long k_sh,
                    long long k_st, long long v_sb, long long v_sh, long long v_st, long long dy_sb, long long dy_sh,
                    long long dy_st) {
     constexpr int BQ = ATT_BWD_BQ, BK = ATT_BWD_BK, TX = ATT_TX, TY = ATT_TY, DP = ATT_DP, P = ATT_PITCH;
@@ -332,6 +349,8 @@ attention_backward(const real* __restrict__ q, const real* __restrict__ k, const
     dk += ((long long)blockIdx.y * Tk + k0) * D;
     dv += ((long long)blockIdx.y * Tk + k0) * D;
     const int u0 = causal ? k0 / BQ : 0, nu = (Tq + BQ - 1) / BQ;  // query tiles before u0 see none of the keys
+    // dropout: the counter of element (query i, key k0 + c) is drop_col + i Tk + c, as the forward's
+    const unsigned long long drop_col = ATT_DROPOUT ? *drop_offset + (unsigned long long)blockIdx.y * Tq * Tk + k0 : 0;
 
     att_load_rows<BK>(Ks, k, k_st, Tk - k0, D);
     att_load_rows<BK>(Vs, v, v_st, Tk - k0, D);
@@ -415,8 +434,15 @@ attention_backward(const real* __restrict__ q, const real* __restrict__ k, const
             att_exp_run(x, p);
 #pragma unroll
             for (int j = 0; j < CQ; ++j) {
-                Ps[(ty + TY * i) * PP + tx + TX * j] = convert<real>(p[j]);
-                Ss[(ty + TY * i) * PP + tx + TX * j] = convert<real>(p[j] * (dp[i][j] - dl[j]));
+                acc_real dpj = dp[i][j], pk = p[j];  // dropout: dP of the kept ones times drop_scale, dv's P o M
+                if (ATT_DROPOUT) {
+                    const unsigned long long c = drop_col + (unsigned long long)(q0 + tx + TX * j) * Tk + ty + TY * i;
+                    const bool keep = dropout_keep(drop_seed, c, drop_p);
+                    dpj = keep ? dpj * drop_scale : (acc_real)0;
+                    pk = keep ? pk : (acc_real)0;
+                }
+                Ps[(ty + TY * i) * PP + tx + TX * j] = convert<real>(pk);
+                Ss[(ty + TY * i) * PP + tx + TX * j] = convert<real>(p[j] * (dpj - dl[j]));
             }
         }
         __syncthreads();
@@ -475,7 +501,7 @@ attention_backward(const real* __restrict__ q, const real* __restrict__ k, const
             for (int j = 0; j < CO; ++j)
                 if (tx + TX * j < D) {
                     dk[r * D + tx + TX * j] = convert<real>(dka[i][j] * scale);
-                    dv[r * D + tx + TX * j] = convert<real>(dva[i][j]);
+                    dv[r * D + tx + TX * j] = convert<real>(ATT_DROPOUT ? dva[i][j] * drop_scale : dva[i][j]);
                 }
     }
 }

@@ -30,6 +30,8 @@
 //   16 (w % (BQ / 16)) .. and every ATT_WARPS / (BQ / 16)-th pair of 8-column blocks (dS through ldmatrix .trans
 //   as A, k as B .trans), added into the dq accumulator with float atomicAdd (the key blocks meet there in no
 //   fixed order: dq's last bits may vary run to run).
+// Dropout (ATT_DROPOUT = 1): as attention.cu's, whose header states it; here P is zeroed where dropped before it
+//   is rounded into the P V (forward) and dv (backward) operands, and drop_scale applied to y and dv at the end.
 #include <type_traits>  // std::is_same
 
 #ifndef ATT_WARPS
@@ -39,8 +41,12 @@
 #define ATT_THREADS 128  // 32 ATT_WARPS (a literal: __launch_bounds__ takes it)
 #endif
 #include "attention_tiles.cuh"
+#include "dropout_rng.cuh"
 #include "mma.cuh"
 static_assert(ATT_THREADS == 32 * ATT_WARPS, "ATT_THREADS is 32 ATT_WARPS");
+#ifndef ATT_DROPOUT
+#define ATT_DROPOUT 0  // 1: dropout on the probabilities (the header's last paragraph)
+#endif
 #ifndef ATT_FWD_BK
 #define ATT_FWD_BK 64  // forward: keys a streamed tile holds
 #endif
@@ -133,7 +139,8 @@ constexpr float ATT_LOG2E = 1.4426950408889634f, ATT_LN2 = 0.6931471805599453f;
 extern "C" __global__ void __launch_bounds__(ATT_THREADS, 1)
 attention_half_forward(const real* __restrict__ q, const real* __restrict__ k, const real* __restrict__ v,
                        real* __restrict__ o, float* __restrict__ lse, int H, int Tq, int Tk, int D, float scale,
-                       int causal, long long q_sb, long long q_sh, long long q_st, long long k_sb, long long k_sh,
+                       int causal, float drop_p, float drop_scale, long long drop_seed,
+                       const long long* __restrict__ drop_offset, long long q_sb, long long q_sh, long long q_st, long long k_sb, long long k_sh,
                        long long k_st, long long v_sb, long long v_sh, long long v_st, long long o_sb,
                        long long o_sh, long long o_st) {
 #if defined(GPUBLAS_HAS_MMA_TF32)
@@ -153,6 +160,8 @@ attention_half_forward(const real* __restrict__ q, const real* __restrict__ k, c
         const int k_end = causal && q0 + BQ < Tk ? q0 + BQ : Tk;  // keys past it are masked in every row here
         const int nt = (k_end + BK - 1) / BK;
         const float sl2 = scale * ATT_LOG2E;
+        // dropout: the counter of element (query wq + r, key j) is drop_row + r Tk + j
+        const unsigned long long drop_row = ATT_DROPOUT ? *drop_offset + ((unsigned long long)blockIdx.y * Tq + wq) * Tk : 0;
 
         att_load_rows<BQ>(Qs, q, q_st, Tq - q0, D);
         att_load_rows<BK>(Ks, k, k_st, Tk, D);
@@ -213,7 +222,11 @@ attention_half_forward(const real* __restrict__ q, const real* __restrict__ k, c
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
                     s[j][e] = exp2f(s[j][e] - base[e / 2]);
-                    l[e / 2] += s[j][e];  // this lane's part of the row sum (float P, before rounding)
+                    l[e / 2] += s[j][e];  // this lane's part of the row sum (float P, before rounding and dropout)
+                    if (ATT_DROPOUT &&
+                        !dropout_keep(drop_seed, drop_row + (unsigned long long)(g + 8 * (e / 2)) * Tk + k0 + 8 * j + 2 * t + e % 2,
+                                      drop_p))
+                        s[j][e] = 0.0f;
                 }
 #pragma unroll
             for (int j = 0; j < ND; ++j)
@@ -229,7 +242,7 @@ attention_half_forward(const real* __restrict__ q, const real* __restrict__ k, c
         o += b * o_sb + h * o_sh;
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
-            const float sum = att_quad<true>(l[r]), inv = 1.0f / sum;
+            const float sum = att_quad<true>(l[r]), inv = (ATT_DROPOUT ? drop_scale : 1.0f) / sum;
             const int qi = wq + g + 8 * r;
             if (qi < Tq) {
 #pragma unroll
@@ -254,7 +267,8 @@ extern "C" __global__ void __launch_bounds__(ATT_THREADS, 1)
 attention_half_backward(const real* __restrict__ q, const real* __restrict__ k, const real* __restrict__ v,
                         const real* __restrict__ dy, const float* __restrict__ lse, const float* __restrict__ delta,
                         float* __restrict__ dq_acc, real* __restrict__ dk, real* __restrict__ dv, int H, int Tq,
-                        int Tk, int D, float scale, int causal, long long q_sb, long long q_sh, long long q_st,
+                        int Tk, int D, float scale, int causal, float drop_p, float drop_scale, long long drop_seed,
+                        const long long* __restrict__ drop_offset, long long q_sb, long long q_sh, long long q_st,
                         long long k_sb, long long k_sh, long long k_st, long long v_sb, long long v_sh,
                         long long v_st, long long dy_sb, long long dy_sh, long long dy_st) {
 #if defined(GPUBLAS_HAS_MMA_TF32)
@@ -281,6 +295,8 @@ attention_half_backward(const real* __restrict__ q, const real* __restrict__ k, 
         dq_acc += (long long)blockIdx.y * Tq * D;
         const int u0 = causal ? k0 / BQ : 0, nu = (Tq + BQ - 1) / BQ;  // query tiles before u0 see none of the keys
         const float sl2 = scale * ATT_LOG2E;
+        // dropout: the counter of element (query i, key wk + c) is drop_col + i Tk + c, as the forward's
+        const unsigned long long drop_col = ATT_DROPOUT ? *drop_offset + (unsigned long long)blockIdx.y * Tq * Tk + wk : 0;
 
         att_load_rows<BK>(Ks, k, k_st, Tk - k0, D);
         att_load_rows<BK>(Vs, v, v_st, Tk - k0, D);
@@ -335,7 +351,13 @@ attention_half_backward(const real* __restrict__ q, const real* __restrict__ k, 
                         const int e = 2 * r + c, kj = wk + g + 8 * r;
                         const bool ok = !masked || (qi < Tq && kj < Tk && (!causal || kj <= qi));
                         s[j][e] = ok ? exp2f(s[j][e] * sl2 - lq) : 0.0f;
-                        dp[j][e] = s[j][e] * (dp[j][e] - dl);
+                        if (ATT_DROPOUT) {  // dS^T from P and the kept dP times drop_scale; dv's P o M
+                            const bool keep = dropout_keep(drop_seed, drop_col + (unsigned long long)qi * Tk + g + 8 * r, drop_p);
+                            dp[j][e] = s[j][e] * ((keep ? dp[j][e] * drop_scale : 0.0f) - dl);
+                            s[j][e] = keep ? s[j][e] : 0.0f;
+                        } else {
+                            dp[j][e] = s[j][e] * (dp[j][e] - dl);
+                        }
                     }
                 }
             // dv += P^T dy, dk += dS^T q: P^T and dS^T as A from the registers; dy and q rows (queries) as B
@@ -401,7 +423,8 @@ attention_half_backward(const real* __restrict__ q, const real* __restrict__ k, 
                         *reinterpret_cast<unsigned*>(dk + (long long)kj * D + 8 * j + 2 * t) =
                             att_pack(dka[j][2 * r] * scale, dka[j][2 * r + 1] * scale);
                         *reinterpret_cast<unsigned*>(dv + (long long)kj * D + 8 * j + 2 * t) =
-                            att_pack(dva[j][2 * r], dva[j][2 * r + 1]);
+                            att_pack(ATT_DROPOUT ? dva[j][2 * r] * drop_scale : dva[j][2 * r],
+                                     ATT_DROPOUT ? dva[j][2 * r + 1] * drop_scale : dva[j][2 * r + 1]);
                     }
         }
     }

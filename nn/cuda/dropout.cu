@@ -1,6 +1,6 @@
 // dropout.cu: inverted dropout with the mask drawn on the device by a counter-based generator.
 // `real` is the element type (16-bit data is computed in float, acc_real, as is `scale`). Element i of
-// a call uses the random number splitmix64(seed, offset + i):
+// a call uses dropout_rng.cuh's draw at counter offset + i (splitmix64 of seed and counter):
 // a pure function of (seed, counter), so the mask does not depend on the launch shape or thread order.
 // `offset` lives in device memory (one long long per Dropout layer) and dropout_advance moves it on by
 // n after each draw, so a replayed graph draws fresh numbers exactly as eager calls do.
@@ -11,23 +11,14 @@
 // dropout_advance:  one thread: *offset += n (after the draw: a kernel cannot move the counter that its
 //                   other threads are still reading).
 #include "common.cuh"
-
-__device__ __forceinline__ unsigned long long dropout_hash(unsigned long long seed, unsigned long long counter) {
-    // splitmix64 of the counter, keyed by the seed (a different stream per seed)
-    unsigned long long z = counter * 0x9E3779B97F4A7C15ULL + seed * 0xD1B54A32D192ED03ULL + 0x632BE59BD9B4E019ULL;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
+#include "dropout_rng.cuh"
 
 extern "C" __global__ void dropout_forward(const real* __restrict__ x, real* __restrict__ y, unsigned char* __restrict__ mask,
                                            long long n, float p, compute_t<real> scale, long long seed,
                                            const long long* __restrict__ counter) {
     const long long offset = *counter;
     GRID_STRIDE_LOOP(long long, i, n) {
-        unsigned long long r = dropout_hash((unsigned long long)seed, (unsigned long long)(offset + i));
-        float u = (float)(r >> 40) * (1.0f / 16777216.0f);
-        unsigned char keep = u >= p;
+        const unsigned char keep = dropout_keep((unsigned long long)seed, (unsigned long long)(offset + i), p);
         mask[i] = keep;
         y[i] = convert<real>(keep ? load_as(x[i]) * scale : (acc_real)0);
     }

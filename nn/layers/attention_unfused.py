@@ -1,7 +1,8 @@
 """Scaled dot-product attention written with gpublas' batched GEMM and softmax (the T x T scores in memory),
 with nn.ScaledDotProductAttention's interface: MultiheadAttention's path where the fused kernels decline (a head
-dim outside 16..128 in steps of 8, 16-bit data, attention dropout in training), as PyTorch's SDPA falls back
-to its math backend."""
+dim outside 16..128 in steps of 8, 16-bit data on a GPU without tensor cores), as PyTorch's SDPA falls back to
+its math backend. Its dropout draws nn.Dropout's mask, which the fused kernels draw too for the same seed and
+offset (the tests compare the two paths so)."""
 import math
 
 import numpy as np

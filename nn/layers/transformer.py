@@ -6,9 +6,10 @@ Heads are split by one fused transpose: the input projection writes (B, T, 3, H,
 side by side in each row, as torch's packed in_proj), and one strided copy makes it (3, B, H, T, D), whose
 three slices are the attention's q, k and v; the heads' output (B, H, T, D) is merged back into (B, T, E)
 by one more. The attention itself is nn.ScaledDotProductAttention (the fused kernels, which read q, k and v
-as strided views of the projections: the heads are split with no copy at all), or, where those decline
-(a head dim outside 16..128 in steps of 8, 16-bit data, attention dropout in training), the unfused path
-of attention_unfused.py (PyTorch's SDPA picks its math backend likewise).
+as strided views of the projections: the heads are split with no copy at all; attention dropout inside
+them; 16-bit data under nn.autocast on the tensor cores), or, where those decline (a head dim outside
+16..128 in steps of 8, 16-bit data on a GPU without tensor cores), the unfused path of attention_unfused.py
+(PyTorch's SDPA picks its math backend likewise).
 """
 import math
 
@@ -48,6 +49,18 @@ def _linear_backward(d, x, w, dw, db):
 def _heads(x, B, T, H, D):
     """(B, T, H, D) rows as (B, H, T, D): a view."""
     return x.reshape(B, T, H, D).transpose(0, 2, 1, 3)
+
+
+def _fused_takes(D, dtype):
+    """Whether the fused kernels take head dim D of dtype here (16-bit data: on the tensor cores)."""
+    if D not in KA.HEAD_DIMS:
+        return False
+    if dtype in gpublas.dtypes.HALVES:
+        try:
+            KA.require_tensor_cores(dtype)
+        except KA.NoTensorCoresError:
+            return False
+    return True
 
 
 class MultiheadAttention(Module):
@@ -109,8 +122,7 @@ class MultiheadAttention(Module):
             inputs = amp.cast(low, q.reshape(B * Tq, E), k.reshape(B * Tk, E), v.reshape(B * Tk, E))
             qh, kh, vh = (_heads(_linear(x2, w[i * E:(i + 1) * E], None if b is None else b[i * E:(i + 1) * E]),
                                  B, x2.shape[0] // B, H, D) for i, x2 in enumerate(inputs))
-        fused = D in KA.HEAD_DIMS and qh.dtype not in gpublas.dtypes.HALVES and not (self.training and self.dropout)
-        attn = self.attn if fused else self.attn_unfused
+        attn = self.attn if _fused_takes(D, qh.dtype) else self.attn_unfused
         attn.is_causal = bool(is_causal)
         yh = attn(qh, kh, vh)                              # (B, H, Tq, D)
         merged = gpublas.ascontiguousarray(yh.transpose(0, 2, 1, 3)).reshape(B, Tq, E)
