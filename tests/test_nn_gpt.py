@@ -123,3 +123,23 @@ def test_autocast_bf16_step(gpt, rng):
     gpt.backward(crit.backward())
     assert loss == pytest.approx(want, rel=2 ** -6)
     assert all(np.isfinite(p.grad.get()).all() and p.grad.dtype == np.float32 for p in gpt.parameters())
+
+
+def test_example_bf16_runs_the_fused_16_bit_attention(monkeypatch, capsys):
+    """--precision bf16: the attention's q, k, v come in bfloat16 from the autocast projections and go through
+    the fused tensor-core kernels (attention_half.cu), forward and backward; the unfused path never runs."""
+    from nn import kernels_attention as KA
+    from nn.examples import gpt as example
+    from nn.layers.attention_unfused import UnfusedAttention
+    seen = []
+    for name in ("forward", "backward"):
+        def spy(q, *args, _f=getattr(KA, name), _n=name, **kw):
+            seen.append((_n, np.dtype(q.dtype).name))
+            return _f(q, *args, **kw)
+        monkeypatch.setattr(KA, name, spy)
+    monkeypatch.setattr(UnfusedAttention, "forward", lambda *a: pytest.fail("the unfused attention ran"))
+    small = ["--quiet", "--n-layer", "1", "--n-embd", "32", "--n-head", "2", "--block-size", "16", "--batch-size",
+             "2", "--steps", "2", "--precision", "bf16"]
+    assert example.main(small) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1].endswith(", bf16")
+    assert ("forward", "bfloat16") in seen and ("backward", "bfloat16") in seen
