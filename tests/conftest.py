@@ -53,6 +53,16 @@ def rng():
 
 
 @pytest.fixture
+def torch_seeded():
+    """nn's and PyTorch's generators seeded with 0 (the torch parity tests: both sides' init and dropout start from
+    known states). Skips where PyTorch is not installed."""
+    torch = pytest.importorskip("torch")
+    import nn
+    nn.manual_seed(0)
+    torch.manual_seed(0)
+
+
+@pytest.fixture
 def leaf(monkeypatch):
     """The triangular and symmetric routines' recursion LEAF set to 4, so that small matrices run several levels
     of it (a test file's own `leaf` fixture, where it has one, takes precedence)."""

@@ -45,3 +45,31 @@ def poison_other_triangle(a, lower):
     a = a.copy()
     a[other_triangle(a.shape[0], lower)] = np.nan
     return a
+
+
+def PackedAttention(**kw):
+    """nn.ScaledDotProductAttention(**kw) taking q, k, v packed as one x (3, B, H, T, D), for nn.gradcheck (which
+    perturbs one input); backward returns the three gradients stacked alike."""
+    import gpublas
+    import nn
+
+    class Packed(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.attn = nn.ScaledDotProductAttention(**kw)
+
+        def forward(self, x):
+            return self.attn(x[0], x[1], x[2])
+
+        def backward(self, dy):
+            return gpublas.stack(self.attn.backward(dy))
+
+    return Packed()
+
+
+def copy_weights(ours, theirs):
+    """Loads ours' state_dict into the torch module theirs; the names must be the same, key for key and in order."""
+    import torch
+    state = ours.state_dict()
+    assert list(state) == list(theirs.state_dict())
+    theirs.load_state_dict({k: torch.tensor(v) for k, v in state.items()})

@@ -8,6 +8,7 @@ import pytest
 import gpublas
 import nn
 from nn import kernels_attention as KA
+from reference import PackedAttention
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -72,23 +73,9 @@ def test_strided_views_and_three_dims(rng):
     np.testing.assert_allclose(y3.get(), want3, rtol=1e-10, atol=1e-12)
 
 
-class _Packed(nn.Module):
-    """q, k, v packed as x (3, B, H, T, D) for nn.gradcheck, which perturbs one input."""
-
-    def __init__(self, **kw):
-        super().__init__()
-        self.attn = nn.ScaledDotProductAttention(**kw)
-
-    def forward(self, x):
-        return self.attn(x[0], x[1], x[2])
-
-    def backward(self, dy):
-        return gpublas.stack(self.attn.backward(dy))
-
-
 @pytest.mark.parametrize("causal", [False, True])
 def test_gradcheck(rng, causal):
-    nn.gradcheck(_Packed(is_causal=causal, scale=0.7), rng.standard_normal((3, 1, 2, 6, 16)))
+    nn.gradcheck(PackedAttention(is_causal=causal, scale=0.7), rng.standard_normal((3, 1, 2, 6, 16)))
 
 
 def test_float32_close_to_float64(rng):

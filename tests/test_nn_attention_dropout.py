@@ -9,6 +9,7 @@ import pytest
 import gpublas
 import nn
 from nn.layers.attention_unfused import UnfusedAttention
+from reference import PackedAttention
 
 
 def keep_mask(seed, offset, shape, p):
@@ -74,23 +75,10 @@ def test_forward_and_backward_equal_the_unfused_path_with_the_same_mask(rng, B, 
     assert fused.offset == int(unfused.counter.get()[0]) == 2 * B * H * Tq * Tk
 
 
-class _Packed(nn.Module):
-    """q, k, v packed as x (3, B, H, T, D) for nn.gradcheck, which replays the child's mask (offset, seed)."""
-
-    def __init__(self, **kw):
-        super().__init__()
-        self.attn = nn.ScaledDotProductAttention(**kw)
-
-    def forward(self, x):
-        return self.attn(x[0], x[1], x[2])
-
-    def backward(self, dy):
-        return gpublas.stack(self.attn.backward(dy))
-
-
 def test_gradcheck_with_a_fixed_seed(rng):
+    """nn.gradcheck replays the attention's mask (its offset) for every evaluation."""
     nn.manual_seed(3)
-    nn.gradcheck(_Packed(is_causal=True, scale=0.7, dropout_p=0.4), rng.standard_normal((3, 1, 2, 7, 16)))
+    nn.gradcheck(PackedAttention(is_causal=True, scale=0.7, dropout_p=0.4), rng.standard_normal((3, 1, 2, 7, 16)))
 
 
 def test_same_seed_same_bits(rng):

@@ -10,12 +10,7 @@ from reference import assert_close
 
 torch = pytest.importorskip("torch")
 F64 = np.float64
-
-
-@pytest.fixture(autouse=True)
-def _seed():
-    nn.manual_seed(0)
-    torch.manual_seed(0)
+pytestmark = pytest.mark.usefixtures("torch_seeded")
 
 
 def _both(ours, theirs, x, dy):

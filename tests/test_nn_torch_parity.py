@@ -6,23 +6,11 @@ import numpy as np
 import pytest
 
 import nn
-from reference import assert_close
+from reference import assert_close, copy_weights
 
 torch = pytest.importorskip("torch")
 F64 = np.float64
-
-
-@pytest.fixture(autouse=True)
-def _seed():
-    nn.manual_seed(0)
-    torch.manual_seed(0)
-
-
-def copy_weights(ours, theirs):
-    """Loads ours' state_dict into theirs; the names must be the same, key for key and in order."""
-    state = ours.state_dict()
-    assert list(state) == list(theirs.state_dict())
-    theirs.load_state_dict({k: torch.tensor(v) for k, v in state.items()})
+pytestmark = pytest.mark.usefixtures("torch_seeded")
 
 
 def run_both(ours, theirs, x, dy, k, params=None):

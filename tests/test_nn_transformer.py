@@ -4,23 +4,14 @@ import numpy as np
 import pytest
 
 import nn
-from reference import assert_close
+from reference import assert_close, copy_weights
 
 torch = pytest.importorskip("torch")
 F64 = np.float64
 E, H, B, T = 12, 3, 2, 5
 
 
-@pytest.fixture(autouse=True)
-def _seed():
-    nn.manual_seed(0)
-    torch.manual_seed(0)
-
-
-def _copy(ours, theirs):
-    state = ours.state_dict()
-    assert list(state) == list(theirs.state_dict())
-    theirs.load_state_dict({k: torch.tensor(v) for k, v in state.items()})
+pytestmark = pytest.mark.usefixtures("torch_seeded")
 
 
 def _grads(ours, theirs, k):
@@ -34,7 +25,7 @@ def _grads(ours, theirs, k):
 def test_self_attention_is_torchs(rng, causal, E, H):
     ours = nn.MultiheadAttention(E, H, dtype=F64)
     theirs = torch.nn.MultiheadAttention(E, H, batch_first=True).double()
-    _copy(ours, theirs)
+    copy_weights(ours, theirs)
     x, dy = rng.standard_normal((B, T, E)), rng.standard_normal((B, T, E))
     tx = torch.tensor(x, requires_grad=True)
     mask = torch.nn.Transformer.generate_square_subsequent_mask(T, dtype=torch.float64) if causal else None
@@ -49,7 +40,7 @@ def test_self_attention_is_torchs(rng, causal, E, H):
 def test_cross_attention_is_torchs(rng, E, H):
     ours = nn.MultiheadAttention(E, H, dtype=F64)
     theirs = torch.nn.MultiheadAttention(E, H, batch_first=True).double()
-    _copy(ours, theirs)
+    copy_weights(ours, theirs)
     q, k, v, dy = (rng.standard_normal((B, n, E)) for n in (T, 7, 7, T))
     tq, tk, tv = (torch.tensor(a, requires_grad=True) for a in (q, k, v))
     ty = theirs(tq, tk, tv, need_weights=False)[0]
@@ -67,7 +58,7 @@ def test_init_and_sequence_first_layout(rng):
     assert m.used is m.attn_unfused  # head dim 4: the fused kernels decline it
     assert np.abs(m.in_proj_weight.data.get()).max() <= np.sqrt(6 / (8 + 24))
     theirs = torch.nn.MultiheadAttention(8, 2).double()
-    _copy(m, theirs)
+    copy_weights(m, theirs)
     x = rng.standard_normal((T, B, 8))
     assert_close(m(x), theirs(*(torch.tensor(x),) * 3, need_weights=False)[0].detach().numpy(), F64, k=40)
 
@@ -109,7 +100,7 @@ def test_encoder_layer_is_torchs(rng, norm_first, activation):
     ours = nn.TransformerEncoderLayer(E, H, 16, dropout=0.0, activation=activation, norm_first=norm_first, dtype=F64)
     theirs = torch.nn.TransformerEncoderLayer(E, H, 16, dropout=0.0, activation=activation, norm_first=norm_first,
                                               batch_first=True).double()
-    _copy(ours, theirs)
+    copy_weights(ours, theirs)
     x, dy = rng.standard_normal((B, T, E)), rng.standard_normal((B, T, E))
     tx = torch.tensor(x, requires_grad=True)
     ty = theirs(tx)

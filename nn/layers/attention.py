@@ -28,6 +28,7 @@ from .. import init
 from .. import kernels as K
 from .. import kernels_attention as KA
 from ..module import Module
+from .dropout import DeviceDraw
 
 
 def _check(q, k, v, what):
@@ -103,7 +104,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     return y if query.ndim == 4 else y[:, 0]
 
 
-class ScaledDotProductAttention(Module):
+class ScaledDotProductAttention(DeviceDraw, Module):
     """y = softmax(scale q k^T [causal]) v with its hand-written backward, both fused (FlashAttention-2):
     forward keeps q, k, v, y and the rows' logsumexp (O(T) memory), backward recomputes the probabilities
     tile by tile from them. is_causal masks key j > query i (PyTorch's top-left alignment); scale defaults to
@@ -116,16 +117,8 @@ class ScaledDotProductAttention(Module):
         super().__init__()
         self.is_causal, self.scale = bool(is_causal), scale
         self.dropout_p = _check_p(dropout_p, "ScaledDotProductAttention")
-        self.seed, self.counter = init.next_seed(), gpublas.zeros((1,), np.int64)
+        self._new_draw()
         self.saved = None
-
-    @property
-    def offset(self):
-        return int(self.counter.get()[0])
-
-    @offset.setter
-    def offset(self, value):
-        self.counter.set(np.array([value], np.int64))
 
     def extra_repr(self):
         return f"is_causal={self.is_causal}, scale={self.scale}, dropout_p={self.dropout_p}"

@@ -10,11 +10,11 @@ import numpy as np
 import gpublas
 
 from .. import kernels as K
-from .. import init
 from ..module import Module
+from .dropout import DeviceDraw
 
 
-class UnfusedAttention(Module):
+class UnfusedAttention(DeviceDraw, Module):
     """y = softmax(scale q k^T + mask) v on (B, H, T, D) arrays; is_causal masks key j > query i (torch's
     top-left alignment); scale defaults to 1 / sqrt(D); dropout_p drops attention weights in train mode.
     backward(dy) returns (dq, dk, dv)."""
@@ -24,7 +24,7 @@ class UnfusedAttention(Module):
         if not 0.0 <= dropout_p < 1.0:
             raise ValueError(f"UnfusedAttention: dropout_p must be in [0, 1), got {dropout_p}")
         self.is_causal, self.scale, self.dropout_p = bool(is_causal), scale, float(dropout_p)
-        self.seed, self.counter = init.next_seed(), gpublas.zeros((1,), np.int64)
+        self._new_draw()
         self.q = None
 
     def extra_repr(self):

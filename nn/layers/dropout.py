@@ -8,7 +8,26 @@ from .. import kernels as K
 from ..module import Module
 
 
-class Dropout(Module):
+class DeviceDraw:
+    """What a layer drawing from dropout_rng.cuh's counter-based generator keeps: a seed from nn's generator
+    (nn.manual_seed) and the int64 device scalar `counter`, the next draw's offset, advanced on the device (a
+    replayed graph draws as eager calls would). Reading or setting `offset` copies it; nn.gradcheck resets it
+    to replay a draw."""
+
+    def _new_draw(self):
+        self.seed = init.next_seed()
+        self.counter = gpublas.zeros((1,), np.int64)
+
+    @property
+    def offset(self):
+        return int(self.counter.get()[0])
+
+    @offset.setter
+    def offset(self, value):
+        self.counter.set(np.array([value], np.int64))
+
+
+class Dropout(DeviceDraw, Module):
     """In train mode zeroes each element with probability p and scales the rest by 1/(1-p); in eval
     mode the identity. The seed comes from nn's generator (nn.manual_seed); the counter `offset`
     advances by the number of elements on every call, so each call draws fresh numbers. The counter
@@ -21,17 +40,8 @@ class Dropout(Module):
         if not 0.0 <= p < 1.0:
             raise ValueError(f"Dropout: p must be in [0, 1), got {p}")
         self.p = float(p)
-        self.seed = init.next_seed()
-        self.counter = gpublas.zeros((1,), np.int64)
+        self._new_draw()
         self.mask = None
-
-    @property
-    def offset(self):
-        return int(self.counter.get()[0])
-
-    @offset.setter
-    def offset(self, value):
-        self.counter.set(np.array([value], np.int64))
 
     def extra_repr(self):
         return f"p={self.p}"
