@@ -102,14 +102,3 @@ def test_attention_half_at_head_dim_128_compiles_without_spills(real, tmp_path):
     from nn import kernels_attention
     test_family_compiles_with_nvcc(NN_KERNELS, "attention_half", real, tmp_path, archs=(80, 90),
                                    defines=kernels_attention.half_tiles(128).defines(128))
-
-
-# The dropout builds of the fused attention (ATT_DROPOUT=1: the counter-based draw inside the loops): float and
-# double at their default tiles, 16-bit at head dim 128 (the most registers a lane), sm_80 and sm_90.
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
-@pytest.mark.parametrize("family, real", [("attention", "float"), ("attention", "double"),
-                                          ("attention_half", "__nv_bfloat16")])
-def test_attention_dropout_builds_compile_without_spills(family, real, tmp_path):
-    from nn import kernels_attention
-    tiles = kernels_attention.half_tiles(128).defines(128) if family == "attention_half" else {}
-    test_family_compiles_with_nvcc(NN_KERNELS, family, real, tmp_path, defines={**tiles, "ATT_DROPOUT": 1})
