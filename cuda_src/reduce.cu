@@ -31,6 +31,11 @@
 //                 reduces), then y = exp(x - max) / sum; stable for large logits.
 // logsumexp_rows: as softmax_rows, writing max + log(sum of exp(x - max)) per row (a max that is not
 //                 finite shifts by 0, as SciPy: all -inf gives -inf).
+//
+// The simulator compiles reduce_serial, the kernel its launchers pick for every column sum and every row of
+// up to 4096 (gpublas/reduction.py's serial_fits), apart from the others (gpublas/source.py's sim_units): a
+// first sum builds 1.6 s of g++ CPU instead of the family's 6.3 s.
+// sim unit: reduce_serial
 #include "common.cuh"
 
 #define RED_SUM 0

@@ -77,14 +77,35 @@ def _dim3(v):
 
 
 class Module:
-    """A compiled source: its kernels by name, each prepared on first use."""
+    """A compiled source: its kernels by name, each prepared on first use. On a backend that compiles
+    units (the sim), a family whose source names units (source.sim_units) is compiled one unit at a
+    time, as one of its kernels is first needed; `kernel` names the kernel needed first (None: the
+    first unit). `handle`: the first unit's compiled module."""
 
-    def __init__(self, text, defines, source_name, backend=None):
+    def __init__(self, text, defines, source_name, backend=None, kernel=None):
         self.backend = backend or backends.current()
         self.signatures = source.kernel_signatures(text, defines)
-        self.handle = self.backend.compile(text, defines, source_name)
         self.source_name = source_name
+        self._source = text, defines
+        self._units = source.sim_units(text, self.signatures) if self.backend.units else [None]
+        self._handles = {}  # unit -> the backend's compiled module
+        self._lock = threading.Lock()
         self._kernels = {}
+        self.handle = self.handle_for(kernel)
+
+    def handle_for(self, kernel):
+        """The compiled module holding `kernel` (the first unit's for a name in none), compiled now
+        when it is not yet."""
+        unit = next((u for u in self._units if u is None or kernel in u), self._units[0])
+        h = self._handles.get(unit)
+        if h is None:
+            with self._lock:
+                h = self._handles.get(unit)
+                if h is None:
+                    text, defines = self._source
+                    split = {"kernels": unit} if len(self._units) > 1 else {}  # one unit: the whole family
+                    h = self._handles[unit] = self.backend.compile(text, defines, self.source_name, **split)
+        return h
 
     def get(self, name):
         k = self._kernels.get(name)
@@ -102,12 +123,13 @@ class Kernel:
     def __init__(self, module, name, argcodes):
         self.name = name
         self.argcodes = argcodes
-        self._module = module
-        self._launch = module.backend.prepare(module.handle, name, argcodes)
+        self._module, handle = module, module.handle_for(name)
+        self._handle = handle
+        self._launch = module.backend.prepare(handle, name, argcodes)
         self._pointer = tuple(c == "P" for c in argcodes)
         self._pointer_at = tuple(i for i, c in enumerate(argcodes) if c == "P")
         self._float = tuple(c in "fd" for c in argcodes)
-        limits = module.backend.kernel_limits(module.handle, name)
+        limits = module.backend.kernel_limits(handle, name)
         self.max_threads = min(MAX_THREADS_PER_BLOCK, limits["max_threads"])  # fewer when registers run out
         self.static_shared = limits["static_shared"]
         self.max_shared_optin = limits["max_shared_optin"]
@@ -121,7 +143,7 @@ class Kernel:
             raise LaunchError(f"kernel '{self.name}': {self.static_shared} B static + {nbytes} B dynamic shared "
                               f"memory exceeds the device's opt-in limit of {self.max_shared_optin} B per block")
         if nbytes > self.max_dynamic_shared:
-            self._module.backend.set_max_dynamic_shared(self._module.handle, self.name, nbytes)
+            self._module.backend.set_max_dynamic_shared(self._handle, self.name, nbytes)
             self.max_dynamic_shared = nbytes
         return self
 
@@ -236,9 +258,10 @@ def _module_key(text, defines, source_name):
     return text, tuple(sorted((defines or {}).items())), source_name
 
 
-def load_source(text, defines=None, source_name="<source>"):
-    """Compiles `text` for the active backend (memoized in the backend object, cached on disk). A
-    compile that prefetch() started is waited for; one it only queued is run here at once."""
+def load_source(text, defines=None, source_name="<source>", kernel=None):
+    """Compiles `text` for the active backend (memoized in the backend object, cached on disk; on the
+    sim the unit holding `kernel`, see Module). A compile that prefetch() started is waited for; one it
+    only queued is run here at once."""
     backend = backends.current()
     key = _module_key(text, defines, source_name)
     m = backend.modules.get(key)
@@ -252,11 +275,11 @@ def load_source(text, defines=None, source_name="<source>"):
                       "before capturing it (or gpublas.launch.prebuild())")
     if future is not None and not future.cancel():  # under way: its result (or its CompileError)
         return future.result()
-    return _new_module(backend, key, text, defines, source_name)
+    return _new_module(backend, key, text, defines, source_name, kernel)
 
 
-def _new_module(backend, key, text, defines, source_name):
-    m = backend.modules[key] = Module(text, defines, source_name, backend)
+def _new_module(backend, key, text, defines, source_name, kernel=None):
+    m = backend.modules[key] = Module(text, defines, source_name, backend, kernel)
     cubins.record(text, defines, source_name)  # GPUBLAS_RECORD_MODULES: the modules a run compiles
     return m
 
@@ -317,7 +340,7 @@ def _real(dtype, what):
 def _load_kernel(family, name, dtype, root, defines):
     if dtype is not None:
         defines["real"] = _real(dtype, name)
-    return load_source(source.read(family, root), defines, str(source.path(family, root))).get(name)
+    return load_source(source.read(family, root), defines, str(source.path(family, root)), name).get(name)
 
 
 def prebuild(roots=(None,), dtypes=(np.float32, np.float64), families=None, workers=None, progress=None):

@@ -227,10 +227,10 @@ def _counting(backend, copy, name):
 
 def _compile_timed(compile):
     """Compiles (or loads from the disk cache) on the host clock: kind 'compile', one row per source."""
-    def timed(text, defines, source_name):
+    def timed(text, defines, source_name, **unit):
         t = time.perf_counter()
         try:
-            return compile(text, defines, source_name)
+            return compile(text, defines, source_name, **unit)
         finally:
             ms = (time.perf_counter() - t) * 1e3
             for s in sessions:

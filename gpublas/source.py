@@ -147,6 +147,28 @@ def _sub_word(name, after, repl, text):
     return re.sub(name + after, checked, text)
 
 
+_UNIT = re.compile(r"^[ \t]*//[ \t]*sim unit:(?P<names>[^\n]*)$", re.M)
+
+
+def sim_units(text, kernels):
+    """The groups in which the sim backend compiles the kernels of family source `text` (`kernels`: all
+    its kernel names, in order): one per `// sim unit: k1 k2 ...` line of the source, then one of the
+    kernels no line names. Without such lines the family is one unit. The first unit is what a prefetch
+    compiles: the kernels the simulator's launchers pick. A name that is no kernel of the family raises
+    LookupError."""
+    units, named = [], set()
+    for m in _UNIT.finditer(text):
+        unit = tuple(m["names"].split())
+        unknown = [k for i, k in enumerate(unit) if k not in kernels or k in named or k in unit[:i]]
+        if unknown or not unit:
+            raise LookupError(f"'// sim unit:{m['names']}' names {', '.join(unknown) or 'no kernel'}: not a kernel "
+                              f"of this family (or named twice); it has {', '.join(kernels)}")
+        units.append(unit)
+        named.update(unit)
+    rest = tuple(k for k in kernels if k not in named)
+    return units + [rest] if rest or not units else units
+
+
 def kernel_signatures(source, defines=None):
     """{kernel name: struct codes of its parameters} for every __global__ function in `source`."""
     text = apply_defines(expand_object_macros(strip_comments(with_includes(source))), defines)

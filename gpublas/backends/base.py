@@ -14,6 +14,7 @@ from ..pool import MemoryPool
 
 class Backend:
     name = "abstract"
+    units = False  # True: compile takes `kernels`, a unit of a family (source.sim_units), and builds only those
 
     def __init__(self):
         self.pool = MemoryPool(self)  # this device's caching allocator
@@ -90,7 +91,8 @@ class Backend:
 
     # kernels
     def compile(self, source, defines, source_name):
-        """Compiles CUDA C source (cached on disk) and returns a loaded module."""
+        """Compiles CUDA C source (cached on disk) and returns a loaded module. A backend with `units`
+        also takes kernels=[names]: a module of those kernels only."""
         raise NotImplementedError
 
     def kernel_limits(self, module, name):

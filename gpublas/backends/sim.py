@@ -231,8 +231,10 @@ class SimBackend(Backend):
         return (end[0] - start[0]) * 1e3
 
     # kernels
-    def compile(self, text, defines, source_name):
-        path, barrier, report = sim_build.build_module(text, defines, source_name)
+    units = True  # a family's kernels compile in the units its source names (source.sim_units)
+
+    def compile(self, text, defines, source_name, kernels=None):
+        path, barrier, report = sim_build.build_module(text, defines, source_name, kernels)
         lib = _load(path)
         lib.gpublas_sim_error.restype = ctypes.c_char_p
         lib.gpublas_sim_fault.argtypes = [ctypes.POINTER(ctypes.c_void_p)]

@@ -8,6 +8,13 @@ defines, both header digests, the compiler and its flags, the CPU, and the front
 process that finds the memo and the library intact loads the library without running the front end
 (lstm example: 250 ms of its 1.9 s start-up and first step). A memo that is missing, unreadable or names
 a library that fails its check is ignored: the front end runs as before (and writes a fresh memo).
+
+A library may hold a unit of the family's kernels instead of all of them (build_module's `kernels`:
+source.sim_units): the source is the same, only the unit's entry points are appended, and since the
+dialect makes every kernel `inline` (dialect.h) g++ optimizes and emits only the kernels those entries
+reach (gemm.cu's gemm_direct and gemm_naive: 2.0 s of CPU against 5.7 s for the whole family). Each
+unit is a library of its own in the cache, with its own memo; the front end runs once per family
+and process (_front_end_once).
 """
 import functools
 import json
@@ -113,18 +120,20 @@ def _front_end_digest():
     return compiler.cache_key(*(p.read_bytes() for p in files), Path(source.__file__).read_bytes())
 
 
-def build_module(text, defines, source_name):
-    """(library path, barrier kernels, fission report) for the kernels of `text`: from the front-end
-    memo when it and its library are intact, else by running the front end and the compiler."""
+def build_module(text, defines, source_name, kernels=None):
+    """(library path, barrier kernels, fission report) for the kernels of `text` (`kernels`: only
+    those, a unit of source.sim_units; None: all): from the front-end memo when it and its library are
+    intact, else by running the front end and the compiler."""
     cxx, version = host_compiler()
     flags = module_flags(defines)
     key = [headers_digest(), source.headers_digest(), " ".join(flags), version, _cpu_id()]
-    memo = f"{Path(source_name).stem}-{compiler.cache_key(text, _front_end_digest(), *key)}.front.json"
+    unit = "" if kernels is None else " ".join(sorted(kernels))
+    memo = f"{Path(source_name).stem}-{compiler.cache_key(text, _front_end_digest(), *key, unit)}.front.json"
     dumping = bool(os.environ.get("GPUBLAS_SIM_FISSION_DUMP"))
     found = None if dumping else _read_memo(memo)
     if found is not None:
         return found
-    path, barrier, report = _front_end_and_build(text, defines, source_name, cxx, flags, key)
+    path, barrier, report = _front_end_and_build(text, defines, source_name, cxx, flags, key, kernels)
     compiler.memo_store(memo, {"library": str(path), "barrier": sorted(barrier), "report": report})
     return path, barrier, report
 
@@ -140,23 +149,34 @@ def _read_memo(name):
     return (path, barrier, report) if compiler.check_cached(path) is None else None
 
 
-def front_end(text, defines, source_name):
+def front_end(text, defines, source_name, kernels=None):
     """The front end alone: (barrier kernels, fission report, {"plain": source, "fissioned": source}),
-    each source as the compiler gets it (the entry points appended); "plain" keeps every barrier
-    kernel on fibers, the fallback when "fissioned" does not compile."""
-    sigs = source.kernel_signatures(text, defines)
+    each source as the compiler gets it (the entry points of `kernels`, None: of every kernel,
+    appended); "plain" keeps every barrier kernel on fibers, the fallback when "fissioned" does not
+    compile."""
+    sigs, barrier, plain, fissioned, report = _front_end_once(text, tuple(sorted((defines or {}).items())),
+                                                              source_name)
+    entries = [k for k in sigs if kernels is None or k in kernels]
+
+    def body(src, report):
+        return (f'#line 1 "{source_name}"\n' + src + '\n#line 1 "<gpublas sim entries>"\n'
+                + "".join(f"GPUBLAS_SIM_{'FISSION_' if report.get(k, 1) is None else ''}ENTRY({k})\n"
+                          for k in entries))
+
+    return set(barrier), dict(report), {"plain": body(plain, {}), "fissioned": body(fissioned, report)}
+
+
+@functools.lru_cache(maxsize=16)
+def _front_end_once(text, defines, source_name):
+    """(signatures, barrier kernels, plain source, fissioned source, report) of a family: the units of
+    one family share them. defines: sorted (name, value) pairs."""
+    sigs = source.kernel_signatures(text, dict(defines))
     full = source.with_includes(text)
     barrier = kernels_needing_fibers(full)
     plain = source.strip_comments(translate(text))
     fissioned, report = sim_fission.transform(plain, list(sigs), barrier, source.strip_comments(full),
                                               source_name)
-
-    def body(src, report):
-        return (f'#line 1 "{source_name}"\n' + src + '\n#line 1 "<gpublas sim entries>"\n'
-                + "".join(f"GPUBLAS_SIM_{'FISSION_' if report.get(k, 1) is None else ''}ENTRY({k})\n"
-                          for k in sigs))
-
-    return barrier, report, {"plain": body(plain, {}), "fissioned": body(fissioned, report)}
+    return sigs, frozenset(barrier), plain, fissioned, report
 
 
 def module_flags(defines):
@@ -170,8 +190,8 @@ def compile_command(cxx, flags, head=HEADER):
             "-I", str(HEADER.parent), "-include", str(head), "-x", "c++"]
 
 
-def _front_end_and_build(text, defines, source_name, cxx, flags, key):
-    barrier, report, bodies = front_end(text, defines, source_name)
+def _front_end_and_build(text, defines, source_name, cxx, flags, key, kernels):
+    barrier, report, bodies = front_end(text, defines, source_name, kernels)
 
     def build(src, out):
         head = _force_include(cxx, key)

@@ -17,7 +17,9 @@
 // ---------------------------------------------------------------------------------------------
 // Qualifiers
 // ---------------------------------------------------------------------------------------------
-#define __global__
+// A kernel is `inline`: g++ optimizes and emits only the kernels whose entry points (scheduler.h's
+// GPUBLAS_SIM_ENTRY) a library holds, so a unit of a family (backends/sim_build.py) costs its own kernels.
+#define __global__ inline
 #define __device__
 #define __host__
 #define __forceinline__ inline __attribute__((always_inline))
