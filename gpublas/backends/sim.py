@@ -37,22 +37,25 @@ _libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
 _PAGE = mmap.PAGESIZE
 _MAP_NORESERVE = getattr(mmap, "MAP_NORESERVE", 0x4000)
 _ATTACH = threading.Lock()
+_LOADING = threading.Lock()
 # OpenMP's workers (blocks spread over the cores) sleep between launches instead of spinning: with the
 # default policy a worker spins on its core for a while after every parallel launch, which a shared or
 # small machine pays in CPU and in wall time (2-core box under load, digits 10 epochs: 61.6 s wall and
 # 25.9 s CPU -> 13.4-15.9 s and 9.0-9.3 s). Read when the first simulated module loads libgomp, so the
 # environment still wins; OMP_WAIT_POLICY=active restores spinning.
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
-_runtime = None  # guard.h's Runtime, shared by every module of the process (signals are process-wide)
+_runtime = None  # guard.h's Runtime, shared by the host libraries of the process (signals are process-wide)
+_runtime_lib = None  # sim/runtime.cpp's library: the block loop every module's entry points call
+_runtime_build = []  # the thread building it beside the first module (_build_runtime_beside)
 
 _C_TYPES = {"P": "pointer", "f": "float", "d": "double", "i": "int32", "I": "uint32", "q": "int64", "Q": "uint64",
             "?": "bool", "b": "int8", "B": "uint8", "h": "int16", "H": "uint16"}  # struct codes of parameters
 
 
-def _load(path):
-    """Loads a compiled module and attaches it to the process-wide Runtime (guard.h)."""
+def _load(path, mode=os.RTLD_LOCAL):
+    """Loads a host library of the simulator's own and attaches it to the process-wide Runtime (guard.h)."""
     global _runtime
-    lib = ctypes.CDLL(str(path), mode=os.RTLD_LOCAL | os.RTLD_NOW)
+    lib = ctypes.CDLL(str(path), mode=mode | os.RTLD_NOW)
     lib.gpublas_sim_attach.restype = ctypes.c_void_p
     lib.gpublas_sim_attach.argtypes = [ctypes.c_void_p]
     with _ATTACH:
@@ -60,9 +63,50 @@ def _load(path):
     return lib
 
 
+def runtime():
+    """The runtime library (sim/runtime.cpp), built (once, cached) and loaded on first use with
+    RTLD_GLOBAL: the modules loaded after it resolve their gpublas_sim_launch against it."""
+    global _runtime_lib
+    if _runtime_lib is None:
+        if _runtime_build:
+            _runtime_build[0].join()  # started beside the first module's compile
+        path = sim_build.runtime_library()  # found in the cache now, or built here (its error raised)
+        with _LOADING:
+            if _runtime_lib is None:
+                lib = _load(path, os.RTLD_GLOBAL)
+                lib.gpublas_sim_error.restype = ctypes.c_char_p
+                lib.gpublas_sim_fault.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
+                _runtime_lib = lib
+    return _runtime_lib
+
+
+def _build_runtime_beside():
+    """Starts building the runtime library on a thread of its own, once, so that it compiles beside
+    the process's first module instead of after it (a failure is raised by runtime() later)."""
+    with _LOADING:
+        if _runtime_lib is None and not _runtime_build:
+            _runtime_build.append(threading.Thread(target=_quietly, args=(sim_build.runtime_library,),
+                                                   name="gpublas-sim-runtime"))
+            _runtime_build[0].start()
+
+
+def _quietly(fn):
+    try:
+        fn()
+    except Exception:  # noqa: BLE001 - runtime() builds it again in the foreground and raises
+        pass
+
+
+def _load_module(path):
+    """Loads a compiled module, the runtime library first."""
+    runtime()
+    return ctypes.CDLL(str(path), mode=os.RTLD_LOCAL | os.RTLD_NOW)
+
+
 def host_library(text, source_name):
     """A C++ source of the simulator's own (sim/graph_replay.cpp) built and cached like a module
     (sim_build.build_host), loaded and attached like one."""
+    runtime()  # first: it makes the Runtime the others share
     return _load(sim_build.build_host(text, source_name))
 
 
@@ -234,11 +278,9 @@ class SimBackend(Backend):
     units = True  # a family's kernels compile in the units its source names (source.sim_units)
 
     def compile(self, text, defines, source_name, kernels=None):
+        _build_runtime_beside()
         path, barrier, report = sim_build.build_module(text, defines, source_name, kernels)
-        lib = _load(path)
-        lib.gpublas_sim_error.restype = ctypes.c_char_p
-        lib.gpublas_sim_fault.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
-        return SimModule(lib, barrier, source_name, report)
+        return SimModule(_load_module(path), barrier, source_name, report)
 
     def prepare(self, module, name, argcodes):
         try:
@@ -284,8 +326,9 @@ def _launch_failure(backend, lib, kernel, status):
     """The exception for a launch that returned `status` (scheduler.h's launch)."""
     if status == -2:  # Python's SIGINT handler has a KeyboardInterrupt pending: it fires first
         return LaunchError(f"kernel '{kernel}': launch interrupted (SIGINT); blocks not yet started were skipped")
-    message, addr = lib.gpublas_sim_error().decode(), ctypes.c_void_p()
-    if not lib.gpublas_sim_fault(ctypes.byref(addr)):
+    rt, addr = runtime(), ctypes.c_void_p()  # the launch's error is the runtime's (lib: the kernel's module)
+    message = rt.gpublas_sim_error().decode()
+    if not rt.gpublas_sim_fault(ctypes.byref(addr)):
         return LaunchError(message)
     hint = "" if backend.memcheck else " (GPUBLAS_SIM_MEMCHECK=1 puts guard pages around every allocation)"
     return IllegalAddressError(f"{message}: {backend.describe_address(addr.value or 0)}{hint}")

@@ -98,6 +98,15 @@ def _machine_flags():
     return []
 
 
+RUNTIME = HEADER.with_name("runtime.cpp")
+
+
+def runtime_library():
+    """The path of the runtime library (sim/runtime.cpp), built once per compiler, flags, CPU and
+    header text and cached like a module (its checksum record, damage and concurrency rules)."""
+    return build_host(RUNTIME.read_text(), RUNTIME.name)
+
+
 def build_host(text, source_name):
     """The path of a C++ source of the simulator's own (sim/graph_replay.cpp: no kernels, no
     force-included dialect) built with the kernels' flags, cached on disk."""

@@ -64,11 +64,28 @@ struct dim3 {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Built-in variables: per OS thread, rewritten by the scheduler before it resumes a fiber.
+// Built-in variables: per OS thread, rewritten by the scheduler before it resumes a fiber. Each
+// module has its own (its kernels read them as the module's thread-locals); the runtime library
+// (GPUBLAS_SIM_RUNTIME: runtime.cpp, built once) writes those of the module whose block it runs,
+// at the addresses that module's ModuleTls gives for the running OS thread (scheduler.h).
 // ---------------------------------------------------------------------------------------------
+namespace gpublas_sim {
+struct Worker;
+struct ModuleTls { uint3* thread_idx; uint3* block_idx; dim3* block_dim; dim3* grid_dim; Worker** worker; };
+}  // namespace gpublas_sim
+#if defined(GPUBLAS_SIM_RUNTIME)
+namespace gpublas_sim {
+static thread_local ModuleTls cur_module;  // the module whose block this OS thread runs
+}
+#define threadIdx (*gpublas_sim::cur_module.thread_idx)
+#define blockIdx (*gpublas_sim::cur_module.block_idx)
+#define blockDim (*gpublas_sim::cur_module.block_dim)
+#define gridDim (*gpublas_sim::cur_module.grid_dim)
+#else
 static thread_local uint3 threadIdx;
 static thread_local uint3 blockIdx;
 static thread_local dim3 blockDim;
 static thread_local dim3 gridDim;
+#endif
 static const int warpSize = 32;
 

@@ -105,13 +105,9 @@ struct Worker {
     uint64_t rng = 0;
 };
 
+// The Worker of the block this OS thread runs: the runtime library's own (it makes them) and, in a
+// module, that module's copy, which the runtime sets before each block (scheduler.h).
 static thread_local Worker* tls_worker = nullptr;
-
-static inline size_t stack_bytes() {
-    const char* s = std::getenv("GPUBLAS_SIM_STACK_KB");
-    size_t kb = s ? std::strtoul(s, nullptr, 10) : 64;
-    return (kb < 16 ? 16 : kb) * 1024;
-}
 
 static inline unsigned fiber_at(Worker* w, unsigned k) {
     return w->order == FORWARD ? k : w->order == REVERSE ? w->nthreads - 1 - k : w->perm[k];
@@ -133,6 +129,13 @@ static inline void park(Worker* w, FiberState why) {
         }
     }
     context_switch(&f->ctx, &w->sched);
+}
+
+#if defined(GPUBLAS_SIM_RUNTIME)  // the block loops: compiled once, in the runtime library
+static inline size_t stack_bytes() {
+    const char* s = std::getenv("GPUBLAS_SIM_STACK_KB");
+    size_t kb = s ? std::strtoul(s, nullptr, 10) : 64;
+    return (kb < 16 ? 16 : kb) * 1024;
 }
 
 static void fiber_entry() {
@@ -159,6 +162,7 @@ static Worker* worker(unsigned nthreads) {
     }
     return w;
 }
+#endif
 
 static inline uint64_t next_random(uint64_t& s) {  // splitmix64
     uint64_t z = (s += 0x9E3779B97F4A7C15ull);
@@ -179,6 +183,7 @@ static std::string block_name() {
     return b;
 }
 
+#if defined(GPUBLAS_SIM_RUNTIME)
 // Runs one block's threads as fibers. Returns false after recording an error.
 static bool run_block_fibers(Worker* w, unsigned n) {
     const unsigned bx = blockDim.x, by = blockDim.y;
@@ -243,10 +248,11 @@ static void run_block_fast(Worker* w, unsigned n) {
     const unsigned bx = blockDim.x, by = blockDim.y;
     void (*const thunk)(const char*) = w->launch->thunk;
     const char* const args = w->launch->args;
+    uint3* const tid = &threadIdx;  // the module's, for this OS thread
     if (w->order == FORWARD) {  // index order: counters, not three divisions per thread
         unsigned x = 0, y = 0, z = 0;
         for (unsigned k = 0; k < n; ++k) {
-            threadIdx = uint3{x, y, z};
+            *tid = uint3{x, y, z};
             thunk(args);
             if (++x == bx) { x = 0; if (++y == by) { y = 0; ++z; } }
         }
@@ -255,10 +261,11 @@ static void run_block_fast(Worker* w, unsigned n) {
     if (w->order == RANDOM) shuffle_order(w, n);
     for (unsigned k = 0; k < n; ++k) {
         unsigned i = fiber_at(w, k);
-        threadIdx = uint3{i % bx, (i / bx) % by, i / (bx * by)};
+        *tid = uint3{i % bx, (i / bx) % by, i / (bx * by)};
         thunk(args);
     }
 }
+#endif
 
 static inline void* dynamic_shared() {
     Worker* w = tls_worker;

@@ -11,6 +11,7 @@
 // it and its index comes back, so Python reads that kernel's error from its own module.
 // Limits: copies and memsets run unguarded (as eagerly: a bad pointer faults the process); a
 // record is at most 4 KB (Python refuses a bigger one when it records it).
+#define GPUBLAS_SIM_RUNTIME 1  // guard.h's gpublas_sim_attach: this library shares the runtime's Runtime
 #include <chrono>
 #include <cstdint>
 #include <cstring>

@@ -142,8 +142,9 @@ static inline FaultCtx* fault_ctx() {
 
 }  // namespace gpublas_sim
 
-// Shares the process-wide Runtime: called with NULL by the first module loaded (which makes it)
-// and with its pointer by every later one.
+#if defined(GPUBLAS_SIM_RUNTIME)
+// Shares the process-wide Runtime: called with NULL by the runtime library (which makes it) and with
+// its pointer by the other host libraries (graph_replay.cpp).
 extern "C" __attribute__((visibility("default"))) void* gpublas_sim_attach(void* rt) {
     using gpublas_sim::Runtime;
     if (!rt) {
@@ -154,3 +155,4 @@ extern "C" __attribute__((visibility("default"))) void* gpublas_sim_attach(void*
     gpublas_sim::g_rt = static_cast<Runtime*>(rt);
     return rt;
 }
+#endif

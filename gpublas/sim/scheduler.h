@@ -9,6 +9,10 @@
 // over threads between barriers), else as a plain loop over its threads. A memory fault in a block
 // (guard.h) becomes a launch error naming the kernel, block and thread; a SIGINT stops the launch
 // between blocks.
+// The block loop lives in the runtime library (GPUBLAS_SIM_RUNTIME: gpublas/sim/runtime.cpp, built once
+// per compiler, flags and CPU, loaded before any module, backends/sim.py); a module holds its kernels, their
+// thunks and entry points only, which call gpublas_sim_launch with the module's ModuleTls (dialect.h), so a
+// module's g++ run no longer compiles the runtime (0.7-0.8 s of CPU each).
 // Limits: no cooperative groups, no grid-wide sync, no dynamic parallelism, no clusters.
 #pragma once
 
@@ -22,6 +26,7 @@
 #include "record.h"
 #include "fibers.h"
 
+#if defined(GPUBLAS_SIM_RUNTIME)
 namespace gpublas_sim {
 
 static thread_local std::string tls_error;  // the calling thread's last launch error
@@ -64,7 +69,8 @@ static __attribute__((noinline)) void run_block(Worker* w, unsigned n, bool fibe
 
 // Returns 0, or -1 with tls_error set (and tls_faulted when a memory fault stopped it), or -2
 // when a SIGINT arrived: the blocks not yet started were skipped.
-static int launch(const char* name, void (*thunk)(const char*), void (*block_thunk)(const char*), const char* record) {
+static int launch(const char* name, void (*thunk)(const char*), void (*block_thunk)(const char*),
+                  void (*tls)(ModuleTls*), const char* record) {
     LaunchHeader h;
     std::memcpy(&h, record, sizeof h);
     const unsigned gx = h.dims[0], gy = h.dims[1], gz = h.dims[2];
@@ -89,6 +95,8 @@ static int launch(const char* name, void (*thunk)(const char*), void (*block_thu
         if (g_rt->interrupts.load(std::memory_order_relaxed) != L.interrupts) { L.interrupted.store(true); return; }
         Worker* w = worker(fibers ? nthreads : 0);
         if (!w) { L.fail("cannot map fiber stacks"); return; }
+        tls(&cur_module);  // the launching module's built-in variables and Worker, for this OS thread
+        *cur_module.worker = w;
         w->launch = &L;
         w->fast = !fibers;  // also when fissioned: a barrier the transform missed is reported
         w->nthreads = nthreads;
@@ -117,16 +125,11 @@ static int launch(const char* name, void (*thunk)(const char*), void (*block_thu
 
 }  // namespace gpublas_sim
 
-#define GPUBLAS_SIM_ENTRY(K) GPUBLAS_SIM_ENTRY_WITH(K, nullptr)
-#define GPUBLAS_SIM_ENTRY_WITH(K, BLOCK_THUNK)                                                      \
-    static void gpublas_thunk_##K(const char* rec) { gpublas_sim::invoke(&K, rec); }               \
-    extern "C" __attribute__((visibility("default"))) int gpublas_launch_##K(const char* record) { \
-        return gpublas_sim::launch(#K, &gpublas_thunk_##K, BLOCK_THUNK, record);                    \
-    }                                                                                               \
-    extern "C" __attribute__((visibility("default"))) int gpublas_arglayout_##K(int* sizes, int* offsets) { \
-        return gpublas_sim::arg_layout(&K, sizes, offsets);                                         \
-    }
-
+extern "C" __attribute__((visibility("default"))) int gpublas_sim_launch(
+        const char* name, void (*thunk)(const char*), void (*block_thunk)(const char*),
+        void (*tls)(gpublas_sim::ModuleTls*), const char* record) {
+    return gpublas_sim::launch(name, thunk, block_thunk, tls, record);
+}
 extern "C" __attribute__((visibility("default"))) const char* gpublas_sim_error() {
     return gpublas_sim::tls_error.c_str();  // the calling thread's last failed launch
 }
@@ -134,3 +137,26 @@ extern "C" __attribute__((visibility("default"))) int gpublas_sim_fault(void** a
     *addr = gpublas_sim::tls_fault_addr;  // whether a memory fault stopped it, and where
     return gpublas_sim::tls_faulted;
 }
+#else
+// A module's side: the runtime library's launch (resolved when the module loads), and where this
+// module's built-in variables and Worker pointer are for the calling OS thread.
+extern "C" __attribute__((visibility("default"))) int gpublas_sim_launch(
+        const char* name, void (*thunk)(const char*), void (*block_thunk)(const char*),
+        void (*tls)(gpublas_sim::ModuleTls*), const char* record);
+namespace gpublas_sim {
+static void module_tls(ModuleTls* t) {
+    *t = ModuleTls{&threadIdx, &blockIdx, &blockDim, &gridDim, &tls_worker};
+}
+}  // namespace gpublas_sim
+#endif
+
+#define GPUBLAS_SIM_ENTRY(K) GPUBLAS_SIM_ENTRY_WITH(K, nullptr)
+#define GPUBLAS_SIM_ENTRY_WITH(K, BLOCK_THUNK)                                                      \
+    static void gpublas_thunk_##K(const char* rec) { gpublas_sim::invoke(&K, rec); }               \
+    extern "C" __attribute__((visibility("default"))) int gpublas_launch_##K(const char* record) { \
+        return gpublas_sim_launch(#K, &gpublas_thunk_##K, BLOCK_THUNK, &gpublas_sim::module_tls, record); \
+    }                                                                                               \
+    extern "C" __attribute__((visibility("default"))) int gpublas_arglayout_##K(int* sizes, int* offsets) { \
+        return gpublas_sim::arg_layout(&K, sizes, offsets);                                         \
+    }
+
