@@ -9,6 +9,9 @@
 //   record.h      the record one launch carries: header, packed arguments, the launch's error
 //   fibers.h      a block's threads as fibers, __syncthreads and the warp barrier
 //   scheduler.h   the grid's block loop over the cores, launch errors, the per-kernel entry points
+//   runtime.cpp   not a header: defines GPUBLAS_SIM_RUNTIME and includes this one, so that the block loop,
+//                 fiber scheduler and fault handling above compile once, into the runtime library every
+//                 module launches through (the modules' own builds leave them out)
 //   intrinsics.h  warp shuffles and votes, atomics, math and bit intrinsics
 //   fission.h     blocks of barrier kernels as loops over their threads (backends/sim_fission.py)
 //   wmma.h        nvcuda::wmma (tensor cores), warp-collective
