@@ -284,12 +284,13 @@ def _new_module(backend, key, text, defines, source_name, kernel=None):
     return m
 
 
-def prefetch(jobs):
+def prefetch(jobs, every_unit=False):
     """Starts compiling kernel modules in the background, one per core, so that their first launches
     find them ready: `jobs` is [(family, dtype, root)] as get_kernel names them (root None:
     cuda_src/). Returns {job: Future of its Module} for the jobs not already loaded; a failure is kept
     in its Future and raised again by the launch that needs the module. Launches of loaded kernels
-    never wait for these compiles."""
+    never wait for these compiles. On the sim a job compiles the family's first unit (Module), or
+    every unit with every_unit (prebuild)."""
     backend, started = backends.current(), {}
     for job in dict.fromkeys(jobs):
         family, dtype, root = job
@@ -300,15 +301,24 @@ def prefetch(jobs):
                 continue
             future = _pending.get((backend, key))
             if future is None:
-                future = _pending[backend, key] = compile_queue.submit(_compile_job, backend, key, text, defines, name)
+                future = _pending[backend, key] = compile_queue.submit(_compile_job, backend, key, text, defines, name,
+                                                                          every_unit)
                 future.add_done_callback(lambda _, k=(backend, key): _forget(k))
         started[job] = future
     return started
 
 
-def _compile_job(backend, key, text, defines, source_name):
+def _compile_job(backend, key, text, defines, source_name, every_unit):
     m = backend.modules.get(key)
-    return m if m is not None else _new_module(backend, key, text, defines, source_name)
+    m = m if m is not None else _new_module(backend, key, text, defines, source_name)
+    return _every_unit(m) if every_unit else m
+
+
+def _every_unit(m):
+    """`m` with every unit of its family compiled (prebuild; the sim compiles a family in units)."""
+    for unit in m._units[1:]:
+        m.handle_for(unit[0])
+    return m
 
 
 def _forget(pending_key):
@@ -356,7 +366,7 @@ def prebuild(roots=(None,), dtypes=(np.float32, np.float64), families=None, work
     results, started = {}, {}
     for job in jobs:
         try:
-            started.update(prefetch([job]))
+            started.update(prefetch([job], every_unit=True))
         except Exception as e:  # reported, not raised: one bad family must not hide the others
             results[job] = _failure(e)
     done = [j for j in jobs if j not in started]
@@ -370,7 +380,8 @@ def prebuild(roots=(None,), dtypes=(np.float32, np.float64), families=None, work
                 if future is not None and not future.cancelled():
                     future.result()
                 else:  # loaded already, or run by a launch that could not wait (cancelled)
-                    load_source(source.read(family, root), {"real": REAL[dtype]}, str(source.path(family, root)))
+                    _every_unit(load_source(source.read(family, root), {"real": REAL[dtype]},
+                                            str(source.path(family, root))))
                 results[job] = None
             except (Exception, CancelledError) as e:
                 results[job] = _failure(e)

@@ -112,3 +112,10 @@ def test_a_prefetch_compiles_the_first_unit(cache, tmp_path):
     x = np.arange(4, dtype=np.float32)
     np.testing.assert_array_equal(_run(m, "add_one", x), x + 1)
     assert len(list(cache.glob("fam_units-*.so"))) == 2
+
+
+def test_prebuild_compiles_every_unit(cache, tmp_path):
+    (tmp_path / "fam_all.cu").write_text(SRC)
+    assert launch.prebuild(roots=(tmp_path,), dtypes=(np.float32,), families=["fam_all"]) == [
+        ("fam_all", "float32", None)]
+    assert len(list(cache.glob("fam_all-*.so"))) == 2
