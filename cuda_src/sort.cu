@@ -58,6 +58,23 @@
 #define SORT_FLOAT 2
 #define SORT_FLOAT_ZEROS 3  // SORT_FLOAT with -0.0 taken as +0.0 (equal keys: NumPy's stable argsort)
 static_assert(SORT_THREADS % 32 == 0, "block_exclusive_scan takes whole warps");
+#ifndef SWEEP_THREADS
+#define SWEEP_THREADS 256
+#endif
+#ifndef SWEEP_ITEMS
+#define SWEEP_ITEMS 16
+#endif
+#ifndef SWEEP_SET
+#define SWEEP_SET 32
+#endif
+#ifndef SORT_STATUS_BITS
+#define SORT_STATUS_BITS 32
+#endif
+#define SWEEP_BITS 8
+#define SWEEP_RADIX (1 << SWEEP_BITS)
+#define SWEEP_TILE (SWEEP_THREADS * SWEEP_ITEMS)
+#define SWEEP_SETS (SWEEP_THREADS / SWEEP_SET)
+static_assert(SWEEP_THREADS % 32 == 0, "block_exclusive_scan takes whole warps");
 
 template <int S> struct KeyBits;
 template <> struct KeyBits<1> { typedef unsigned char type; };
@@ -95,15 +112,19 @@ struct KeyOrder {
 
 __device__ __forceinline__ int digit_of(sort_key k, int shift) { return (int)((k >> shift) & (SORT_RADIX - 1)); }
 
-// Thread t's column of counts[digit * SORT_THREADS + t]: the digits of keys[first .. end) (transformed when asked).
+// Thread t's column of counts[digit * SORT_THREADS + t]: the digits of keys[first .. end).
 __device__ __forceinline__ void count_digits(const sort_key* __restrict__ keys, long long first, long long end,
-                                             int shift, int transform, KeyOrder order, int* counts) {
+                                             int shift, int* counts) {
     const int t = threadIdx.x;
     for (int d = 0; d < SORT_RADIX; ++d) counts[COUNT_AT(d, t)] = 0;
-    for (long long i = first; i < end; ++i) {
-        const sort_key k = transform ? order.to_key(keys[i]) : keys[i];
-        ++counts[COUNT_AT(digit_of(k, shift), t)];
-    }
+    for (long long i = first; i < end; ++i) ++counts[COUNT_AT(digit_of(keys[i], shift), t)];
+}
+
+// Thread t's share [first, end) of a row of n keys one block walks: ceil(n / SORT_THREADS) consecutive keys.
+__device__ __forceinline__ void thread_range(long long n, long long& first, long long& end) {
+    const long long per = ceil_div(n, SORT_THREADS);
+    first = threadIdx.x * per < n ? threadIdx.x * per : n;
+    end = first + per < n ? first + per : n;
 }
 
 // counts[] (SORT_RADIX x SORT_THREADS, digit-major) replaced by its exclusive scan in that order: each thread's
@@ -122,50 +143,230 @@ __device__ __forceinline__ void scan_counts(int* counts) {
     }
 }
 
-extern "C" __global__ void radix_histogram(const sort_key* __restrict__ keys, long long n, int tiles, int shift,
-                                           int transform, int kind, unsigned long long inf, int desc,
-                                           int* __restrict__ hist) {
-    __shared__ int counts[SORT_COUNTS];
-    const long long row = blockIdx.x / tiles;
-    const long long tile = blockIdx.x % tiles;
-    const long long first = tile * SORT_TILE + (long long)threadIdx.x * SORT_ITEMS;
-    const long long end = first + SORT_ITEMS < n ? first + SORT_ITEMS : n;
-    count_digits(keys + row * n, first, end, shift, transform, KeyOrder{kind, (sort_key)inf, desc}, counts);
-    __syncthreads();
-    for (int d = threadIdx.x; d < SORT_RADIX; d += SORT_THREADS) {
-        int sum = 0;
-        for (int u = 0; u < SORT_THREADS; ++u) sum += counts[COUNT_AT(d, u)];
-        hist[(row * SORT_RADIX + d) * tiles + tile] = sum;
+// ---- the onesweep passes (SWEEP_*): 8-bit digits, tiles ranked in shared memory, decoupled look-back ----
+// Thread t of a tile holds SWEEP_ITEMS keys: set s = t / SWEEP_SET of SWEEP_SET threads owns the tile's keys
+// [s * SWEEP_SET * SWEEP_ITEMS, (s + 1) * SWEEP_SET * SWEEP_ITEMS), lane l = t % SWEEP_SET its items u * SWEEP_SET + l
+// (a warp: loads coalesce; one thread: a run of consecutive keys). A set counts digits in its own row of counters.
+__device__ __forceinline__ int sweep_item(int u) {
+    const int t = threadIdx.x;
+    return (t / SWEEP_SET) * (SWEEP_SET * SWEEP_ITEMS) + u * SWEEP_SET + t % SWEEP_SET;
+}
+
+// This thread's keys of the tile starting at rk (tile_n of them; transformed when asked); past the end, ones.
+__device__ __forceinline__ void sweep_load(const sort_key* __restrict__ rk, int tile_n, int transform, KeyOrder order,
+                                           sort_key (&k)[SWEEP_ITEMS]) {
+    for (int u = 0; u < SWEEP_ITEMS; ++u) {
+        const int i = sweep_item(u);
+        k[u] = i < tile_n ? (transform ? order.to_key(rk[i]) : rk[i]) : (sort_key)~(sort_key)0;
     }
 }
 
-extern "C" __global__ void radix_scatter(const sort_key* __restrict__ keys, const long long* __restrict__ vals,
-                                         long long n, int tiles, int shift, int transform_in, int transform_out,
-                                         int kind, unsigned long long inf, int desc,
-                                         const long long* __restrict__ offsets, sort_key* __restrict__ keys_out,
-                                         long long* __restrict__ vals_out) {
-    __shared__ int counts[SORT_COUNTS];
-    __shared__ long long base[SORT_RADIX];  // where the tile's keys of each digit go, less their tile rank
+// cnt[set][digit] += this thread's keys of each digit (cnt zeroed by the caller; a set of one thread counts with
+// plain increments, a warp with shared-memory atomics).
+__device__ __forceinline__ void sweep_count(const sort_key (&k)[SWEEP_ITEMS], int tile_n, int shift, int* cnt) {
+    int* mine = cnt + (threadIdx.x / SWEEP_SET) * SWEEP_RADIX;
+    for (int u = 0; u < SWEEP_ITEMS; ++u) {
+        if (sweep_item(u) >= tile_n) continue;
+        const int d = (int)((k[u] >> shift) & (SWEEP_RADIX - 1));
+#if SWEEP_SET == 1
+        ++mine[d];
+#else
+        atomicAdd(&mine[d], 1);
+#endif
+    }
+}
+
+// The lanes of this warp whose d equals this lane's (every lane of the warp calls it).
+__device__ __forceinline__ unsigned warp_match(int d) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+    return __match_any_sync(FULL_MASK, d);
+#else  // the simulator: one ballot a bit of d (0 .. SWEEP_RADIX)
+    unsigned m = FULL_MASK;
+    for (int b = 0; b <= SWEEP_BITS; ++b) {
+        const unsigned ones = __ballot_sync(FULL_MASK, (d >> b) & 1);
+        m &= (d >> b) & 1 ? ones : ~ones;
+    }
+    return m;
+#endif
+}
+
+// rank[u] = where key u goes in the tile sorted stably by digit: cnt[set][d] holds the set's first rank of digit d
+// (sweep_scan) and moves past each key the set ranks. A warp ranks item u of its 32 lanes at once: the lanes of
+// the same digit (warp_match) take consecutive ranks in lane order, the highest of them moves the counter.
+__device__ __forceinline__ void sweep_rank(const sort_key (&k)[SWEEP_ITEMS], int tile_n, int shift, int* cnt,
+                                           int (&rank)[SWEEP_ITEMS]) {
+    int* mine = cnt + (threadIdx.x / SWEEP_SET) * SWEEP_RADIX;
+    for (int u = 0; u < SWEEP_ITEMS; ++u) {
+        const int d = sweep_item(u) < tile_n ? (int)((k[u] >> shift) & (SWEEP_RADIX - 1)) : SWEEP_RADIX;
+#if SWEEP_SET == 1
+        rank[u] = d < SWEEP_RADIX ? mine[d]++ : 0;
+#else
+        const unsigned lane = threadIdx.x & 31;
+        const unsigned peers = warp_match(d);
+        const int at = d < SWEEP_RADIX ? mine[d] : 0;
+        rank[u] = at + __popc(peers & ((1u << lane) - 1));
+        __syncwarp();
+        if (d < SWEEP_RADIX && (peers >> lane) == 1u) mine[d] = at + __popc(peers);  // the highest lane of its digit
+        __syncwarp();
+#endif
+    }
+}
+
+// The digits this thread scans and looks back for: d = threadIdx.x * SWEEP_DIGITS + j.
+#define SWEEP_DIGITS (SWEEP_RADIX / SWEEP_THREADS)
+static_assert(SWEEP_RADIX % SWEEP_THREADS == 0, "a thread takes whole digits");
+static_assert(SWEEP_SET == 1 || SWEEP_SET == 32, "a set is one thread or one warp");
+
+// cnt[set][d] := the first rank of set's keys of digit d in the tile (the counts scanned in (digit, set) order);
+// count[j] = the tile's keys of this thread's digit j; returns the tile rank of this thread's first digit.
+// Call between barriers (it has two of its own).
+__device__ __forceinline__ int sweep_scan(int* cnt, int (&count)[SWEEP_DIGITS]) {
+    int sum = 0;
+    for (int j = 0; j < SWEEP_DIGITS; ++j) {
+        const int d = threadIdx.x * SWEEP_DIGITS + j;
+        int run = 0;
+        for (int s = 0; s < SWEEP_SETS; ++s) {
+            const int c = cnt[s * SWEEP_RADIX + d];
+            cnt[s * SWEEP_RADIX + d] = run;
+            run += c;
+        }
+        count[j] = run;
+        sum += run;
+    }
+    int total;
+    const int first = block_exclusive_scan(sum, total);
+    int at = first;
+    for (int j = 0; j < SWEEP_DIGITS; ++j) {
+        const int d = threadIdx.x * SWEEP_DIGITS + j;
+        for (int s = 0; s < SWEEP_SETS; ++s) cnt[s * SWEEP_RADIX + d] += at;
+        at += count[j];
+    }
+    return first;
+}
+
+// Tile status words of the look-back: a flag in the top two bits (0: not yet, AGGREGATE: the tile's own count,
+// PREFIX: the count of the row's tiles up to and including it), the count below.
+#if SORT_STATUS_BITS == 64
+typedef unsigned long long sweep_status;
+#else
+typedef unsigned int sweep_status;
+#endif
+#define STATUS_SHIFT (8 * sizeof(sweep_status) - 2)
+#define STATUS_AGGREGATE ((sweep_status)1 << STATUS_SHIFT)
+#define STATUS_PREFIX ((sweep_status)2 << STATUS_SHIFT)
+#define STATUS_COUNT(v) ((long long)((v) & (STATUS_AGGREGATE - 1)))
+
+// The keys of digit d in the row's tiles before tile g (global tile g = row * tiles + tile), count the tile's own:
+// publishes the aggregate, walks back over the predecessors' words (waiting for each to be set) until a prefix,
+// then publishes its own prefix. Tile 0 of a row publishes its prefix at once.
+__device__ __forceinline__ long long look_back(volatile sweep_status* status, long long g, long long tile, int d,
+                                               int count) {
+    volatile sweep_status* mine = status + g * SWEEP_RADIX + d;
+    if (tile == 0) {
+        *mine = STATUS_PREFIX | (sweep_status)count;
+        return 0;
+    }
+    *mine = STATUS_AGGREGATE | (sweep_status)count;
+    long long before = 0;
+    for (long long j = g - 1;; --j) {
+        sweep_status v = status[j * SWEEP_RADIX + d];
+        while (v == 0) v = status[j * SWEEP_RADIX + d];  // its block has claimed the tile and is running
+        before += STATUS_COUNT(v);
+        if (v & STATUS_PREFIX) break;
+    }
+    *mine = STATUS_PREFIX | (sweep_status)(before + count);
+    return before;
+}
+
+extern "C" __global__ void radix_histogram(const sort_key* __restrict__ keys, long long n, int tiles, int places,
+                                           int kind, unsigned long long inf, int desc,
+                                           unsigned long long* __restrict__ hist) {
+    __shared__ int cnt[SWEEP_SETS * SWEEP_RADIX];
+    const long long rows = gridDim.x / tiles, row = blockIdx.x / tiles;
+    const long long first = (long long)(blockIdx.x % tiles) * SWEEP_TILE;
+    const int tile_n = (int)(n - first < SWEEP_TILE ? n - first : SWEEP_TILE);
+    sort_key k[SWEEP_ITEMS];
+    sweep_load(keys + row * n + first, tile_n, 1, KeyOrder{kind, (sort_key)inf, desc}, k);
+    for (int p = 0; p < places; ++p) {
+        for (int e = threadIdx.x; e < SWEEP_SETS * SWEEP_RADIX; e += SWEEP_THREADS) cnt[e] = 0;
+        __syncthreads();
+        sweep_count(k, tile_n, p * SWEEP_BITS, cnt);
+        __syncthreads();
+        for (int d = threadIdx.x; d < SWEEP_RADIX; d += SWEEP_THREADS) {
+            int sum = 0;
+            for (int s = 0; s < SWEEP_SETS; ++s) sum += cnt[s * SWEEP_RADIX + d];
+            if (sum != 0) atomicAdd(&hist[(p * rows + row) * SWEEP_RADIX + d], (unsigned long long)sum);
+        }
+        __syncthreads();
+    }
+}
+
+extern "C" __global__ void radix_onesweep(const sort_key* __restrict__ keys, const long long* __restrict__ vals,
+                                          long long n, int tiles, int shift, int transform_in, int transform_out,
+                                          int kind, unsigned long long inf, int desc,
+                                          const unsigned long long* __restrict__ hist, sweep_status* status,
+                                          int* claimed, sort_key* __restrict__ keys_out,
+                                          long long* __restrict__ vals_out) {
+    __shared__ int cnt[SWEEP_SETS * SWEEP_RADIX];
+    __shared__ long long base[SWEEP_RADIX];  // where digit d's keys of the tile go, less their tile rank
+    __shared__ long long xchg[SWEEP_TILE];   // the tile's keys, then its values, in their sorted order
+    __shared__ long long tile_id;
     const KeyOrder order{kind, (sort_key)inf, desc};
     const int t = threadIdx.x;
-    const long long row = blockIdx.x / tiles;
-    const long long tile = blockIdx.x % tiles;
-    const long long first = tile * SORT_TILE + (long long)t * SORT_ITEMS;
-    const long long end = first + SORT_ITEMS < n ? first + SORT_ITEMS : n;
-    const sort_key* rk = keys + row * n;
-    count_digits(rk, first, end, shift, transform_in, order, counts);
+    if (t == 0) tile_id = atomicAdd(claimed, 1);  // tiles in the order blocks start: a predecessor always runs
+    for (int e = t; e < SWEEP_SETS * SWEEP_RADIX; e += SWEEP_THREADS) cnt[e] = 0;
     __syncthreads();
-    scan_counts(counts);
+    const long long g = tile_id;
+    const long long row = g / tiles;
+    const long long tile = g % tiles;
+    const long long first = tile * SWEEP_TILE;
+    const int tile_n = (int)(n - first < SWEEP_TILE ? n - first : SWEEP_TILE);
+    sort_key k[SWEEP_ITEMS];
+    sweep_load(keys + row * n + first, tile_n, transform_in, order, k);
+    sweep_count(k, tile_n, shift, cnt);
     __syncthreads();
-    for (int d = t; d < SORT_RADIX; d += SORT_THREADS)
-        base[d] = offsets[(row * SORT_RADIX + d) * tiles + tile] - counts[COUNT_AT(d, 0)];
+    int count[SWEEP_DIGITS];
+    int at = sweep_scan(cnt, count);
     __syncthreads();
-    for (long long i = first; i < end; ++i) {
-        const sort_key k = transform_in ? order.to_key(rk[i]) : rk[i];
-        const int d = digit_of(k, shift);
-        const long long pos = base[d] + counts[COUNT_AT(d, t)]++;
-        keys_out[pos] = transform_out ? order.from_key(k) : k;
-        if (vals_out != nullptr) vals_out[pos] = vals != nullptr ? vals[row * n + i] : i;
+    long long start[SWEEP_DIGITS];  // the digits' first places in the sorted row: the histogram scanned
+    long long sum = 0;
+    for (int j = 0; j < SWEEP_DIGITS; ++j) {
+        start[j] = sum;
+        sum += (long long)hist[row * SWEEP_RADIX + t * SWEEP_DIGITS + j];
+    }
+    long long total;
+    const long long before = block_exclusive_scan(sum, total);
+    for (int j = 0; j < SWEEP_DIGITS; ++j) {
+        const int d = t * SWEEP_DIGITS + j;
+        base[d] = row * n + before + start[j] + look_back(status, g, tile, d, count[j]) - at;
+        at += count[j];
+    }
+    int rank[SWEEP_ITEMS];
+    sweep_rank(k, tile_n, shift, cnt, rank);
+    sort_key* xk = (sort_key*)xchg;
+    for (int u = 0; u < SWEEP_ITEMS; ++u)
+        if (sweep_item(u) < tile_n) xk[rank[u]] = k[u];
+    __syncthreads();
+    unsigned char dig[SWEEP_ITEMS];  // the digit of sorted key t + u * SWEEP_THREADS: the values go where it went
+    for (int u = 0; u < SWEEP_ITEMS; ++u) {
+        const int i = t + u * SWEEP_THREADS;
+        if (i < tile_n) {
+            const sort_key key = xk[i];
+            dig[u] = (unsigned char)((key >> shift) & (SWEEP_RADIX - 1));
+            keys_out[base[dig[u]] + i] = transform_out ? order.from_key(key) : key;
+        }
+    }
+    if (vals_out != nullptr) {
+        __syncthreads();
+        for (int u = 0; u < SWEEP_ITEMS; ++u) {
+            const int i = sweep_item(u);
+            if (i < tile_n) xchg[rank[u]] = vals != nullptr ? vals[row * n + first + i] : first + i;
+        }
+        __syncthreads();
+        for (int u = 0; u < SWEEP_ITEMS; ++u) {
+            const int i = t + u * SWEEP_THREADS;
+            if (i < tile_n) vals_out[base[dig[u]] + i] = xchg[i];
+        }
     }
 }
 
@@ -177,9 +378,8 @@ extern "C" __global__ void radix_sort_block(const sort_key* __restrict__ keys, c
     const KeyOrder order{kind, (sort_key)inf, desc};
     const int t = threadIdx.x;
     const long long row = blockIdx.x;
-    const long long per = ceil_div(n, SORT_THREADS);
-    const long long first = t * per < n ? t * per : n;
-    const long long end = first + per < n ? first + per : n;
+    long long first, end;
+    thread_range(n, first, end);
     long long* sv = smem;
     sort_key* sk = (sort_key*)(smem + (vals_out != nullptr ? 2 * n : 0));
     for (long long i = first; i < end; ++i) {
@@ -190,7 +390,7 @@ extern "C" __global__ void radix_sort_block(const sort_key* __restrict__ keys, c
     for (int p = 0; p < passes; ++p) {
         __syncthreads();
         const sort_key* from = sk + cur * n;
-        count_digits(from, first, end, p * SORT_BITS, 0, order, counts);
+        count_digits(from, first, end, p * SORT_BITS, counts);
         __syncthreads();
         scan_counts(counts);
         __syncthreads();
@@ -220,9 +420,8 @@ extern "C" __global__ void topk_select(const sort_key* __restrict__ keys, long l
     const KeyOrder order{kind, (sort_key)inf, desc};
     const int t = threadIdx.x;
     const long long row = blockIdx.x;
-    const long long per = ceil_div(n, SORT_THREADS);
-    const long long first = t * per < n ? t * per : n;
-    const long long end = first + per < n ? first + per : n;
+    long long first, end;
+    thread_range(n, first, end);
     const sort_key* rk = keys + row * n;
     if (t == 0) {
         chosen[0] = chosen[1] = 0;

@@ -21,31 +21,35 @@ from . import dtypes
 from .array import DeviceArray
 from .checks import as_array, normalize_axes
 from .launch import ceil_div, get_kernel, simulated
-from .scan import scan_into
 
 INT64 = np.dtype(np.int64)
 KEY_C = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long long"}
 UNSIGNED, SIGNED, FLOAT, FLOAT_ZEROS = 0, 1, 2, 3  # sort.cu's SORT_UNSIGNED, SORT_SIGNED, SORT_FLOAT, SORT_FLOAT_ZEROS
 
-# A pass sorts by `bits`; a block has `threads`, each walking `items` keys of its tile (sort.cu's defines).
-Geometry = collections.namedtuple("Geometry", "bits threads items")
-GPU = Geometry(4, 128, 16)   # 16 digits: the counts of a 128-thread block take 8 KB of shared memory
-SIM = Geometry(8, 32, 256)   # a simulated thread costs more than a key: 256 keys each, 4 passes for 32 bits
+# The one-block sort and topk_select: a pass sorts by `bits`, a block has `threads`, each walking `items` keys;
+# the onesweep passes (8-bit digits): `sweep_threads` threads of `sweep_items` keys a tile, digits counted by sets of
+# `sweep_set` threads (32: a warp, ranked by __match_any_sync; 1: each thread alone, plain increments). sort.cu's
+# defines.
+Geometry = collections.namedtuple("Geometry", "bits threads items sweep_threads sweep_items sweep_set")
+GPU = Geometry(4, 128, 16, 256, 16, 32)  # the one-block counts of a 128-thread block take 8 KB of shared memory
+SIM = Geometry(8, 32, 256, 32, 256, 1)   # a simulated thread costs more than a key: 256 keys each, counted alone
 forced = None                # a Geometry every backend uses (the tests run the GPU's on the simulator)
 TOPK_SELECT = 4              # topk selects (rather than sorts the row) when k * TOPK_SELECT < n
 TOPK_SELECT_ROWS = 16        # and, on a GPU, the rows are at least this many: topk_select is one block per row
                              # (H200, k = 64: one row of 2^20 selects in 7.8 ms, sorts in 0.87; 64 x 50257: 0.50 / 0.87)
+STATUS_LIMIT = 1 << 30       # rows this long or longer take 64-bit look-back words (a 30-bit count otherwise)
 
 
 def geometry():
     return forced or (SIM if simulated() else GPU)
 
 
-def kernel(name, itemsize, g=None):
+def kernel(name, itemsize, g=None, status_bits=32):
     """sort.cu's kernel `name` for keys of `itemsize` bytes, built for geometry g (default: the backend's)."""
     g = g or geometry()
     return get_kernel("sort", name, None, real=KEY_C[itemsize], SORT_BITS=g.bits, SORT_THREADS=g.threads,
-                      SORT_ITEMS=g.items)
+                      SORT_ITEMS=g.items, SWEEP_THREADS=g.sweep_threads, SWEEP_ITEMS=g.sweep_items,
+                      SWEEP_SET=g.sweep_set, SORT_STATUS_BITS=status_bits)
 
 
 def key_order(dtype, what="sort"):
@@ -80,20 +84,31 @@ def sort_rows(x, rows, n, desc=False, values=None, want_values=False, zeros_equa
             block.allow_shared(shared)
         block(rows, g.threads, x, values, n, passes, *args, out, vout, shared=shared)
         return out, vout
-    tiles = ceil_div(n, g.threads * g.items)
-    hist = DeviceArray(rows * (1 << g.bits) * tiles, np.int32)
-    offsets = DeviceArray(hist.size + 1, INT64)
-    keys = [DeviceArray((rows, n), x.dtype) for _ in range(min(passes - 1, 2))]
-    vals = [DeviceArray((rows, n), INT64) for _ in range(min(passes - 1, 2))] if want_values else [None, None]
-    histogram, scatter = kernel("radix_histogram", size, g), kernel("radix_scatter", size, g)
-    for p in range(passes):
-        first, last = p == 0, p == passes - 1
+    return onesweep(x, rows, n, args, values, vout, out, g)
+
+
+def onesweep(x, rows, n, args, values, vout, out, g):
+    """The passes of sort_rows past one block: one histogram of every digit place, then one radix_onesweep launch
+    a place (8 bits), tiles of one pass offset by the look-back; out / vout as sort_rows'."""
+    size, tile = x.itemsize, g.sweep_threads * g.sweep_items
+    places, tiles = size, ceil_div(n, tile)
+    wide = n >= STATUS_LIMIT
+    # scratch (one memset), in 32-bit words: the histograms [place][row][digit] (64-bit), each pass's tile counter
+    # (an even count: 64-bit words stay aligned), then each pass's look-back words [tile][digit] (64-bit when wide)
+    h, c, w = 2 * places * rows * 256, places + places % 2, rows * tiles * 256 * (2 if wide else 1)
+    scratch = DeviceArray(h + c + places * w, np.uint32)
+    scratch.fill(0)
+    hist, claimed, status = scratch[:h], scratch[h:h + c], scratch[h + c:]
+    kernel("radix_histogram", size, g)(rows * tiles, g.sweep_threads, x, n, tiles, places, *args, hist)
+    sweep = kernel("radix_onesweep", size, g, 64 if wide else 32)
+    keys = [DeviceArray((rows, n), x.dtype) for _ in range(min(places - 1, 2))]
+    vals = [DeviceArray((rows, n), INT64) for _ in range(min(places - 1, 2))] if vout is not None else [None, None]
+    for p in range(places):
+        first, last = p == 0, p == places - 1
         src, vsrc = (x, values) if first else (keys[(p - 1) % 2], vals[(p - 1) % 2])
         dst, vdst = (out, vout) if last else (keys[p % 2], vals[p % 2])
-        histogram(rows * tiles, g.threads, src, n, tiles, p * g.bits, int(first), *args, hist)
-        scan_into(hist, offsets)
-        scatter(rows * tiles, g.threads, src, vsrc, n, tiles, p * g.bits, int(first), int(last), *args, offsets,
-                dst, vdst)
+        sweep(rows * tiles, g.sweep_threads, src, vsrc, n, tiles, 8 * p, int(first), int(last), *args,
+              hist[2 * p * rows * 256:], status[p * w:], claimed[p:], dst, vdst)
     return out, vout
 
 
