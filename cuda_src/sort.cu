@@ -9,24 +9,36 @@
 //                  bfloat16, float32, float64)
 //   SORT_FLOAT_ZEROS  the same with -0.0 taken as +0.0 (written back as +0.0): NumPy's order, where they are equal
 // `desc` inverts the transformed key (a descending sort; NaN then first, as torch.topk's largest).
-// A pass sorts by SORT_BITS bits of the transformed key; the launcher picks the geometry (SORT_BITS,
-// SORT_THREADS, SORT_ITEMS: 4 / 128 / 16 on a GPU, 8 / 32 / 256 on the simulator, where a thread costs more
-// than an element) and passes it as defines; the tests run both geometries on the simulator.
-// Rows: a batch of `rows` rows of n keys, row r at keys + r * n; indices are positions within the row.
+// Rows: a batch of `rows` rows of n keys, row r at keys + r * n; indices are positions within the row. The launcher
+// picks the geometry and passes it as defines (the tests run both on the simulator): the one-block kernels take
+// SORT_BITS-bit digits with SORT_THREADS threads of SORT_ITEMS keys (4 / 128 / 16 on a GPU, 8 / 32 / 256 on the
+// simulator); longer rows take the onesweep passes (Adinets & Merrill 2022, CUB's DeviceRadixSort): 8-bit digits,
+// one histogram of every digit place up front, then ONE launch a place (4 for 32-bit keys). Those tiles hold
+// SWEEP_THREADS threads x SWEEP_ITEMS keys, digits counted by sets of SWEEP_SET threads: 256 x 16 by warps on a GPU,
+// 32 x 1024 by threads alone on the simulator (where a thread costs more than a key).
 //
-// radix_histogram:  block SORT_THREADS, one block per (row, tile of SORT_TILE keys): thread t counts the digits
-//                   of the tile's keys [t * SORT_ITEMS, (t + 1) * SORT_ITEMS) into its column of the shared
-//                   counts[digit][thread]; then thread t sums digits t, t + SORT_THREADS, ... over the columns
-//                   into hist[(row * SORT_RADIX + digit) * tiles + tile]. The exclusive scan of hist (scan.cu)
-//                   is where each (row, digit, tile)'s keys go in the whole batch: rows are n apart.
-// radix_scatter:    the same blocks and counts; the counts scanned in (digit, thread) order (thread t scans the
-//                   SORT_RADIX entries [t * SORT_RADIX, (t + 1) * SORT_RADIX), common.cuh's block_exclusive_scan
-//                   joins the threads) give each thread's first rank per digit within the tile; thread t then
-//                   writes its keys in order to base[digit] + rank++: stable, as the tile's order is the threads'
-//                   order and each thread's keys are consecutive. Values ride along (or the key's index).
+// radix_histogram:  block SWEEP_THREADS, one block per (row, span of `span` keys); the span split among the sets
+//                   as a tile's keys are (sweep_item); every digit place of each key counted in one sweep into
+//                   HIST_COPIES copies of shared counters [place][digit] (a thread's own with increments; one a
+//                   block with shared atomics), summed into hist[place][row][digit] with global atomics.
+// radix_onesweep:   block SWEEP_THREADS, one block per tile, tiles taken in the order blocks start (an atomic
+//                   counter, so a tile's predecessors are running or done). Set s of the block owns the tile's keys
+//                   [s * SET * ITEMS, (s + 1) * SET * ITEMS), lane l of it items u * SET + l (a warp's loads and
+//                   stores coalesce). (1) each set counts its digits into its row of cnt[set][digit]; (2) the counts
+//                   scanned in (digit, set) order (thread t: digits [t * D, (t + 1) * D), D = 256 / SWEEP_THREADS,
+//                   then block_exclusive_scan) give each set's first tile rank per digit; (3) decoupled look-back,
+//                   thread t for its digits: publish the tile's count (AGGREGATE), add the predecessors' words back
+//                   to the first PREFIX, publish its own PREFIX; with the scanned histogram that is where the tile's
+//                   keys of each digit start in the output; (4) rank and write. A warp ranks item u of its lanes at
+//                   once (__match_any_sync: lanes of the same digit take consecutive ranks in lane order) into the
+//                   tile's sorted order in shared memory, then each warp writes 32 consecutive sorted keys: runs of
+//                   one digit, coalesced. A thread alone (the simulator) writes its keys in order straight to their
+//                   places. Values ride along (or the key's index). Stable: tile order, then set, then item order.
+//                   Per pass and key: one read (twice: counting and ranking, the second from cache), one write.
 // radix_sort_block: one block per row, the whole row in shared memory (dynamic: two buffers of keys and of
-//                   values): every pass counts, scans and scatters as above, between the two buffers, with
-//                   thread t owning keys [t * per, (t + 1) * per), per = ceil(n / SORT_THREADS).
+//                   values): every pass counts into per-thread columns counts[digit][thread], scans them in
+//                   (digit, thread) order and scatters between the two buffers, thread t owning keys
+//                   [t * per, (t + 1) * per), per = ceil(n / SORT_THREADS).
 // topk_select:      one block per row: the k smallest transformed keys of the row (the largest with desc) by a
 //                   radix select from the top digit (each pass counts, per thread column, the keys whose higher
 //                   digits match the prefix chosen so far; thread d sums digit d; thread 0 picks the digit where
@@ -74,6 +86,8 @@ static_assert(SORT_THREADS % 32 == 0, "block_exclusive_scan takes whole warps");
 #define SWEEP_RADIX (1 << SWEEP_BITS)
 #define SWEEP_TILE (SWEEP_THREADS * SWEEP_ITEMS)
 #define SWEEP_SETS (SWEEP_THREADS / SWEEP_SET)
+#define SORT_PLACES ((int)sizeof(sort_key))  // 8-bit digit places of a key
+#define HIST_COPIES (SWEEP_SET == 1 ? SWEEP_THREADS : 1)  // radix_histogram's counters: a thread's own, or a block's
 static_assert(SWEEP_THREADS % 32 == 0, "block_exclusive_scan takes whole warps");
 
 template <int S> struct KeyBits;
@@ -144,71 +158,51 @@ __device__ __forceinline__ void scan_counts(int* counts) {
 }
 
 // ---- the onesweep passes (SWEEP_*): 8-bit digits, tiles ranked in shared memory, decoupled look-back ----
-// Thread t of a tile holds SWEEP_ITEMS keys: set s = t / SWEEP_SET of SWEEP_SET threads owns the tile's keys
+// Thread t of a tile takes SWEEP_ITEMS keys: set s = t / SWEEP_SET of SWEEP_SET threads owns the tile's keys
 // [s * SWEEP_SET * SWEEP_ITEMS, (s + 1) * SWEEP_SET * SWEEP_ITEMS), lane l = t % SWEEP_SET its items u * SWEEP_SET + l
-// (a warp: loads coalesce; one thread: a run of consecutive keys). A set counts digits in its own row of counters.
+// (a warp: loads and stores coalesce; one thread: a run of consecutive keys). A set counts digits in its own row of
+// counters: a thread alone with plain increments, a warp with shared-memory atomics.
 __device__ __forceinline__ int sweep_item(int u) {
     const int t = threadIdx.x;
     return (t / SWEEP_SET) * (SWEEP_SET * SWEEP_ITEMS) + u * SWEEP_SET + t % SWEEP_SET;
 }
+#if SWEEP_SET == 1
+#define SWEEP_COUNT(c) (++(c))
+#else
+#define SWEEP_COUNT(c) atomicAdd(&(c), 1)
+#endif
+// The look-back's wait for another block's word: the simulator lets the OS thread running that block go first.
+#if defined(__CUDA_ARCH_SIM__)
+#include <sched.h>
+#define spin_pause() sched_yield()
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+#define spin_pause() __nanosleep(32)
+#else
+#define spin_pause() ((void)0)
+#endif
+#define SWEEP_DIGIT(k, shift) ((int)(((k) >> (shift)) & (SWEEP_RADIX - 1)))
 
-// This thread's keys of the tile starting at rk (tile_n of them; transformed when asked); past the end, ones.
-__device__ __forceinline__ void sweep_load(const sort_key* __restrict__ rk, int tile_n, int transform, KeyOrder order,
-                                           sort_key (&k)[SWEEP_ITEMS]) {
+// radix_histogram's counting: keys rk[0 .. len) split among the sets as a tile's are, every digit place of each key
+// counted into cnt[copy][place][digit] (a copy a thread alone, one a block with warps).
+__device__ __forceinline__ void hist_count(const sort_key* __restrict__ rk, long long len, KeyOrder order, int* cnt) {
+    const int t = threadIdx.x;
+    const long long piece = ceil_div(len, SWEEP_SETS);
+    const long long lo = (t / SWEEP_SET) * piece < len ? (t / SWEEP_SET) * piece : len;
+    const long long hi = lo + piece < len ? lo + piece : len;
+    int* mine = cnt + (SWEEP_SET == 1 ? t : 0) * SORT_PLACES * SWEEP_RADIX;
+    for (long long i = lo + t % SWEEP_SET; i < hi; i += SWEEP_SET) {
+        const sort_key k = order.to_key(rk[i]);
+        for (int p = 0; p < SORT_PLACES; ++p) SWEEP_COUNT(mine[p * SWEEP_RADIX + SWEEP_DIGIT(k, p * SWEEP_BITS)]);
+    }
+}
+
+// cnt[set][digit] += this thread's keys of the tile rk (tile_n keys, transformed when asked) of each digit.
+__device__ __forceinline__ void sweep_count(const sort_key* __restrict__ rk, int tile_n, int transform, KeyOrder order,
+                                            int shift, int* cnt) {
+    int* mine = cnt + (threadIdx.x / SWEEP_SET) * SWEEP_RADIX;
     for (int u = 0; u < SWEEP_ITEMS; ++u) {
         const int i = sweep_item(u);
-        k[u] = i < tile_n ? (transform ? order.to_key(rk[i]) : rk[i]) : (sort_key)~(sort_key)0;
-    }
-}
-
-// cnt[set][digit] += this thread's keys of each digit (cnt zeroed by the caller; a set of one thread counts with
-// plain increments, a warp with shared-memory atomics).
-__device__ __forceinline__ void sweep_count(const sort_key (&k)[SWEEP_ITEMS], int tile_n, int shift, int* cnt) {
-    int* mine = cnt + (threadIdx.x / SWEEP_SET) * SWEEP_RADIX;
-    for (int u = 0; u < SWEEP_ITEMS; ++u) {
-        if (sweep_item(u) >= tile_n) continue;
-        const int d = (int)((k[u] >> shift) & (SWEEP_RADIX - 1));
-#if SWEEP_SET == 1
-        ++mine[d];
-#else
-        atomicAdd(&mine[d], 1);
-#endif
-    }
-}
-
-// The lanes of this warp whose d equals this lane's (every lane of the warp calls it).
-__device__ __forceinline__ unsigned warp_match(int d) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-    return __match_any_sync(FULL_MASK, d);
-#else  // the simulator: one ballot a bit of d (0 .. SWEEP_RADIX)
-    unsigned m = FULL_MASK;
-    for (int b = 0; b <= SWEEP_BITS; ++b) {
-        const unsigned ones = __ballot_sync(FULL_MASK, (d >> b) & 1);
-        m &= (d >> b) & 1 ? ones : ~ones;
-    }
-    return m;
-#endif
-}
-
-// rank[u] = where key u goes in the tile sorted stably by digit: cnt[set][d] holds the set's first rank of digit d
-// (sweep_scan) and moves past each key the set ranks. A warp ranks item u of its 32 lanes at once: the lanes of
-// the same digit (warp_match) take consecutive ranks in lane order, the highest of them moves the counter.
-__device__ __forceinline__ void sweep_rank(const sort_key (&k)[SWEEP_ITEMS], int tile_n, int shift, int* cnt,
-                                           int (&rank)[SWEEP_ITEMS]) {
-    int* mine = cnt + (threadIdx.x / SWEEP_SET) * SWEEP_RADIX;
-    for (int u = 0; u < SWEEP_ITEMS; ++u) {
-        const int d = sweep_item(u) < tile_n ? (int)((k[u] >> shift) & (SWEEP_RADIX - 1)) : SWEEP_RADIX;
-#if SWEEP_SET == 1
-        rank[u] = d < SWEEP_RADIX ? mine[d]++ : 0;
-#else
-        const unsigned lane = threadIdx.x & 31;
-        const unsigned peers = warp_match(d);
-        const int at = d < SWEEP_RADIX ? mine[d] : 0;
-        rank[u] = at + __popc(peers & ((1u << lane) - 1));
-        __syncwarp();
-        if (d < SWEEP_RADIX && (peers >> lane) == 1u) mine[d] = at + __popc(peers);  // the highest lane of its digit
-        __syncwarp();
-#endif
+        if (i < tile_n) SWEEP_COUNT(mine[SWEEP_DIGIT(transform ? order.to_key(rk[i]) : rk[i], shift)]);
     }
 }
 
@@ -218,9 +212,9 @@ static_assert(SWEEP_RADIX % SWEEP_THREADS == 0, "a thread takes whole digits");
 static_assert(SWEEP_SET == 1 || SWEEP_SET == 32, "a set is one thread or one warp");
 
 // cnt[set][d] := the first rank of set's keys of digit d in the tile (the counts scanned in (digit, set) order);
-// count[j] = the tile's keys of this thread's digit j; returns the tile rank of this thread's first digit.
+// count[d] = the tile's keys of digit d (this thread's digits); returns the tile rank of this thread's first digit.
 // Call between barriers (it has two of its own).
-__device__ __forceinline__ int sweep_scan(int* cnt, int (&count)[SWEEP_DIGITS]) {
+__device__ __forceinline__ int sweep_scan(int* cnt, int* count) {
     int sum = 0;
     for (int j = 0; j < SWEEP_DIGITS; ++j) {
         const int d = threadIdx.x * SWEEP_DIGITS + j;
@@ -230,7 +224,7 @@ __device__ __forceinline__ int sweep_scan(int* cnt, int (&count)[SWEEP_DIGITS]) 
             cnt[s * SWEEP_RADIX + d] = run;
             run += c;
         }
-        count[j] = run;
+        count[d] = run;
         sum += run;
     }
     int total;
@@ -239,7 +233,7 @@ __device__ __forceinline__ int sweep_scan(int* cnt, int (&count)[SWEEP_DIGITS]) 
     for (int j = 0; j < SWEEP_DIGITS; ++j) {
         const int d = threadIdx.x * SWEEP_DIGITS + j;
         for (int s = 0; s < SWEEP_SETS; ++s) cnt[s * SWEEP_RADIX + d] += at;
-        at += count[j];
+        at += count[d];
     }
     return first;
 }
@@ -270,7 +264,10 @@ __device__ __forceinline__ long long look_back(volatile sweep_status* status, lo
     long long before = 0;
     for (long long j = g - 1;; --j) {
         sweep_status v = status[j * SWEEP_RADIX + d];
-        while (v == 0) v = status[j * SWEEP_RADIX + d];  // its block has claimed the tile and is running
+        while (v == 0) {  // its block has claimed the tile and is running
+            spin_pause();
+            v = status[j * SWEEP_RADIX + d];
+        }
         before += STATUS_COUNT(v);
         if (v & STATUS_PREFIX) break;
     }
@@ -278,26 +275,75 @@ __device__ __forceinline__ long long look_back(volatile sweep_status* status, lo
     return before;
 }
 
-extern "C" __global__ void radix_histogram(const sort_key* __restrict__ keys, long long n, int tiles, int places,
-                                           int kind, unsigned long long inf, int desc,
-                                           unsigned long long* __restrict__ hist) {
-    __shared__ int cnt[SWEEP_SETS * SWEEP_RADIX];
-    const long long rows = gridDim.x / tiles, row = blockIdx.x / tiles;
-    const long long first = (long long)(blockIdx.x % tiles) * SWEEP_TILE;
-    const int tile_n = (int)(n - first < SWEEP_TILE ? n - first : SWEEP_TILE);
-    sort_key k[SWEEP_ITEMS];
-    sweep_load(keys + row * n + first, tile_n, 1, KeyOrder{kind, (sort_key)inf, desc}, k);
-    for (int p = 0; p < places; ++p) {
-        for (int e = threadIdx.x; e < SWEEP_SETS * SWEEP_RADIX; e += SWEEP_THREADS) cnt[e] = 0;
-        __syncthreads();
-        sweep_count(k, tile_n, p * SWEEP_BITS, cnt);
-        __syncthreads();
-        for (int d = threadIdx.x; d < SWEEP_RADIX; d += SWEEP_THREADS) {
-            int sum = 0;
-            for (int s = 0; s < SWEEP_SETS; ++s) sum += cnt[s * SWEEP_RADIX + d];
-            if (sum != 0) atomicAdd(&hist[(p * rows + row) * SWEEP_RADIX + d], (unsigned long long)sum);
+// A thread alone scatters its keys in order, straight to their places (base[digit] + tile rank; a CPU's stores gain
+// nothing from runs): the simulator's pass.
+__device__ __forceinline__ void sweep_scatter_alone(const sort_key* __restrict__ rk, const long long* __restrict__ rv,
+                                                    long long first, int tile_n, int transform_in, int transform_out,
+                                                    KeyOrder order, int shift, int* cnt, const long long* base,
+                                                    sort_key* __restrict__ keys_out, long long* __restrict__ vals_out) {
+    int* mine = cnt + threadIdx.x * SWEEP_RADIX;
+    for (int u = 0; u < SWEEP_ITEMS; ++u) {
+        const int i = sweep_item(u);
+        if (i >= tile_n) break;
+        const sort_key k = transform_in ? order.to_key(rk[i]) : rk[i];
+        const int d = SWEEP_DIGIT(k, shift);
+        const long long to = base[d] + mine[d]++;
+        keys_out[to] = transform_out ? order.from_key(k) : k;
+        if (vals_out != nullptr) vals_out[to] = rv != nullptr ? rv[i] : first + i;
+    }
+}
+
+// The lanes of this warp whose d equals this lane's (every lane of the warp calls it): __match_any_sync from sm_70,
+// one ballot a bit of d (0 .. SWEEP_RADIX) elsewhere (the simulator).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+#define SWEEP_MATCH_ANY 1
+#define match_any(d) __match_any_sync(FULL_MASK, (d))
+#else
+#define SWEEP_MATCH_ANY 0
+#define match_any(d) FULL_MASK
+#endif
+__device__ __forceinline__ unsigned warp_match(int d) {
+    unsigned m = FULL_MASK;
+    if (SWEEP_MATCH_ANY) {
+        m = match_any(d);
+    } else {
+        for (int b = 0; b <= SWEEP_BITS; ++b) {
+            const unsigned ones = __ballot_sync(FULL_MASK, (d >> b) & 1);
+            m &= (d >> b) & 1 ? ones : ~ones;
         }
-        __syncthreads();
+    }
+    return m;
+}
+
+// A warp ranks one item of its 32 lanes at once (every lane calls it; d = SWEEP_RADIX for no key): the lanes of the
+// same digit take consecutive ranks in lane order from the warp's counter, the highest of them moves it.
+__device__ __forceinline__ int warp_rank(int d, int* cnt) {
+    int* mine = cnt + (threadIdx.x / 32) * SWEEP_RADIX;
+    const unsigned lane = threadIdx.x & 31;
+    const unsigned peers = warp_match(d);
+    const int at = d < SWEEP_RADIX ? mine[d] : 0;
+    __syncwarp();
+    if (d < SWEEP_RADIX && (peers >> lane) == 1u) mine[d] = at + __popc(peers);
+    __syncwarp();
+    return at + __popc(peers & ((1u << lane) - 1));
+}
+
+extern "C" __global__ void radix_histogram(const sort_key* __restrict__ keys, long long n, long long span, int kind, unsigned long long inf, int desc,
+                                           unsigned long long* __restrict__ hist) {
+    __shared__ int cnt[HIST_COPIES * SORT_PLACES * SWEEP_RADIX];
+    const long long chunks = ceil_div(n, span);
+    const long long rows = gridDim.x / chunks, row = blockIdx.x / chunks;
+    const long long first = (blockIdx.x % chunks) * span;
+    const int t = threadIdx.x;
+    for (int e = t; e < HIST_COPIES * SORT_PLACES * SWEEP_RADIX; e += SWEEP_THREADS) cnt[e] = 0;
+    __syncthreads();
+    hist_count(keys + row * n + first, n - first < span ? n - first : span, KeyOrder{kind, (sort_key)inf, desc}, cnt);
+    __syncthreads();
+    for (int e = t; e < SORT_PLACES * SWEEP_RADIX; e += SWEEP_THREADS) {
+        long long sum = 0;
+        for (int c = 0; c < HIST_COPIES; ++c) sum += cnt[c * SORT_PLACES * SWEEP_RADIX + e];
+        if (sum != 0) atomicAdd(&hist[((e / SWEEP_RADIX) * rows + row) * SWEEP_RADIX + e % SWEEP_RADIX],
+                                (unsigned long long)sum);
     }
 }
 
@@ -308,24 +354,22 @@ extern "C" __global__ void radix_onesweep(const sort_key* __restrict__ keys, con
                                           int* claimed, sort_key* __restrict__ keys_out,
                                           long long* __restrict__ vals_out) {
     __shared__ int cnt[SWEEP_SETS * SWEEP_RADIX];
+    __shared__ int count[SWEEP_RADIX];       // the tile's keys of each digit
     __shared__ long long base[SWEEP_RADIX];  // where digit d's keys of the tile go, less their tile rank
-    __shared__ long long xchg[SWEEP_TILE];   // the tile's keys, then its values, in their sorted order
     __shared__ long long tile_id;
+    extern __shared__ long long xchg[];      // the tile's keys in their sorted order, then (vals_out) its values
     const KeyOrder order{kind, (sort_key)inf, desc};
     const int t = threadIdx.x;
     if (t == 0) tile_id = atomicAdd(claimed, 1);  // tiles in the order blocks start: a predecessor always runs
-    for (int e = t; e < SWEEP_SETS * SWEEP_RADIX; e += SWEEP_THREADS) cnt[e] = 0;
+    for (int d = t % SWEEP_SET; d < SWEEP_RADIX; d += SWEEP_SET) cnt[(t / SWEEP_SET) * SWEEP_RADIX + d] = 0;  // its set's
     __syncthreads();
     const long long g = tile_id;
     const long long row = g / tiles;
-    const long long tile = g % tiles;
-    const long long first = tile * SWEEP_TILE;
+    const long long first = (g % tiles) * SWEEP_TILE;
     const int tile_n = (int)(n - first < SWEEP_TILE ? n - first : SWEEP_TILE);
-    sort_key k[SWEEP_ITEMS];
-    sweep_load(keys + row * n + first, tile_n, transform_in, order, k);
-    sweep_count(k, tile_n, shift, cnt);
+    const sort_key* rk = keys + row * n + first;
+    sweep_count(rk, tile_n, transform_in, order, shift, cnt);
     __syncthreads();
-    int count[SWEEP_DIGITS];
     int at = sweep_scan(cnt, count);
     __syncthreads();
     long long start[SWEEP_DIGITS];  // the digits' first places in the sorted row: the histogram scanned
@@ -338,34 +382,40 @@ extern "C" __global__ void radix_onesweep(const sort_key* __restrict__ keys, con
     const long long before = block_exclusive_scan(sum, total);
     for (int j = 0; j < SWEEP_DIGITS; ++j) {
         const int d = t * SWEEP_DIGITS + j;
-        base[d] = row * n + before + start[j] + look_back(status, g, tile, d, count[j]) - at;
-        at += count[j];
+        base[d] = row * n + before + start[j] + look_back(status, g, g % tiles, d, count[d]) - at;
+        at += count[d];
     }
-    int rank[SWEEP_ITEMS];
-    sweep_rank(k, tile_n, shift, cnt, rank);
-    sort_key* xk = (sort_key*)xchg;
-    for (int u = 0; u < SWEEP_ITEMS; ++u)
-        if (sweep_item(u) < tile_n) xk[rank[u]] = k[u];
     __syncthreads();
-    unsigned char dig[SWEEP_ITEMS];  // the digit of sorted key t + u * SWEEP_THREADS: the values go where it went
-    for (int u = 0; u < SWEEP_ITEMS; ++u) {
-        const int i = t + u * SWEEP_THREADS;
-        if (i < tile_n) {
-            const sort_key key = xk[i];
-            dig[u] = (unsigned char)((key >> shift) & (SWEEP_RADIX - 1));
-            keys_out[base[dig[u]] + i] = transform_out ? order.from_key(key) : key;
-        }
-    }
-    if (vals_out != nullptr) {
-        __syncthreads();
+    const long long* rv = vals != nullptr ? vals + row * n + first : nullptr;
+    if (SWEEP_SET == 1) {
+        sweep_scatter_alone(rk, rv, first, tile_n, transform_in, transform_out, order, shift, cnt, base, keys_out,
+                            vals_out);
+    } else {  // a warp ranks its keys into the tile's sorted order in shared memory, then writes runs of one digit
+        sort_key* xk = (sort_key*)xchg;
+        long long* xv = vals_out != nullptr ? xchg + ceil_div(SWEEP_TILE * sizeof(sort_key), 8) : nullptr;
+        sort_key k[SWEEP_ITEMS];  // loaded together (registers), then ranked one item at a time
         for (int u = 0; u < SWEEP_ITEMS; ++u) {
             const int i = sweep_item(u);
-            if (i < tile_n) xchg[rank[u]] = vals != nullptr ? vals[row * n + first + i] : first + i;
+            k[u] = i < tile_n ? (transform_in ? order.to_key(rk[i]) : rk[i]) : (sort_key)0;
+        }
+        for (int u = 0; u < SWEEP_ITEMS; ++u) {
+            const int i = sweep_item(u);
+            const int d = i < tile_n ? SWEEP_DIGIT(k[u], shift) : SWEEP_RADIX;
+            const int r = warp_rank(d, cnt);
+            if (i < tile_n) {
+                xk[r] = k[u];
+                if (xv != nullptr) xv[r] = rv != nullptr ? rv[i] : first + i;
+            }
         }
         __syncthreads();
-        for (int u = 0; u < SWEEP_ITEMS; ++u) {
-            const int i = t + u * SWEEP_THREADS;
-            if (i < tile_n) vals_out[base[dig[u]] + i] = xchg[i];
+        for (int u = 0; u < SWEEP_ITEMS; ++u) {  // 32 consecutive sorted keys a warp
+            const int i = sweep_item(u);
+            if (i < tile_n) {
+                const sort_key k = xk[i];
+                const long long to = base[SWEEP_DIGIT(k, shift)] + i;
+                keys_out[to] = transform_out ? order.from_key(k) : k;
+                if (vals_out != nullptr) vals_out[to] = xv[i];
+            }
         }
     }
 }

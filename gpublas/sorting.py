@@ -8,7 +8,8 @@ orders as NumPy's: NaN last, -0.0 before +0.0 (NumPy leaves their order open). K
 bool, uint8, int32, int64, float16, bfloat16, float32, float64 (any integer dtype gpublas holds);
 indices are int64. An axis other than the last is moved last through one strided copy; a batch of
 rows is sorted by one launch sequence. Rows that fit a block's shared memory sort in one launch
-(radix_sort_block); longer ones take histogram / scan / scatter passes of SORT_BITS bits each.
+(radix_sort_block); longer ones take one histogram launch for every 8-bit digit place, then one
+radix_onesweep launch a place (tiles ranked on chip, their offsets by decoupled look-back).
 topk(a, k) is torch.topk's: values largest first (smallest first with largest=False), ties by the
 lower index, NaN largest; a k much below the row's length selects the k keys by a radix select
 (topk_select) and sorts only them.
@@ -30,9 +31,10 @@ UNSIGNED, SIGNED, FLOAT, FLOAT_ZEROS = 0, 1, 2, 3  # sort.cu's SORT_UNSIGNED, SO
 # the onesweep passes (8-bit digits): `sweep_threads` threads of `sweep_items` keys a tile, digits counted by sets of
 # `sweep_set` threads (32: a warp, ranked by __match_any_sync; 1: each thread alone, plain increments). sort.cu's
 # defines.
-Geometry = collections.namedtuple("Geometry", "bits threads items sweep_threads sweep_items sweep_set")
-GPU = Geometry(4, 128, 16, 256, 16, 32)  # the one-block counts of a 128-thread block take 8 KB of shared memory
-SIM = Geometry(8, 32, 256, 32, 256, 1)   # a simulated thread costs more than a key: 256 keys each, counted alone
+# radix_histogram: a block counts `hist_tiles` tiles' worth of keys.
+Geometry = collections.namedtuple("Geometry", "bits threads items sweep_threads sweep_items sweep_set hist_tiles")
+GPU = Geometry(4, 128, 16, 256, 16, 32, 8)   # the one-block counts of a 128-thread block take 8 KB of shared memory
+SIM = Geometry(8, 32, 256, 32, 1024, 1, 8)  # a simulated thread costs more than a key: many keys each, counted alone
 forced = None                # a Geometry every backend uses (the tests run the GPU's on the simulator)
 TOPK_SELECT = 4              # topk selects (rather than sorts the row) when k * TOPK_SELECT < n
 TOPK_SELECT_ROWS = 16        # and, on a GPU, the rows are at least this many: topk_select is one block per row
@@ -99,8 +101,12 @@ def onesweep(x, rows, n, args, values, vout, out, g):
     scratch = DeviceArray(h + c + places * w, np.uint32)
     scratch.fill(0)
     hist, claimed, status = scratch[:h], scratch[h:h + c], scratch[h + c:]
-    kernel("radix_histogram", size, g)(rows * tiles, g.sweep_threads, x, n, tiles, places, *args, hist)
+    span = tile * g.hist_tiles
+    kernel("radix_histogram", size, g)(rows * ceil_div(n, span), g.sweep_threads, x, n, span, *args, hist)
     sweep = kernel("radix_onesweep", size, g, 64 if wide else 32)
+    shared = 0 if g.sweep_set == 1 else ceil_div(tile * size, 8) * 8 + tile * 8 * (vout is not None)  # keys, values
+    if shared > sweep.max_dynamic_shared:
+        sweep.allow_shared(shared)
     keys = [DeviceArray((rows, n), x.dtype) for _ in range(min(places - 1, 2))]
     vals = [DeviceArray((rows, n), INT64) for _ in range(min(places - 1, 2))] if vout is not None else [None, None]
     for p in range(places):
@@ -108,7 +114,7 @@ def onesweep(x, rows, n, args, values, vout, out, g):
         src, vsrc = (x, values) if first else (keys[(p - 1) % 2], vals[(p - 1) % 2])
         dst, vdst = (out, vout) if last else (keys[p % 2], vals[p % 2])
         sweep(rows * tiles, g.sweep_threads, src, vsrc, n, tiles, 8 * p, int(first), int(last), *args,
-              hist[2 * p * rows * 256:], status[p * w:], claimed[p:], dst, vdst)
+              hist[2 * p * rows * 256:], status[p * w:], claimed[p:], dst, vdst, shared=shared)
     return out, vout
 
 

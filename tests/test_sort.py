@@ -13,7 +13,7 @@ KEYS = [np.float32, np.float64, np.float16, ml_dtypes.bfloat16, np.int32, np.int
 
 @pytest.fixture(params=["backend", "gpu"])
 def geometry(request, monkeypatch):
-    """The backend's own kernel geometry, and the GPU's (4-bit digits, 128 threads) forced on the simulator."""
+    """The backend's own kernel geometry, and the GPU's (warps ranking 8-bit digits by match) forced on the simulator."""
     monkeypatch.setattr(sorting, "forced", sorting.GPU if request.param == "gpu" else None)
     return request.param
 
@@ -91,12 +91,28 @@ def test_axes_views_and_numpy_dispatch(rng):
 
 @pytest.mark.parametrize("dtype, n", [(np.float32, 100_003), (np.int64, 100_003), (np.float32, 2**20)])
 def test_rows_past_one_block(dtype, n, rng):
-    """The tiled passes (histogram, scan, scatter), with a batch of rows for the first case."""
+    """The onesweep passes (histogram, then a look-back launch a digit place), with a batch of rows for the first
+    cases: the look-back stops at each row's first tile."""
     x = keys(rng, (2, n // 2) if n < 2**20 else (n,), dtype)
     d = gpublas.to_device(x)
     p = gpublas.argsort(d).get()
     np.testing.assert_array_equal(p, stable_argsort(x))
     np.testing.assert_array_equal(gpublas.sort(d).get(), np.sort(x))
+
+
+@pytest.mark.parametrize("wide", [False, True], ids=["status32", "status64"])
+def test_onesweep_tiles_of_the_gpu_geometry(wide, rng, monkeypatch):
+    """The GPU's onesweep on the simulator: warps rank by match (the ballot form here), many tiles a row and rows a
+    batch, so look-back chains cross tiles and stop at rows; 64-bit look-back words (rows of 2^30 keys and more)
+    forced on a short row."""
+    monkeypatch.setattr(sorting, "forced", sorting.GPU)
+    if wide:
+        monkeypatch.setattr(sorting, "STATUS_LIMIT", 1)
+    x = keys(rng, (3, 9001), np.float32)
+    d = gpublas.to_device(x)
+    np.testing.assert_array_equal(gpublas.argsort(d).get(), stable_argsort(x))
+    v, i = gpublas.topk(d, 3000, largest=False)  # sorts the whole rows: k * TOPK_SELECT >= n
+    np.testing.assert_array_equal(i.get(), stable_argsort(x)[:, :3000])
 
 
 def topk_reference(x, k, largest):
