@@ -7,7 +7,7 @@ unique sorts the flattened array (with its permutation when an index or the inve
 marks where runs of equal values start (sort.cu's run_starts: NaNs are one value unless
 equal_nan=False, -0.0 equals +0.0), and finds the starts with the mask's prefix sum (gather.nonzero).
 median and quantile sort along the axes and read the order statistics they need with one gather,
-interpolated on the device (NumPy's 'linear' method and its lerp); a NaN in a row makes its result NaN.
+interpolated on the device (NumPy's lerp) by any of NumPy's quantile methods; a NaN in a row makes its result NaN.
 """
 import math
 
@@ -20,19 +20,22 @@ from .gather import nonzero
 from .indexing import take
 from .launch import geometry_1d
 from .manipulation import concatenate
+from .ranges import arange
 from .scan import exclusive_scan
 from .sorting import as_rows, key_order, kernel, sort_rows
+from .views import moveaxis
 
 INT64 = np.dtype(np.int64)
 
 
 def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *, equal_nan=True,
            sorted=True):  # noqa: A002 (NumPy's name)
-    """The sorted unique values of `ar` (flattened), and as asked the index of each one's first occurrence,
-    the indices that rebuild `ar` from them (ar's shape) and their counts: numpy.unique's tuple."""
-    if axis is not None:
-        raise NotImplementedError("unique: axis= (unique slices) is not implemented; it takes the flattened array")
+    """The sorted unique values of `ar` (flattened; the unique slices along `axis` when given), and as asked the
+    index of each one's first occurrence, the indices that rebuild `ar` from them (ar's shape) and their counts:
+    numpy.unique's tuple."""
     a = as_array(ar, "unique")
+    if axis is not None:
+        return _unique_slices(a, axis, return_index, return_inverse, return_counts)
     flat = a.reshape(-1)
     flat = flat if flat.c_contiguous else flat.copy()
     n = flat.size
@@ -53,6 +56,40 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
             group = ops.subtract(exclusive_scan(flags)[0][1:], 1)  # the run each sorted position is in
             inverse[perm] = group
         result.append(inverse.reshape(a.shape))
+    if return_counts:
+        ends = concatenate([starts[1:], to_device(np.array([n], np.int64))]) if n else starts
+        result.append(ops.subtract(ends, starts))
+    return result[0] if len(result) == 1 else tuple(result)
+
+
+def _unique_slices(a, axis, return_index, return_inverse, return_counts):
+    """numpy.unique(a, axis=axis): the distinct slices along `axis` in lexicographic order (element by element,
+    each as NumPy orders that dtype; -0.0 equals +0.0, a NaN equals nothing), and as asked each one's first index,
+    the inverse (one index a slice) and the counts. One stable key-value sort a column, last column first."""
+    ax = normalize_axes(axis, a.ndim, "unique")[0]
+    key_order(a.dtype, "unique")
+    x = moveaxis(a, ax, 0)
+    n = x.shape[0]
+    x = (x if x.c_contiguous else x.copy()).reshape(n, math.prod(x.shape[1:]))  # (n slices, m elements each)
+    perm = arange(n, dtype=np.int64)
+    for j in reversed(range(x.shape[1]) if n else ()):  # LSD over the columns: stable sorts keep earlier ties
+        column = take(x[:, j], perm)
+        perm = sort_rows(column, 1, n, values=perm, want_values=True, zeros_equal=True)[1].reshape(-1)
+    s = take(x, perm, axis=0)
+    flags = DeviceArray(n, np.bool_)
+    if n:
+        flags[:1] = True
+        flags[1:] = ops.any(ops.not_equal(s[1:], s[:-1]), axis=1)  # a slice unlike the one before starts a run
+    starts = nonzero(flags)[0] if n else DeviceArray(0, INT64)
+    first = take(perm, starts)
+    result = [moveaxis(take(x, first, axis=0).reshape((starts.size,) + a.shape[:ax] + a.shape[ax + 1:]), 0, ax)]
+    if return_index:
+        result.append(first)
+    if return_inverse:
+        inverse = DeviceArray(n, INT64)
+        if n:
+            inverse[perm] = ops.subtract(exclusive_scan(flags)[0][1:], 1)
+        result.append(inverse)
     if return_counts:
         ends = concatenate([starts[1:], to_device(np.array([n], np.int64))]) if n else starts
         result.append(ops.subtract(ends, starts))
@@ -81,8 +118,9 @@ def _rows(a, axis, what):
     return keys, shape, keep
 
 
-def _result_dtype(dtype):
-    return dtype if dtypes.is_float(dtype) else np.dtype(np.float64)
+def _result_dtype(dtype, weak=True):
+    """An interpolated result's dtype: float64, or a float input's own with a Python scalar q (NumPy's weak q)."""
+    return dtype if dtypes.is_float(dtype) and weak else np.dtype(np.float64)
 
 
 def _with_nan(s, res):
@@ -97,23 +135,80 @@ def _shaped(res, qshape, shape, keep, keepdims):
     return out if out.c_contiguous else out.copy()
 
 
-def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *, weights=None):
-    """numpy.quantile with method='linear': the q-th quantiles (q in [0, 1], a scalar or array) over `axis`."""
-    if method != "linear" or weights is not None:
-        raise NotImplementedError(f"quantile: method={method!r}{' with weights' if weights is not None else ''} "
-                                  "is not implemented (method='linear' is)")
+# NumPy's quantile methods (Hyndman & Fan 1996) as host arithmetic on q alone: n values, q an array in [0, 1].
+def _boundaries(index, take_previous):
+    """The discrete methods' order statistic: floor(index), or the next one unless take_previous(gamma, index)."""
+    previous = np.floor(index)
+    return np.maximum(np.where(take_previous(index - previous, index), previous, previous + 1), 0).astype(np.int64)
+
+
+def _hf(alpha, beta):
+    return lambda n, q: n * q + (alpha + q * (1 - alpha - beta)) - 1
+
+
+DISCRETE = {  # method: order statistic (0-based) of q; the result keeps the input's dtype
+    "inverted_cdf": lambda n, q: _boundaries(n * q - 1, lambda g, i: g == 0),
+    "closest_observation": lambda n, q: _boundaries(n * q - 1.5, lambda g, i: (g == 0) & (np.floor(i) % 2 == 1)),
+    "lower": lambda n, q: np.floor((n - 1) * q).astype(np.int64),
+    "higher": lambda n, q: np.ceil((n - 1) * q).astype(np.int64),
+    "nearest": lambda n, q: np.around((n - 1) * q).astype(np.int64),
+}
+CONTINUOUS = {  # method: (virtual index of q, gamma from (its fraction, the index)); interpolated between neighbours
+    "linear": (lambda n, q: (n - 1) * q, None),
+    "interpolated_inverted_cdf": (_hf(0, 1), None),
+    "hazen": (_hf(0.5, 0.5), None),
+    "weibull": (_hf(0, 0), None),
+    "median_unbiased": (_hf(1 / 3, 1 / 3), None),
+    "normal_unbiased": (_hf(3 / 8, 3 / 8), None),
+    "averaged_inverted_cdf": (lambda n, q: n * q - 1, lambda g, v: np.where(g == 0, 0.5, 1.0)),
+    "midpoint": (lambda n, q: 0.5 * (np.floor((n - 1) * q) + np.ceil((n - 1) * q)),
+                 lambda g, v: np.where(v % 1 == 0, 0.0, 0.5)),
+}
+
+
+def _neighbours(method, n, q):
+    """(previous, next order statistic, gamma) of a continuous method, clipped to the row as NumPy clips them."""
+    index, fix = CONTINUOUS[method]
+    v = np.asarray(index(n, q), np.float64)
+    lo = np.floor(v)
+    hi = lo + 1
+    lo[v >= n - 1], hi[v >= n - 1] = -1, -1  # past the end: the last one (NumPy's -1, and its gamma from it)
+    lo[v < 0], hi[v < 0] = 0, 0
+    gamma = v - lo
+    if fix is not None:
+        gamma = fix(gamma, v)
+    return np.where(lo < 0, n - 1, lo).astype(np.int64), np.where(hi < 0, n - 1, hi).astype(np.int64), gamma
+
+
+def _check_method(method, weights, out, what):
+    if method not in DISCRETE and method not in CONTINUOUS:
+        raise ValueError(f"{what}: {method!r} is not a valid method; use one of {', '.join([*DISCRETE, *CONTINUOUS])}")
+    if weights is not None:
+        raise NotImplementedError(f"{what}: weights= is not implemented")
     if out is not None:
-        raise NotImplementedError("quantile: out= is not implemented; assign the result")
+        raise NotImplementedError(f"{what}: out= is not implemented; assign the result")
+
+
+def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear", keepdims=False, *, weights=None):
+    """numpy.quantile: the q-th quantiles (q in [0, 1], a scalar or array) over `axis`, by any of NumPy's methods
+    (the discrete ones, 'lower', 'higher', 'nearest', 'inverted_cdf', 'closest_observation', keep the input's
+    dtype)."""
+    _check_method(method, weights, out, "quantile")
     qs = np.asarray(q.get() if isinstance(q, DeviceArray) else q, np.float64)
     if not np.all((qs >= 0) & (qs <= 1)):
         raise ValueError("Quantiles must be in the range [0, 1]")
+    return _quantile(a, qs, type(q) in (int, float), axis, method, keepdims)
+
+
+def _quantile(a, qs, weak, axis, method, keepdims):
+    """quantile of the host array qs (weak: q was a Python scalar) with method checked."""
     s, shape, keep = _rows(a, axis, "quantile")
     n = s.shape[1]
-    virtual = qs.reshape(-1) * (n - 1)  # NumPy's 'linear': between the floor and the next order statistic
-    lo = np.floor(virtual).astype(np.int64)
-    hi = np.minimum(lo + 1, n - 1)
-    t = virtual - lo  # host arithmetic on q alone: which order statistics, and how far between them
-    dtype = _result_dtype(s.dtype)
+    if method in DISCRETE:
+        res = take(s, to_device(np.clip(DISCRETE[method](n, qs.reshape(-1)), 0, n - 1)), axis=1)
+        return _shaped(_with_nan(s, res) if dtypes.is_float(s.dtype) else res, qs.shape, shape, keep, keepdims)
+    lo, hi, t = _neighbours(method, n, qs.reshape(-1))
+    dtype = _result_dtype(s.dtype, weak)
     below, above = take(s, to_device(lo), axis=1).astype(dtype), take(s, to_device(hi), axis=1).astype(dtype)
     gamma = to_device(t.astype(dtype))
     diff = ops.subtract(above, below)
@@ -127,7 +222,8 @@ def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear"
     qs = np.asarray(q.get() if isinstance(q, DeviceArray) else q, np.float64)
     if not np.all((qs >= 0) & (qs <= 100)):
         raise ValueError("Percentiles must be in the range [0, 100]")
-    return quantile(a, qs / 100, axis, out, overwrite_input, method, keepdims, weights=weights)
+    _check_method(method, weights, out, "percentile")
+    return _quantile(a, qs / 100, type(q) in (int, float), axis, method, keepdims)
 
 
 def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):

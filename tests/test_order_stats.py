@@ -39,8 +39,24 @@ def test_unique_four_forms(dtype, rng):
         check(np.unique(d[::-2], True, True, True), np.unique(x[::-2], True, True, True))  # a strided view
     x = values(rng, (40,))
     np.testing.assert_array_equal(np.isnan(gpublas.unique(gpublas.to_device(x), equal_nan=False).get()).sum(), 2)
-    with pytest.raises(NotImplementedError, match="axis"):
-        gpublas.unique(gpublas.to_device(x), axis=0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int64, np.bool_])
+def test_unique_slices_along_an_axis(dtype, rng):
+    """unique(axis=): distinct rows / columns / slices in lexicographic order, the four forms, against NumPy."""
+    x = (rng.integers(0, 3, (9, 4, 3)) * (1.5 if dtype == np.float32 else 1)).astype(dtype)
+    x[5] = x[1]  # repeated slices along each axis
+    x[:, 3] = x[:, 0]
+    x[..., 2] = x[..., 0]
+    d = gpublas.to_device(x)
+    for axis in (0, 1, -1):
+        want = np.unique(x, True, True, True, axis=axis)
+        check(np.unique(d, True, True, True, axis=axis), want)
+        check(gpublas.unique(d, axis=axis), want[0])
+    check(np.unique(d[::-2, 1:], return_counts=True, axis=0), np.unique(x[::-2, 1:], return_counts=True, axis=0))
+    check(np.unique(d[:0], axis=0), np.unique(x[:0], axis=0))
+    with pytest.raises(np.exceptions.AxisError):
+        gpublas.unique(d, axis=3)
 
 
 def test_median_quantile_percentile(rng):
@@ -60,5 +76,28 @@ def test_median_quantile_percentile(rng):
     np.testing.assert_array_equal(np.median(di[:, ::-3], axis=1).get(), np.median(i[:, ::-3], axis=1))
     with pytest.raises(ValueError, match="range"):
         gpublas.quantile(di, 1.5)
-    with pytest.raises(NotImplementedError, match="method"):
-        gpublas.quantile(di, 0.5, method="nearest")
+    with pytest.raises(ValueError, match="not a valid method"):
+        gpublas.quantile(di, 0.5, method="closest")
+
+
+METHODS = ["inverted_cdf", "averaged_inverted_cdf", "closest_observation", "interpolated_inverted_cdf", "hazen",
+           "weibull", "linear", "median_unbiased", "normal_unbiased", "lower", "higher", "nearest", "midpoint"]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_quantile_methods(dtype, rng):
+    """Every method of numpy.quantile (H&F's nine and lower / higher / nearest / midpoint), q at the ends, between
+    and on order statistics, rows of 1, 2 and 7 values; a NaN row stays NaN; discrete methods keep the dtype."""
+    qs = [0.0, 0.1, 0.25, 0.5, 2 / 3, 0.75, 1.0]
+    for shape in [(3, 7), (4, 2), (2, 1)]:
+        y = values(rng, shape, dtype)
+        if dtype == np.float32 and shape == (3, 7):
+            y[1, 4] = np.nan
+        d = gpublas.to_device(y)
+        for method in METHODS:
+            got, want = np.quantile(d, qs, axis=1, method=method), np.quantile(y, qs, axis=1, method=method)
+            assert got.dtype == want.dtype and got.shape == want.shape, (method, got.dtype, want.dtype)
+            np.testing.assert_allclose(got.get(), want, rtol=1e-6, err_msg=f"{shape} {method}")
+    y = values(rng, (5, 6), dtype)
+    np.testing.assert_allclose(np.percentile(gpublas.to_device(y), 40, axis=0, method="nearest", keepdims=True).get(),
+                               np.percentile(y, 40, axis=0, method="nearest", keepdims=True))
