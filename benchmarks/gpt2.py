@@ -119,19 +119,8 @@ def torch_peer(ctx, net, state, x, y, precision, device):
         opt.step()
         return loss
 
-    out = {"first_loss": step().item()}
-    for _ in range(ctx.warmup):
-        step()
-    times = []
-    for _ in range(ctx.repeats):
-        b, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        b.record()
-        step()
-        e.record()
-        e.synchronize()
-        times.append(b.elapsed_time(e))
-    out["ms"] = statistics.median(times)
-    return out
+    first = step().item()
+    return {"first_loss": first, "ms": train_torch.median_ms(ctx, step, device)}
 
 
 def run(ctx):

@@ -143,6 +143,15 @@ def time_torch(ctx, layers, state, x, labels, lr, momentum, precision="fp32", de
     out["first_loss"] = step()
     for h in hooks:
         h.remove()
+    out.update(ms=median_ms(ctx, step, device), scale=scaler.get_scale() if scaler.is_enabled() else 1.0)
+    return out
+
+
+def median_ms(ctx, step, device):
+    """Median ms of ctx.repeats calls of step() after ctx.warmup untimed ones: CUDA events around each on the
+    GPU, the host clock elsewhere (tests)."""
+    import torch
+
     for _ in range(ctx.warmup):
         step()
     times = []
@@ -158,8 +167,7 @@ def time_torch(ctx, layers, state, x, labels, lr, momentum, precision="fp32", de
             t0 = time.perf_counter()
             step()
             times.append((time.perf_counter() - t0) * 1e3)
-    out.update(ms=statistics.median(times), scale=scaler.get_scale() if scaler.is_enabled() else 1.0)
-    return out
+    return statistics.median(times)
 
 
 def torch_gpt(net, device="cpu"):
