@@ -22,6 +22,7 @@ from .harness import DeviceClock, Report, parse_size
 
 try:
     import nn
+    from nn.examples import gpt as gpt_example
     from nn.examples.graphed import GraphedStep, training_parts
     from nn.examples.precision import Precision
 except ImportError as e:  # the suite reports itself skipped without nn
@@ -29,7 +30,7 @@ except ImportError as e:  # the suite reports itself skipped without nn
     NN_MISSING = f"{type(e).__name__}: {e}"
 
 DESCRIPTION = "GPT-2 small training tokens/s, eager and --graph, against PyTorch eager (bf16 by default)"
-LR, CLIP = 6e-4, 1.0
+LR = 6e-4
 
 
 def config(ctx):
@@ -39,39 +40,19 @@ def config(ctx):
     return V, T, L, H, C, B
 
 
-class Step:
-    """One training step of `net` (the example's forward_backward + update), eager or graphed."""
-
-    def __init__(self, net, precision, graph):
-        self.net, self.precision, self.crit = net, precision, nn.CrossEntropyLoss()
-        self.opt = net.configure_optimizers(weight_decay=0.1, learning_rate=LR, betas=(0.9, 0.95))
-        self.loss = None
-        parts = training_parts(net, self.forward_backward, self.update)
-        self.graphed = GraphedStep(parts) if graph else None
-
-    def forward_backward(self, x, y):
-        with self.precision.autocast():
-            logits = self.net(x)                           # (B, T, V)
-        self.loss = self.crit(logits, y, on_device=True)
-        self.opt.zero_grad()
-        self.precision.backward(self.net, self.crit.backward(), self.opt)
-
-    def update(self, x, y):
-        nn.clip_grad_norm(self.opt.params, CLIP, on_device=True)
-        self.precision.step(self.opt)
-
-    def __call__(self, xh, yh):
-        if self.graphed is not None:
-            self.graphed(xh, yh)
-        else:
-            self.forward_backward(gpublas.to_device(xh), gpublas.to_device(yh))
-            self.update(None, None)
+def make_step(net, precision, graph):
+    """step(x, y) on host batches: nn.examples.gpt's training step (step_parts), eager or captured and replayed."""
+    opt = net.configure_optimizers(weight_decay=0.1, learning_rate=LR, betas=(0.9, 0.95))
+    forward_backward, update = gpt_example.step_parts(net, opt, precision, {})
+    if graph:
+        return GraphedStep(training_parts(net, forward_backward, update))
+    return lambda xh, yh: (forward_backward(gpublas.to_device(xh), gpublas.to_device(yh)), update(None, None))
 
 
 def time_ours(ctx, net, state, x, y, precision, graph):
     """Median ms of a step (events around it on the device), from the weights `state`."""
     net.load_state_dict(state)
-    step = Step(net, Precision(precision), graph)
+    step = make_step(net, Precision(precision), graph)
     clock = DeviceClock()
     for _ in range(ctx.warmup + (2 if graph else 0)):   # a graphed step: eager once, then the capture
         step(x, y)
@@ -115,7 +96,7 @@ def torch_peer(ctx, net, state, x, y, precision, device):
             logits = model(tx)
         loss = torch.nn.functional.cross_entropy(logits.float().flatten(0, 1), ty.flatten())
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)   # as step_parts
         opt.step()
         return loss
 

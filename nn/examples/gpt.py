@@ -73,15 +73,15 @@ def text_of(ids):
     return "".join(CHARS[i] for i in ids)
 
 
-def train(model, net, opt, sched, data, val, args, precision, bar):
-    """The training loop; returns the last smoothed train loss, or None when it stopped on a NaN."""
+def step_parts(net, opt, precision, state):
+    """A GPT training step as GraphedStep's parts take it: forward_backward(x, y) (the forward under
+    precision's autocast, the loss kept on the device in state["loss"], zero_grad, backward) and update(x, y)
+    (clip_grad_norm(1.0), the optimizer step); benchmarks/gpt2.py times the same two."""
     crit = nn.CrossEntropyLoss()
-    rng = np.random.default_rng(args.seed)
-    state = {}
 
     def forward_backward(x, y):
         with precision.autocast():
-            logits = net(x)
+            logits = net(x)                                # (B, T, V)
         state["loss"] = crit(logits, y, on_device=True)
         opt.zero_grad()
         precision.backward(net, crit.backward(), opt)
@@ -90,6 +90,14 @@ def train(model, net, opt, sched, data, val, args, precision, bar):
         nn.clip_grad_norm(opt.params, 1.0, on_device=True)
         precision.step(opt)
 
+    return forward_backward, update
+
+
+def train(model, net, opt, sched, data, val, args, precision, bar):
+    """The training loop; returns the last smoothed train loss, or None when it stopped on a NaN."""
+    rng = np.random.default_rng(args.seed)
+    state = {}
+    forward_backward, update = step_parts(net, opt, precision, state)
     step_fn = GraphedStep(training_parts(model, forward_backward, update)) if args.graph else None
     smooth = None
     for step in range(1, args.steps + 1):
@@ -114,7 +122,7 @@ def train(model, net, opt, sched, data, val, args, precision, bar):
         bar.update(1)
         if step % args.eval_every == 0 and step != args.steps and not args.quiet:
             bar.write(f"step {step:4d}  train loss {smooth:.3f}  val loss "
-                      f"{evaluate(net, crit, val, args.block_size, args.batch_size):.3f}")
+                      f"{evaluate(net, nn.CrossEntropyLoss(), val, args.block_size, args.batch_size):.3f}")
     return smooth
 
 
