@@ -24,6 +24,11 @@ def workers():
         return max(1, os.cpu_count() or 1)
 
 
+def in_worker():
+    """Whether the calling thread is one of the queue's (a compile nobody waits for yet)."""
+    return threading.current_thread() in _threads
+
+
 def submit(fn, *args):
     """A Future of fn(*args), run on a background thread. A job not yet started can be cancelled
     (Future.cancel), e.g. by a caller that would rather run it itself at once."""

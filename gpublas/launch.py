@@ -96,7 +96,7 @@ class Module:
     def handle_for(self, kernel):
         """The compiled module holding `kernel` (the first unit's for a name in none), compiled now
         when it is not yet."""
-        unit = next((u for u in self._units if u is None or kernel in u), self._units[0])
+        unit = self._unit(kernel)
         h = self._handles.get(unit)
         if h is None:
             with self._lock:
@@ -106,6 +106,13 @@ class Module:
                     split = {"kernels": unit} if len(self._units) > 1 else {}  # one unit: the whole family
                     h = self._handles[unit] = self.backend.compile(text, defines, self.source_name, **split)
         return h
+
+    def compiled(self, kernel):
+        """Whether the unit holding `kernel` (the first unit for None) is compiled."""
+        return self._unit(kernel) in self._handles
+
+    def _unit(self, kernel):
+        return next((u for u in self._units if u is None or kernel in u), self._units[0])
 
     def get(self, name):
         k = self._kernels.get(name)
@@ -287,30 +294,37 @@ def _new_module(backend, key, text, defines, source_name, kernel=None):
 def prefetch(jobs, every_unit=False):
     """Starts compiling kernel modules in the background, one per core, so that their first launches
     find them ready: `jobs` is [(family, dtype, root)] as get_kernel names them (root None:
-    cuda_src/). Returns {job: Future of its Module} for the jobs not already loaded; a failure is kept
-    in its Future and raised again by the launch that needs the module. Launches of loaded kernels
-    never wait for these compiles. On the sim a job compiles the family's first unit (Module), or
-    every unit with every_unit (prebuild)."""
-    backend, started = backends.current(), {}
+    cuda_src/), or (family, dtype, root, kernel) for the unit holding `kernel`. Returns {job: Future of
+    its Module} for the jobs not already loaded; a failure is kept in its Future and raised again by
+    the launch that needs the module. Launches of loaded kernels never wait for these compiles. On the
+    sim a job compiles the unit of the family holding its kernel (the first unit when it names none),
+    or every unit with every_unit (prebuild)."""
+    backend, started, wanted = backends.current(), {}, {}
     for job in dict.fromkeys(jobs):
-        family, dtype, root = job
+        family, dtype, root, kernel = (*job, None)[:4]
         text, defines, name = source.read(family, root), {"real": _real(dtype, family)}, str(source.path(family, root))
-        key = _module_key(text, defines, name)
+        w = wanted.setdefault(_module_key(text, defines, name), (text, defines, name, [], []))
+        w[3].append(kernel)
+        w[4].append(job)
+    for key, (text, defines, name, kernels, named_by) in wanted.items():
         with _pending_lock:
-            if key in backend.modules:
+            m = backend.modules.get(key)
+            if m is not None and (every_unit or all(m.compiled(k) for k in kernels)):
                 continue
             future = _pending.get((backend, key))
             if future is None:
                 future = _pending[backend, key] = compile_queue.submit(_compile_job, backend, key, text, defines, name,
-                                                                          every_unit)
+                                                                          every_unit, tuple(kernels))
                 future.add_done_callback(lambda _, k=(backend, key): _forget(k))
-        started[job] = future
+        started.update(dict.fromkeys(named_by, future))
     return started
 
 
-def _compile_job(backend, key, text, defines, source_name, every_unit):
+def _compile_job(backend, key, text, defines, source_name, every_unit, kernels=(None,)):
     m = backend.modules.get(key)
-    m = m if m is not None else _new_module(backend, key, text, defines, source_name)
+    m = m if m is not None else _new_module(backend, key, text, defines, source_name, kernels[0])
+    for kernel in kernels:  # the other units asked for (compiled already: nothing to do)
+        m.handle_for(kernel)
     return _every_unit(m) if every_unit else m
 
 

@@ -53,6 +53,7 @@ class SoftmaxCrossEntropy(_Loss):
     and so the mean, NaN, and the kernel records it: the host's next synchronization (this loss as a float,
     a .get()) raises IndexError naming it (gpublas.device_checks; PyTorch's device-side assert on a GPU).
     Every label ignored: the mean is NaN, as torch's."""
+    kernel_families = ("loss:softmax_xent_forward", "reduce")  # nn.prefetch: the cross-entropy unit on the sim
 
     def __init__(self, ignore_index=-100):
         super().__init__()
@@ -107,6 +108,7 @@ class SoftmaxCrossEntropy(_Loss):
 
 class MSELoss(_Loss):
     """Mean over all elements of (pred - target)^2."""
+    kernel_families = ("loss:mse_forward", "reduce")  # nn.prefetch
 
     def forward(self, pred, target, on_device=False):
         # pred, target: the same shape; loss: scalar; grad: pred's shape

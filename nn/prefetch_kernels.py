@@ -3,7 +3,7 @@ the background, before the first batch needs them.
 
 Each layer, loss and optimizer class names the kernel families its forward and backward passes launch
 (`kernel_families`: a family name, or (family, dtype) for a dtype of its own such as the optimizers'
-float64 step counter); a family is one of nn/cuda/ or else of gpublas' cuda_src/. The dtype is the
+float64 step counter; "family:kernel" names the kernel whose unit the sim compiles, source.sim_units); a family is one of nn/cuda/ or else of gpublas' cuda_src/. The dtype is the
 layer's own parameters', else that of every parameter handed in (float32 when there are none). On the
 sim backend a first run otherwise compiles its modules one after another as each is first launched.
 """
@@ -27,7 +27,7 @@ def _parameters(obj):
 
 
 def jobs(*objects):
-    """[(family, dtype, root)] the objects' kernels need, as gpublas.launch.prefetch takes them, in
+    """[(family, dtype, root, kernel or None)] the objects' kernels need, as gpublas.launch.prefetch takes them, in
     the order the objects come (forward order for a Sequential)."""
     found = list(_objects(objects))
     every = {p.dtype for obj in found for p in _parameters(obj)} or {np.dtype(np.float32)}
@@ -36,8 +36,9 @@ def jobs(*objects):
         own = {p.dtype for p in _parameters(obj) if p is not None}
         for entry in getattr(obj, "kernel_families", ()):
             family, dtypes = (entry[0], {np.dtype(entry[1])}) if isinstance(entry, tuple) else (entry, own or every)
+            family, _, kernel = family.partition(":")
             root = KERNELS if (KERNELS / f"{family}.cu").exists() else None
-            out.extend((family, d, root) for d in sorted(dtypes, key=str))
+            out.extend((family, d, root, kernel or None) for d in sorted(dtypes, key=str))
     return list(dict.fromkeys(out))
 
 
@@ -45,4 +46,4 @@ def prefetch(*objects):
     """Starts compiling, in the background, every kernel module that `objects` (modules, losses,
     optimizers) will launch; returns how many modules that is (0 when all are loaded already). Their
     first launches then wait only for what is still compiling; other launches do not wait."""
-    return len(launch.prefetch(jobs(*objects)))
+    return len(set(launch.prefetch(jobs(*objects)).values()))

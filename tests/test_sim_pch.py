@@ -4,6 +4,7 @@ a damaged, deleted or altered one is noticed and rebuilt (one warning line for a
 modules go on compiling from the headers; GPUBLAS_SIM_PCH=0 leaves it out. One cache directory for the
 whole file: the header is built once (about three module compiles)."""
 import shutil
+import time
 import subprocess
 import uuid
 
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 
 import gpublas
-from gpublas import compiler, launch
+from gpublas import compile_queue, compiler, launch
 from gpublas.backends import sim_build, sim_pch
 
 pytestmark = pytest.mark.skipif(gpublas.backend() != "sim", reason="the sim backend's compile step")
@@ -117,3 +118,21 @@ def test_a_damaged_header_is_rebuilt_while_modules_compile_without_it(cache, cap
 def test_it_can_be_turned_off(cache, monkeypatch):
     monkeypatch.setenv("GPUBLAS_SIM_PCH", "0")
     assert sim_pch.include("g++", [], ["k"], sim_build.HEADER) == sim_build.HEADER
+
+
+def test_a_background_batch_waits_for_the_header_a_launch_does_not(cache, monkeypatch, tmp_path):
+    """The first module a launch waits for compiles beside the header's build; the first of a background
+    batch (nn.prefetch's compile_queue threads) waits for the header and takes it (a stand-in build:
+    the decision, not g++)."""
+    stub = tmp_path / "stub.h"
+
+    def build(key, cxx, flags, key_parts, header):
+        time.sleep(0.2)
+        with sim_pch._lock:
+            sim_pch._ready[key] = stub
+    monkeypatch.setattr(sim_pch, "_build", build)
+    monkeypatch.setattr(sim_pch, "_intact", lambda s: s == stub)
+    tag = str(_tag())
+    assert sim_pch.include("g++", [], ["launch", tag], sim_build.HEADER) == sim_build.HEADER
+    assert compile_queue.submit(sim_pch.include, "g++", [], ["batch", tag], sim_build.HEADER).result() == stub
+    assert sim_pch.include("g++", [], ["launch", tag], sim_build.HEADER) == stub  # the next one waits

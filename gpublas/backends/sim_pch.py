@@ -11,9 +11,10 @@ including gpublas_sim.h: g++ -include's that file, takes the .gch beside it when
 reads the headers as before, so a missing or refused .gch costs time, never correctness (the code
 generated is the same either way: checked in tests/test_sim_pch.py).
 
-Building it costs about three seconds of CPU and saves 0.7-1 s of every module's: the first module a
-process compiles starts the build on a thread of its own and compiles beside it, without it; the
-modules compiled after that wait for it (on a 2-core machine compiling beside the build slowed both:
+Building it costs about two seconds of CPU and saves 0.4-0.8 s of every module's: the first module a
+process compiles starts the build on a thread of its own; a module a launch waits for compiles beside
+it, without it; a module of a background batch (nn.prefetch, prebuild: compile_queue's threads) and
+every module after the first wait for it (on a 2-core machine compiling beside the build slowed both:
 the header came too late for most of the first run's modules). GPUBLAS_SIM_PCH=0 turns it off.
 """
 import os
@@ -22,7 +23,7 @@ import threading
 import uuid
 from pathlib import Path
 
-from .. import compiler, config
+from .. import compile_queue, compiler, config
 
 _lock = threading.Lock()
 _ready = {}      # (cache dir, key) -> the stub header to -include, once its .gch is built and checked in this process
@@ -39,20 +40,22 @@ def include(cxx, flags, key_parts, header):
         return header
     key = (str(compiler.cache_dir()), compiler.cache_key(*key_parts))  # a process may switch caches
     with _lock:
-        stub, builder = _ready.get(key), _building.get(key)
+        stub = _ready.get(key)
     if stub is not None and _intact(stub):  # a damaged one is forgotten here and built again below
         return stub
-    if stub is None and builder is not None:  # under way: a module waits for it (it saves more than it costs)
-        builder.join(WAIT_S)
-        with _lock:
-            stub = _ready.get(key)
-        return stub if stub is not None and _intact(stub) else header
     with _lock:
-        if key not in _building:  # the first module: compiled beside the header's build
-            _building[key] = t = threading.Thread(target=_build, args=(key, cxx, flags, key_parts, header),
-                                                  name="gpublas-sim-pch")
-            t.start()
-    return header
+        builder = _building.get(key)
+        first = builder is None
+        if first:
+            _building[key] = builder = threading.Thread(target=_build, args=(key, cxx, flags, key_parts, header),
+                                                        name="gpublas-sim-pch")
+            builder.start()
+    if first and not compile_queue.in_worker():  # a launch waits for this module: compiled beside the build
+        return header
+    builder.join(WAIT_S)  # later modules, and a background batch's first (prefetch): it saves more than it costs
+    with _lock:
+        stub = _ready.get(key)
+    return stub if stub is not None and _intact(stub) else header
 
 
 def wait():

@@ -55,7 +55,7 @@ class Conv2d(Unbatched2d, Module):
     runs anyway, adds the bias and the activation in FP32 and stores 16 bits; the input gradient's GEMM
     writes dcols in FP32 and col2im sums the taps in FP32 and stores 16 bits. No launch is added (the
     permute and col2im run in FP32 too); the cost is Y and dcols in FP32, freed at once."""
-    kernel_families = ("conv", "gemm", "reduce", "transpose")  # nn.prefetch
+    kernel_families = ("conv", "gemm", "reduce", "transpose:swap01")  # nn.prefetch
     _storage_inputs = True  # 16-bit input from a layer before it under autocast
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, bias=True,

@@ -38,6 +38,8 @@ class _Pool2d(Unbatched2d, Module):
 
 
 class MaxPool2d(_Pool2d):
+    kernel_families = ("pool:maxpool_forward",)  # nn.prefetch: the max-pooling unit on the sim
+
     def _forward4(self, x):
         # x: (N, C, H, W); y, idx: (N, C, OH, OW)
         x, geom, (OH, OW) = self._setup(x)
@@ -58,6 +60,8 @@ class MaxPool2d(_Pool2d):
 
 
 class AvgPool2d(_Pool2d):
+    kernel_families = ("pool:avgpool_forward",)  # nn.prefetch
+
     def _forward4(self, x):
         # x: (N, C, H, W); y: (N, C, OH, OW)
         x, geom, (OH, OW) = self._setup(x)
