@@ -33,7 +33,7 @@ from ..module import Module, uniform_param
 class LSTM(Module):
     """out, (h_n, c_n) = lstm(x, state=None); x (T, N, I), or (N, T, I) with batch_first;
     state and (h_n, c_n): (num_layers, N, H) each; out (T, N, H) (or (N, T, H))."""
-    kernel_families = ("lstm", "gemm", "reduce", "elementwise", "memory", "transpose:swap01")  # nn.prefetch
+    kernel_families = ("lstm", "gemm", "reduce", "elementwise:binary_real", "memory", "transpose:swap01")  # nn.prefetch
     _storage_inputs = True  # 16-bit input from a layer before it under autocast
 
     def __init__(self, input_size, hidden_size, num_layers=1, batch_first=False, bias=True, *, dtype=np.float32):

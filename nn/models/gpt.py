@@ -30,6 +30,10 @@ from ..optim import AdamW
 class GPT(Module):
     """forward(idx) on (B, T) token ids (T <= block_size) returns logits (B, T, vocab_size); backward(dlogits)
     adds every parameter's gradient and returns None (ids have no gradient)."""
+    # nn.prefetch: the example's training step launches these besides the layers' own (residual adds,
+    # the embeddings' sum, casts; measured with a Module.get hook)
+    kernel_families = ("elementwise:binary_real", "elementwise:unary_real", "memory:cast_nd3_real",
+                       ("memory:cast_nd3_real", np.int64))
 
     def __init__(self, vocab_size, block_size, n_layer=12, n_head=12, n_embd=768, dropout=0.0, bias=True, *,
                  dtype=np.float32):
