@@ -44,9 +44,11 @@
 //                staged through shared memory. float only, sm_80+ on the cuda backend, also on sim (opt-in: kernel="wmma";
 //                on other targets the kernel compiles to an empty body and the launcher refuses it).
 //
-// The simulator compiles the two kernels its planner picks apart from the others (gpublas/source.py's
-// sim_units): a first product builds 2.0 s of g++ CPU instead of the family's 5.7 s.
-// sim unit: gemm_direct gemm_naive
+// The simulator compiles the two kernels its planner picks apart from the others and from each other
+// (gpublas/source.py's sim_units): a first product builds 1.4 s of g++ CPU (gemm_direct), a long-K one
+// 0.6 s more (gemm_naive), instead of the family's 4.5 s.
+// sim unit: gemm_direct
+// sim unit: gemm_naive
 #include "common.cuh"
 #include "gemm_common.cuh"
 
