@@ -18,8 +18,20 @@ constexpr int ATT_PITCH = ATT_DP + ATT_VW;
 
 // rows [0, ROWS) x [0, ATT_DP) of the tile at g (row stride ld; rows_left rows and D columns exist) into
 // s (row pitch ATT_PITCH), zeros outside: 16-byte cp.async copies, thread t taking chunks t, t + THREADS ...
+// The simulator, which has no cp.async to keep busy, copies whole rows instead (thread t: rows t,
+// t + THREADS ...): a plain loop per row, where the 16-byte copies' index arithmetic and alignment checks
+// had cost as much as the tile's products at D = 128.
 template <int ROWS>
 __device__ __forceinline__ void att_load_rows(real* s, const real* g, long long ld, int rows_left, int D) {
+#if defined(__CUDA_ARCH_SIM__)
+    for (int r = threadIdx.x; r < ROWS; r += ATT_THREADS) {
+        real* row = s + r * ATT_PITCH;
+        const int n = r < rows_left ? D : 0;
+        for (int d = 0; d < n; ++d) row[d] = g[r * ld + d];
+        for (int d = n; d < ATT_DP; ++d) row[d] = convert<real>(0.0f);
+    }
+    return;
+#endif
     constexpr int CH = ATT_DP / ATT_VW;
     for (int e = threadIdx.x; e < ROWS * CH; e += ATT_THREADS) {
         const int r = e / CH, c = e % CH * ATT_VW;

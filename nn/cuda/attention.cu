@@ -77,12 +77,16 @@
 #include "attention_tiles.cuh"
 static_assert(ATT_THREADS == ATT_TX * ATT_TY, "ATT_THREADS is ATT_TX * ATT_TY");
 
-// The same tile stored d-major, s[d * ROWS + r] (ATT_KT: the simulator's plain copy).
+// The same tile stored d-major, s[d * ROWS + r] (ATT_KT: the simulator's plain copy; thread t: rows t,
+// t + THREADS ...).
 template <int ROWS>
 __device__ __forceinline__ void att_load_rows_t(real* s, const real* g, long long ld, int rows_left, int D) {
-    for (int e = threadIdx.x; e < ROWS * ATT_DP; e += ATT_THREADS) {
-        const int r = e / ATT_DP, d = e % ATT_DP;
-        s[d * ROWS + r] = r < rows_left && d < D ? g[r * ld + d] : convert<real>(0.0f);
+    const int n = rows_left < ROWS ? (rows_left > 0 ? rows_left : 0) : ROWS;
+    for (int d = threadIdx.x; d < ATT_DP; d += ATT_THREADS) {
+        real* col = s + d * ROWS;
+        if (d < D)
+            for (int r = 0; r < n; ++r) col[r] = g[r * ld + d];
+        for (int r = d < D ? n : 0; r < ROWS; ++r) col[r] = convert<real>(0.0f);
     }
 }
 
