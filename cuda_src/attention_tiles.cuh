@@ -1,5 +1,6 @@
 // attention_tiles.cuh: what nn/cuda/attention.cu (float, double) and attention_half.cu (the tensor cores)
-// share: the head dim padded to ATT_DP (a multiple of 16) and the (B, H, T, D) rows' copy into shared memory.
+// share: the head dim padded to ATT_DP (a multiple of 16), the (B, H, T, D) rows' copy into shared memory and
+// the backward's operands moved to a block's rows.
 // The includer defines ATT_THREADS (the block's threads) and `real` first.
 #pragma once
 
@@ -38,4 +39,25 @@ __device__ __forceinline__ void att_load_rows(real* s, const real* g, long long 
         const bool ok = r < rows_left && c < D;
         __pipeline_memcpy_async(s + r * ATT_PITCH + c, ok ? g + r * ld + c : g, 16, ok ? 0 : 16);
     }
+}
+
+// attention_backward's and attention_half_backward's operands moved to their block's rows: q and dy to query 0,
+// k and v to key k0 of head (b, h) = blockIdx.y ((B, H, T, D) with strides over b, h, t), lse, delta and the dq
+// accumulator (contiguous (B, H, Tq) and (B, H, Tq, D), in the compute type C) to that head's rows.
+template <typename C>
+__device__ __forceinline__ void att_backward_rows(const real* __restrict__& q, const real* __restrict__& k,
+                                                  const real* __restrict__& v, const real* __restrict__& dy,
+                                                  const C* __restrict__& lse, const C* __restrict__& delta,
+                                                  C* __restrict__& dq_acc, int H, int Tq, int D, int k0, long long q_sb,
+                                                  long long q_sh, long long k_sb, long long k_sh, long long k_st,
+                                                  long long v_sb, long long v_sh, long long v_st, long long dy_sb,
+                                                  long long dy_sh) {
+    const int b = blockIdx.y / H, h = blockIdx.y % H;
+    q += b * q_sb + h * q_sh;
+    k += b * k_sb + h * k_sh + k0 * k_st;
+    v += b * v_sb + h * v_sh + k0 * v_st;
+    dy += b * dy_sb + h * dy_sh;
+    lse += (long long)blockIdx.y * Tq;
+    delta += (long long)blockIdx.y * Tq;
+    dq_acc += (long long)blockIdx.y * Tq * D;
 }

@@ -248,3 +248,34 @@ def test_race_and_memcheck_kernels_are_the_fissioned_ones():
     assert load_source(RACE_SRC, None, "race_check.cu").handle.fission == {
         "reverse_ok": None, "reverse_racy": None, "warp_sum": None, "diverge": None, "dyn_smem_reverse": None}
     assert load_source(OOB_SRC, None, "oob.cu").handle.fission == {"oob_tiled": None}
+
+
+REF_SRC = r"""
+// at_block: a pointer moved to the block's rows through a reference (the kernel's parameter, or a local whose
+// first value is the same in every thread), then read after a barrier: each thread moves its own copy.
+__device__ __forceinline__ void at_block(const float*& p, int& i, int rows) { p += blockIdx.x * rows; i += threadIdx.x; }
+__device__ __forceinline__ float first_of(const float& x) { return x; }  // a const reference: nothing written
+extern "C" __global__ void ref_args(const float* x, float* y, float bias) {
+    __shared__ float s[64];
+    int i = 0;
+    at_block(x, i, (int)blockDim.x);
+    s[threadIdx.x] = x[threadIdx.x] + first_of(bias);
+    __syncthreads();
+    y[blockIdx.x * blockDim.x + i] = s[blockDim.x - 1 - threadIdx.x] + x[i];
+}
+"""
+
+
+def test_arguments_passed_by_reference_are_per_thread(both_ways, sim_order):
+    """A kernel parameter or uniform local that a (non-barrier) __device__ function changes through a non-const
+    reference is each thread's own: it once stayed one copy for the block, moved by every thread in turn."""
+    m = load_source(REF_SRC, None, "fission_refs.cu")
+    assert m.handle.fission["ref_args"] is None
+    x = gpublas.to_device(np.arange(3 * 64, dtype=np.float32))
+
+    def run():
+        y = gpublas.zeros((3 * 64,), np.float32)
+        m.get("ref_args")(3, 64, x, y, np.float32(0.5))
+        return y
+    xs = x.get().reshape(3, 64)
+    np.testing.assert_array_equal(both_ways(run), (xs[:, ::-1] + 0.5 + xs).ravel())

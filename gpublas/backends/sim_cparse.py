@@ -49,6 +49,17 @@ def is_ident(tok):
     return tok[:1].isalpha() or tok[:1] == "_"
 
 
+def after_angles(toks, i):
+    """Index after the template argument list opening at toks[i] ('<')."""
+    depth = 0
+    while i < len(toks):
+        depth += {"<": 1, ">": -1, ">>": -2}.get(toks[i], 0)
+        i += 1
+        if depth <= 0:
+            break
+    return i
+
+
 def closing(toks, i):
     """Index of the bracket closing toks[i] ('(', '[' or '{')."""
     pairs, depth = {"(": ")", "[": "]", "{": "}"}, 0
@@ -193,12 +204,7 @@ def parse_declaration(toks):
             if k < len(body) and body[k] == "::" and k + 1 < len(body) and is_ident(body[k + 1]):
                 k += 2
             elif k < len(body) and body[k] == "<":
-                depth = 0
-                while k < len(body):
-                    depth += {"<": 1, ">": -1, ">>": -2}.get(body[k], 0)
-                    k += 1
-                    if depth <= 0:
-                        break
+                k = after_angles(body, k)
             else:
                 break
         while k < len(body) and body[k] in QUALIFIERS:
@@ -227,10 +233,10 @@ def names(toks):
     return {t for k, t in enumerate(toks) if is_ident(t) and (k == 0 or toks[k - 1] not in (".", "->", "::"))}
 
 
-def written(toks, through_index=True):
+def written(toks, through_index=True, refs=None):
     """Names toks may write: assigned (also through .member, and [i] when through_index), incremented,
-    or whose address is taken."""
-    out = set()
+    whose address is taken, or (refs: reference_params of the source) passed to a non-const reference."""
+    out = reference_arguments(toks, refs) if refs else set()
     for k, t in enumerate(toks):
         if not is_ident(t) or (k and toks[k - 1] in (".", "->", "::")):
             continue
@@ -245,6 +251,41 @@ def written(toks, through_index=True):
             j = closing(toks, j) + 1 if toks[j] == "[" else j + 2
         if j < len(toks) and (toks[j] in ASSIGN or toks[j] in ("++", "--")):
             out.add(t)
+    return out
+
+
+def reference_params(toks):
+    """{function: positions of its non-const reference parameters} for the functions toks defines (a name's
+    overloads together): a call may write the variable it passes there (`p` of f(const float*& p) too)."""
+    out = {}
+    for k in range(len(toks) - 1):
+        t = toks[k]
+        if not is_ident(t) or t in KEYWORDS or toks[k + 1] != "(" or (k and toks[k - 1] in (".", "->", "::")):
+            continue
+        close = closing(toks, k + 1)
+        if close + 1 >= len(toks) or toks[close + 1] != "{":
+            continue  # a call, not a definition
+        for i, p in enumerate(split_top(toks[k + 2:close])):
+            kind = p[:p.index("=")] if "=" in p else p
+            kind = kind[:-1] if kind and is_ident(kind[-1]) else kind  # the type, less the parameter's name
+            if kind[-1:] in (["&"], ["&&"]):
+                star = max((j for j, x in enumerate(kind) if x == "*"), default=-1)
+                if "const" not in kind[star + 1:-1]:  # the referred-to object (a pointer itself, after a '*')
+                    out.setdefault(t, set()).add(i)
+    return out
+
+
+def reference_arguments(toks, refs):
+    """The variables toks passes to the non-const reference parameters `refs` (reference_params) names."""
+    out = set()
+    for k, t in enumerate(toks):
+        if t not in refs or (k and toks[k - 1] in (".", "->", "::")):
+            continue
+        j = after_angles(toks, k + 1) if k + 1 < len(toks) and toks[k + 1] == "<" else k + 1  # template arguments
+        if j < len(toks) and toks[j] == "(":
+            for i, a in enumerate(split_top(toks[j + 1:closing(toks, j)])):
+                if i in refs[t] and a and is_ident(a[0]) and (len(a) == 1 or a[1] in (".", "[")):
+                    out.add(a[0])
     return out
 
 

@@ -59,14 +59,14 @@ def emit(fx, params):
     for v in fx.param_vars:
         out += ["for", "(", "unsigned", K, "=", "0", ";", K, "<", B, ".", "n", ";", "++", K, ")",
                 v.store, "[", K, "]", "=", v.name, ";"]
-    return out + _emit_nodes(fx.nodes, [0]) + ["}"]
+    return out + _emit_nodes(fx.nodes, [0], fx.refs) + ["}"]
 
 
-def _emit_nodes(nodes, counter):
+def _emit_nodes(nodes, counter, refs):
     out = []
     for n in nodes:
         if isinstance(n, Region):
-            out += _emit_region(n, counter)
+            out += _emit_region(n, counter, refs)
         elif n.kind == "scalar":
             out += n.toks
         elif n.kind == "sync":
@@ -74,25 +74,25 @@ def _emit_nodes(nodes, counter):
         elif n.kind == "warp":
             out += [B, ".", "warp_sync", "(", ")", ";"]
         elif n.kind == "scope":
-            out += ["{", *_emit_nodes(n.body, counter), "}"]
+            out += ["{", *_emit_nodes(n.body, counter, refs), "}"]
         elif n.kind in ("ufor", "uif"):
-            out += [*n.head, "{", *_emit_nodes(n.body, counter), "}"]
+            out += [*n.head, "{", *_emit_nodes(n.body, counter, refs), "}"]
             if n.kind == "uif" and n.orelse:
-                out += ["else", "{", *_emit_nodes(n.orelse, counter), "}"]
+                out += ["else", "{", *_emit_nodes(n.orelse, counter, refs), "}"]
         elif n.kind == "mif":
-            out += [B, ".", "push", "(", n.saved, ",", n.flag, ")", ";", "{", *_emit_nodes(n.body, counter), "}"]
+            out += [B, ".", "push", "(", n.saved, ",", n.flag, ")", ";", "{", *_emit_nodes(n.body, counter, refs), "}"]
             if n.orelse:
-                out += [B, ".", "flip", "(", n.saved, ",", n.flag, ")", ";", "{", *_emit_nodes(n.orelse, counter), "}"]
+                out += [B, ".", "flip", "(", n.saved, ",", n.flag, ")", ";", "{", *_emit_nodes(n.orelse, counter, refs), "}"]
             out += [B, ".", "pop", "(", n.saved, ")", ";"]
         else:  # mloop
             out += [B, ".", "loop_enter", "(", n.saved, ")", ";", "for", "(", ";", ";", ")", "{",
-                    *_emit_region(n.cond, counter), "if", "(", "!", B, ".", "narrow", "(", n.flag, ")", ")", "break",
-                    ";", *_emit_nodes(n.body, counter), *_emit_region(n.step, counter), "}",
+                    *_emit_region(n.cond, counter, refs), "if", "(", "!", B, ".", "narrow", "(", n.flag, ")", ")", "break",
+                    ";", *_emit_nodes(n.body, counter, refs), *_emit_region(n.step, counter, refs), "}",
                     B, ".", "pop", "(", n.saved, ")", ";"]
     return out
 
 
-def _emit_region(r, counter):
+def _emit_region(r, counter, refs):
     """A region as a loop over the block's threads. Each kept value the region uses is copied from
     its arena array into a local at the start (so it can live in registers) and, if the region may
     write it, back at the end, after the label a thread's `return` jumps to."""
@@ -124,7 +124,7 @@ def _emit_region(r, counter):
                 body += [d.name, "=", v.alias, *d.init, ";"]
     if not body:
         return []
-    used, writes = cp.names(body), cp.written(body)
+    used, writes = cp.names(body), cp.written(body, refs=refs)
     binds = {v.name: v for v in r.scope if v.replicated and v.name in used}
     if {v.name for v in declared} & set(binds) or len({v.name for v in declared}) < len(declared):
         raise Unsupported("a kept variable shadows another in one region")
@@ -202,7 +202,8 @@ def transform(text, kernels, barrier_names, full_text, source_name):
     comments; `full_text` is it with its cuda_src headers inlined (where device functions live)."""
     report, helpers, done_helpers, pieces, at = {}, {}, set(), [], 0
     try:
-        functions = device_functions(cp.tokenize(full_text), set(barrier_names) - set(kernels))
+        toks = cp.tokenize(full_text)
+        functions, refs = device_functions(toks, set(barrier_names) - set(kernels)), cp.reference_params(toks)
     except Unsupported as e:
         return text, {k: f"the source: {e}" for k in kernels if k in barrier_names}
     for k in [k for k in kernels if k in barrier_names]:
@@ -219,7 +220,7 @@ def transform(text, kernels, barrier_names, full_text, source_name):
         end = _match(text, brace)
         try:
             params = cp.tokenize(_expand_params(text, text[open_ + 1:close - 1]))
-            code = emit(Fission(k, params, cp.tokenize(text[brace + 1:end - 1]), functions, helpers), params)
+            code = emit(Fission(k, params, cp.tokenize(text[brace + 1:end - 1]), functions, helpers, refs), params)
         except Unsupported as e:
             report[k] = str(e)
             continue

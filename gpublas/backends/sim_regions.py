@@ -111,13 +111,14 @@ class Node:
 
 
 class Fission:
-    def __init__(self, name, params, body, functions, helpers):
+    def __init__(self, name, params, body, functions, helpers, refs=None):
         self.name, self.functions, self.helpers = name, functions, helpers
+        self.refs = refs or {}  # cp.reference_params of the source: calls that may write their arguments
         self.ids = self.inlined = 0
         self.hoisted = []  # token lists and Vars, in order: emitted at the top of the block function
         self.barrier_names = BARRIERS | {n for n, f in functions.items()}
-        self.writes = cp.written(body)
-        param_writes = cp.written(body, through_index=False)
+        self.writes = cp.written(body, refs=self.refs)
+        param_writes = cp.written(body, through_index=False, refs=self.refs)
         self.params = {}
         for p in cp.split_top(params):
             if len(p) < 2 or not cp.is_ident(p[-1]):
@@ -146,7 +147,7 @@ class Fission:
     def uniform(self, toks, also=(), step=False):
         """Whether toks has the same value in every thread: no call, memory read or side effect,
         only uniform names (a loop's step may update its variable, `also`)."""
-        if step and not cp.written(toks) <= set(also):
+        if step and not cp.written(toks, refs=self.refs) <= set(also):
             return False
         for k, t in enumerate(toks):
             prev = toks[k - 1] if k else ""
@@ -286,7 +287,7 @@ class Fission:
                 mapping[pname] = f"{pname}_i{n}"
                 pre.append(_simple([t for t in ptype if t != "&"] + [mapping[pname], "=", *arg, ";"]))
         body = cp.parse_block(cp.rename(fn.body, mapping))
-        self.writes |= cp.written(cp.rename(fn.body, mapping)) | {mapping[p[1]] for p in fn.params}
+        self.writes |= cp.written(cp.rename(fn.body, mapping), refs=self.refs) | {mapping[p[1]] for p in fn.params}
         result = None
         if fn.ret != ["void"]:
             if not body or body[-1].src[:1] != ["return"]:
@@ -362,7 +363,7 @@ class Fission:
         by_ref = any(a == [var] for st, o, c in cp.calls(body_toks, set(self.functions))
                      for a in cp.split_top(body_toks[o + 1:c]))
         also = {var} if var else set()
-        if (var and var not in cp.written(body_toks) and not by_ref and self.uniform(decl[1][0].init[1:])
+        if (var and var not in cp.written(body_toks, refs=self.refs) and not by_ref and self.uniform(decl[1][0].init[1:])
                 and self.uniform(s.cond, also) and self.uniform(s.step, also, step=True)):
             v = Var(self, var, decl[0], decl[1][0].ptr, [], True)
             self.hoisted.append(v)

@@ -342,14 +342,9 @@ attention_backward(const real* __restrict__ q, const real* __restrict__ k, const
     real* Ps = GTs + 2 * TE;
     real* Ss = Ps + BK * PP;
     const int tx = threadIdx.x % TX, ty = threadIdx.x / TX;
-    const int b = blockIdx.y / H, h = blockIdx.y % H, k0 = blockIdx.x * BK;
-    q += b * q_sb + h * q_sh;
-    k += b * k_sb + h * k_sh + k0 * k_st;
-    v += b * v_sb + h * v_sh + k0 * v_st;
-    dy += b * dy_sb + h * dy_sh;
-    lse += (long long)blockIdx.y * Tq;
-    delta += (long long)blockIdx.y * Tq;
-    dq_acc += (long long)blockIdx.y * Tq * D;
+    const int k0 = blockIdx.x * BK;
+    att_backward_rows(q, k, v, dy, lse, delta, dq_acc, H, Tq, D, k0, q_sb, q_sh, k_sb, k_sh, k_st, v_sb, v_sh, v_st,
+                      dy_sb, dy_sh);
     dk += ((long long)blockIdx.y * Tk + k0) * D;
     dv += ((long long)blockIdx.y * Tk + k0) * D;
     const int u0 = causal ? k0 / BQ : 0, nu = (Tq + BQ - 1) / BQ;  // query tiles before u0 see none of the keys

@@ -285,14 +285,9 @@ attention_half_backward(const real* __restrict__ q, const real* __restrict__ k, 
         real* Gs = Qs + 2 * BQ * P;
         real* Ss = Gs + 2 * BQ * P;
         const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-        const int b = blockIdx.y / H, h = blockIdx.y % H, k0 = blockIdx.x * BK, wk = k0 + 16 * warp;
-        q += b * q_sb + h * q_sh;
-        k += b * k_sb + h * k_sh + k0 * k_st;
-        v += b * v_sb + h * v_sh + k0 * v_st;
-        dy += b * dy_sb + h * dy_sh;
-        lse += (long long)blockIdx.y * Tq;
-        delta += (long long)blockIdx.y * Tq;
-        dq_acc += (long long)blockIdx.y * Tq * D;
+        const int k0 = blockIdx.x * BK, wk = k0 + 16 * warp;
+        att_backward_rows(q, k, v, dy, lse, delta, dq_acc, H, Tq, D, k0, q_sb, q_sh, k_sb, k_sh, k_st, v_sb, v_sh,
+                          v_st, dy_sb, dy_sh);
         const int u0 = causal ? k0 / BQ : 0, nu = (Tq + BQ - 1) / BQ;  // query tiles before u0 see none of the keys
         const float sl2 = scale * ATT_LOG2E;
         // dropout: the counter of element (query i, key wk + c) is drop_col + i Tk + c, as the forward's
