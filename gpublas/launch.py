@@ -294,15 +294,17 @@ def _new_module(backend, key, text, defines, source_name, kernel=None):
 def prefetch(jobs, every_unit=False):
     """Starts compiling kernel modules in the background, one per core, so that their first launches
     find them ready: `jobs` is [(family, dtype, root)] as get_kernel names them (root None:
-    cuda_src/), or (family, dtype, root, kernel) for the unit holding `kernel`. Returns {job: Future of
-    its Module} for the jobs not already loaded; a failure is kept in its Future and raised again by
-    the launch that needs the module. Launches of loaded kernels never wait for these compiles. On the
-    sim a job compiles the unit of the family holding its kernel (the first unit when it names none),
-    or every unit with every_unit (prebuild)."""
+    cuda_src/), or (family, dtype, root, kernel) for the unit holding `kernel` (None: the first), or
+    (family, dtype, root, kernel, defines) for a build with get_kernel's defines (sorted (name, value)
+    pairs). Returns {job: Future of its Module} for the jobs not already loaded; a failure is kept in
+    its Future and raised again by the launch that needs the module. Launches of loaded kernels never
+    wait for these compiles. On the sim a job compiles the unit of the family holding its kernel (the
+    first unit when it names none), or every unit with every_unit (prebuild)."""
     backend, started, wanted = backends.current(), {}, {}
     for job in dict.fromkeys(jobs):
-        family, dtype, root, kernel = (*job, None)[:4]
-        text, defines, name = source.read(family, root), {"real": _real(dtype, family)}, str(source.path(family, root))
+        family, dtype, root, kernel, extra = (*job, None, None)[:5]
+        text, name = source.read(family, root), str(source.path(family, root))
+        defines = {"real": _real(dtype, family), **dict(extra or ())}
         w = wanted.setdefault(_module_key(text, defines, name), (text, defines, name, [], []))
         w[3].append(kernel)
         w[4].append(job)

@@ -146,22 +146,35 @@ def sim_tiles(dtype, dp):
     return Tiles(1, 8, *fwd, *bwd, True)
 
 
-def _kernel(name, dtype, dp, dropout=False):
-    return launch.get_kernel("attention", name, dtype, root=KERNELS, **tiles(dtype, dp).defines(dp),
-                             **({"ATT_DROPOUT": 1} if dropout else {}))
+def _fused_build(dtype, dp, dropout=False):
+    """(family, defines, tiles) of the fused kernels for dtype at padded head dim dp: attention.cu's, or for 16-bit
+    data attention_half.cu's; with dropout, the ATT_DROPOUT build."""
+    half = dtype in dtypes.HALVES
+    t = half_tiles(dp) if half else tiles(dtype, dp)
+    return "attention_half" if half else "attention", {**t.defines(dp), **({"ATT_DROPOUT": 1} if dropout else {})}, t
+
+
+def _prep_build(dtype, dp, dropout=False):
+    """(family, defines) of the backward's pre-pass: it reads no tile, so 16-bit data (whose tiles are
+    attention_half.cu's) builds attention.cu with none; float and double share the fused kernels' build."""
+    return ("attention", {}) if dtype in dtypes.HALVES else _fused_build(dtype, dp, dropout)[:2]
+
+
+def builds(dtype, D, dropout=False):
+    """[(family, defines)] of the modules the fused attention of dtype at head dim D compiles (forward, pre-pass,
+    backward), as the launchers below ask for them: what nn.prefetch compiles ahead (MultiheadAttention)."""
+    dp = padded(D)
+    fused, prep = _fused_build(dtype, dp, dropout)[:2], _prep_build(dtype, dp, dropout)
+    return [fused] + [prep] * (prep != fused)
 
 
 def _fused(direction, dtype, dp, dropout=False):
-    """(kernel, rows a block keeps, threads, shared bytes) of the fused 'forward' or 'backward' kernel for dtype:
-    attention.cu's, or for 16-bit data attention_half.cu's; with dropout, the ATT_DROPOUT build."""
+    """(kernel, rows a block keeps, threads, shared bytes) of the fused 'forward' or 'backward' kernel for dtype
+    (_fused_build)."""
     if dtype in dtypes.HALVES:
         require_tensor_cores(dtype)
-        t = half_tiles(dp)
-        kern = launch.get_kernel("attention_half", f"attention_half_{direction}", dtype, root=KERNELS,
-                                 **t.defines(dp), **({"ATT_DROPOUT": 1} if dropout else {}))
-    else:
-        t = tiles(dtype, dp)
-        kern = _kernel(f"attention_{direction}", dtype, dp, dropout)
+    family, defines, t = _fused_build(dtype, dp, dropout)
+    kern = launch.get_kernel(family, f"{family}_{direction}", dtype, root=KERNELS, **defines)
     size = np.dtype(dtype).itemsize
     rows, shared = (t.fwd_bq, t.fwd_shared(dp, size)) if direction == "forward" else (t.bwd_bk, t.bwd_shared(dp, size))
     kern.allow_shared(shared)
@@ -235,9 +248,8 @@ def backward(q, k, v, y, dy, lse, dq, dk, dv, scale, causal, dropout=None):
     rows = B * H * Tq
     delta = gpublas.empty((rows,), compute)
     if rows:
-        # the pre-pass reads no tile: 16-bit data (whose tiles are attention_half.cu's) builds it with none
-        prep = (launch.get_kernel("attention", "attention_backward_prep", q.dtype, root=KERNELS)
-                if q.dtype in dtypes.HALVES else _kernel("attention_backward_prep", q.dtype, dp, bool(dropout)))
+        family, defines = _prep_build(q.dtype, dp, bool(dropout))
+        prep = launch.get_kernel(family, "attention_backward_prep", q.dtype, root=KERNELS, **defines)
         prep(*geometry_1d(rows), dy, y, delta, dq, H, Tq, D, *strides[12:], *strides[9:12], rows, views=True)
     if B * H * Tk == 0:
         return dq, dk, dv

@@ -3,7 +3,9 @@ the background, before the first batch needs them.
 
 Each layer, loss and optimizer class names the kernel families its forward and backward passes launch
 (`kernel_families`: a family name, or (family, dtype) for a dtype of its own such as the optimizers'
-float64 step counter; "family:kernel" names the kernel whose unit the sim compiles, source.sim_units); a family is one of nn/cuda/ or else of gpublas' cuda_src/. The dtype is the
+float64 step counter, or (family, dtype, defines) for a build with defines of its own such as the fused
+attention's tiles at a head dim; "family:kernel" names the kernel whose unit the sim compiles,
+source.sim_units); a family is one of nn/cuda/ or else of gpublas' cuda_src/. The dtype is the
 layer's own parameters', else that of every parameter handed in (float32 when there are none). On the
 sim backend a first run otherwise compiles its modules one after another as each is first launched.
 """
@@ -27,8 +29,8 @@ def _parameters(obj):
 
 
 def jobs(*objects):
-    """[(family, dtype, root, kernel or None)] the objects' kernels need, as gpublas.launch.prefetch takes them, in
-    the order the objects come (forward order for a Sequential)."""
+    """[(family, dtype, root, kernel or None[, defines])] the objects' kernels need, as gpublas.launch.prefetch
+    takes them, in the order the objects come (forward order for a Sequential)."""
     found = list(_objects(objects))
     every = {p.dtype for obj in found for p in _parameters(obj)} or {np.dtype(np.float32)}
     out = []
@@ -38,7 +40,8 @@ def jobs(*objects):
             family, dtypes = (entry[0], {np.dtype(entry[1])}) if isinstance(entry, tuple) else (entry, own or every)
             family, _, kernel = family.partition(":")
             root = KERNELS if (KERNELS / f"{family}.cu").exists() else None
-            out.extend((family, d, root, kernel or None) for d in sorted(dtypes, key=str))
+            defines = (tuple(sorted(entry[2].items())),) if isinstance(entry, tuple) and len(entry) > 2 else ()
+            out.extend((family, d, root, kernel or None, *defines) for d in sorted(dtypes, key=str))
     return list(dict.fromkeys(out))
 
 

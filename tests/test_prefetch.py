@@ -172,3 +172,34 @@ def test_the_prebuild_command_compiles_the_families_it_is_given(capfd):
     b = gpublas._current_backend()
     assert {k[2].rsplit("/", 1)[-1] for k in b.modules if k[1] == (("real", "float"),)} >= {"memory.cu", "transpose.cu"}
     assert _nn_kernels() == nn.kernels.KERNELS
+
+
+@pytest.mark.parametrize("dropout", [0.0, 0.25])
+def test_nn_prefetch_builds_the_attention_builds_the_launcher_asks_for(dropout, monkeypatch):
+    """MultiheadAttention names the fused attention's modules at its head dim (the launcher's tiles; the dropout
+    build only with dropout > 0): after nn.prefetch a train and an eval step load no attention module more, and
+    each one prefetched is asked for (the plain `real` build of attention.cu, which no float32 launch uses, and
+    the dropout build at dropout 0 were prefetched before)."""
+    from nn import kernels_attention
+    mha = nn.MultiheadAttention(32, 2, dropout=dropout)  # head dim 16
+    wanted = {(f, d.name, *defines) for f, d, _, _, *defines in jobs(mha) if f.startswith("attention")}
+    assert {f for f, *_ in jobs(mha)} == {"gemm", "activation", "reduce", "attention", *["dropout"] * (dropout > 0)}
+    assert len(wanted) == 1 + (dropout > 0)
+    nn.prefetch(mha)
+    for future in list(launch._pending.values()):
+        future.result()
+    b = gpublas._current_backend()
+    loaded = {k for k in b.modules if k[2].endswith(("attention.cu", "attention_half.cu"))}
+    asked, get_kernel = set(), launch.get_kernel
+
+    def recording(family, name, dtype=None, **kw):
+        if family.startswith("attention"):
+            asked.add((family, np.dtype(dtype).name, tuple(sorted((k, v) for k, v in kw.items() if k != "root"))))
+        return get_kernel(family, name, dtype, **kw)
+    monkeypatch.setattr(kernels_attention.launch, "get_kernel", recording)
+    x = gpublas.to_device(np.random.default_rng(0).standard_normal((1, 5, 32)).astype(np.float32))
+    mha.backward(mha(x, is_causal=True))
+    mha.eval()
+    mha(x)
+    assert asked == wanted
+    assert {k for k in b.modules if k[2].endswith(("attention.cu", "attention_half.cu"))} == loaded

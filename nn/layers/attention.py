@@ -111,14 +111,18 @@ class ScaledDotProductAttention(DeviceDraw, Module):
     1 / sqrt(D). dropout_p drops probabilities in train mode (eval mode ignores it, as PyTorch), in the same
     kernels; the seed comes from nn's generator and the counter `offset` advances by B H Tq Tk each call, as
     nn.Dropout's (the same seed and offset draw nn.Dropout's mask on the (B, H, Tq, Tk) probabilities)."""
-    kernel_families = ("attention", "dropout")  # nn.prefetch
-
     def __init__(self, is_causal=False, scale=None, dropout_p=0.0):
         super().__init__()
         self.is_causal, self.scale = bool(is_causal), scale
         self.dropout_p = _check_p(dropout_p, "ScaledDotProductAttention")
         self._new_draw()
         self.saved = None
+
+    @property
+    def kernel_families(self):
+        """nn.prefetch: dropout's counter advance (float32) when it drops; the fused kernels' builds depend on the
+        head dim, which the layer learns from its input (MultiheadAttention, which knows it, names them)."""
+        return (("dropout", np.float32),) if self.dropout_p else ()
 
     def extra_repr(self):
         return f"is_causal={self.is_causal}, scale={self.scale}, dropout_p={self.dropout_p}"

@@ -69,7 +69,6 @@ class MultiheadAttention(Module):
     (or the query itself) it is self-attention, and backward(dy) returns dx, else (dquery, dkey, dvalue).
     Init as torch: in_proj_weight xavier-uniform, the biases zero, out_proj.weight Linear's uniform. Under
     nn.autocast the projections and the attention compute in 16 bits from the FP32 weights (as Dense)."""
-    kernel_families = ("gemm", "activation", "reduce")  # nn.prefetch
     _storage_inputs = True  # a 16-bit input under autocast (from a layer before it)
 
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, batch_first=True, *, dtype=np.float32):
@@ -89,6 +88,15 @@ class MultiheadAttention(Module):
         self.attn = ScaledDotProductAttention(dropout_p=self.dropout)
         self.attn_unfused = UnfusedAttention(dropout_p=self.dropout)
         self.x = None
+
+    @property
+    def kernel_families(self):
+        """nn.prefetch: the projections' families and the fused attention's builds at this head dim in the weights'
+        dtype (the dropout build too when dropout > 0: train mode's; eval mode's is the other)."""
+        dtype = self.in_proj_weight.dtype
+        fused = _fused_takes(self.head_dim, dtype)
+        return ("gemm", "activation", "reduce", *((family, dtype, defines) for drop in (False, True)[:1 + (self.dropout > 0)]
+                                                  for family, defines in KA.builds(dtype, self.head_dim, drop) if fused))
 
     def extra_repr(self):
         return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, dropout={self.dropout}"
