@@ -15,7 +15,8 @@
 // simulator); longer rows take the onesweep passes (Adinets & Merrill 2022, CUB's DeviceRadixSort): 8-bit digits,
 // one histogram of every digit place up front, then ONE launch a place (4 for 32-bit keys). Those tiles hold
 // SWEEP_THREADS threads x SWEEP_ITEMS keys, digits counted by sets of SWEEP_SET threads: 256 x 16 by warps on a GPU,
-// 32 x 1024 by threads alone on the simulator (where a thread costs more than a key).
+// 32 x 8192 by threads alone on the simulator (where a thread costs more than a key, and a tile of float32 keys
+// fits a core's L2 between its counting and its writing).
 //
 // radix_histogram:  block SWEEP_THREADS, one block per (row, span of `span` keys); the span split among the sets
 //                   as a tile's keys are (sweep_item); every digit place of each key counted in one sweep into
@@ -98,29 +99,32 @@ template <> struct KeyBits<8> { typedef unsigned long long type; };
 typedef KeyBits<sizeof(real)>::type sort_key;
 #define SORT_SIGN ((sort_key)((sort_key)1 << (8 * sizeof(sort_key) - 1)))
 
-// How keys order: `kind` and the float's infinity pattern, and whether descending.
+// How keys order: `kind` and the float's infinity pattern, and whether descending. Both directions are written
+// without a branch on the key: masks made once from the launch's kind, then ANDs and XORs per key (a float's sign
+// is a coin toss, and a CPU, the simulator, mispredicts a branch on it every other key).
+__device__ __forceinline__ sort_key all_if(bool c) { return (sort_key)((sort_key)0 - (sort_key)c); }
 struct KeyOrder {
-    int kind;
     sort_key inf;
-    int desc;
+    sort_key flt;    // all ones for floats
+    sort_key sign;   // the sign bit, but for unsigned keys
+    sort_key desc;   // all ones for a descending order
+    sort_key zeros;  // -0.0's sign bit, taken away (SORT_FLOAT_ZEROS)
+    __device__ __forceinline__ KeyOrder(int kind_, sort_key inf_, int desc_)
+        : inf(inf_), flt(all_if(kind_ >= SORT_FLOAT)),
+          sign(kind_ != SORT_UNSIGNED ? SORT_SIGN : (sort_key)0), desc(all_if(desc_ != 0)),
+          zeros(kind_ == SORT_FLOAT_ZEROS ? SORT_SIGN : (sort_key)0) {}
     __device__ __forceinline__ sort_key to_key(sort_key b) const {
-        sort_key k = b;
-        if (kind == SORT_FLOAT_ZEROS && (sort_key)(b & (sort_key)~SORT_SIGN) == 0) b = 0;
-        if (kind >= SORT_FLOAT)
-            k = (sort_key)(b & (sort_key)~SORT_SIGN) > inf ? (sort_key)~(sort_key)0
-                : (b & SORT_SIGN) ? (sort_key)~b : (sort_key)(b | SORT_SIGN);
-        else if (kind == SORT_SIGNED)
-            k = (sort_key)(b ^ SORT_SIGN);
-        return desc ? (sort_key)~k : k;
+        const sort_key mag = (sort_key)(b & (sort_key)~SORT_SIGN);
+        b = (sort_key)(b & ~(zeros & all_if(mag == 0)));
+        // floats: negatives inverted, positives' sign set; signed: the sign flipped; NaN (floats): all ones
+        const sort_key k = (sort_key)(b ^ ((all_if((b & SORT_SIGN) != 0) & flt) | sign));
+        return (sort_key)((k | (flt & all_if(mag > inf))) ^ desc);
     }
     __device__ __forceinline__ sort_key from_key(sort_key k) const {
-        if (desc) k = (sort_key)~k;
-        if (kind >= SORT_FLOAT) {  // every NaN comes back as the quiet NaN NumPy writes (0x7fc00000 for float32)
-            if (k == (sort_key)~(sort_key)0) return (sort_key)(inf | ((inf >> 1) & (sort_key)~inf));
-            return (k & SORT_SIGN) ? (sort_key)(k ^ SORT_SIGN) : (sort_key)~k;
-        }
-        if (kind == SORT_SIGNED) return (sort_key)(k ^ SORT_SIGN);
-        return k;
+        k = (sort_key)(k ^ desc);
+        // every NaN comes back as the quiet NaN NumPy writes (0x7fc00000 for float32)
+        if (flt && k == (sort_key)~(sort_key)0) return (sort_key)(inf | ((inf >> 1) & (sort_key)~inf));
+        return (sort_key)(k ^ ((flt & (sort_key)~all_if((k & SORT_SIGN) != 0)) | sign));
     }
 };
 
@@ -184,7 +188,8 @@ __device__ __forceinline__ int sweep_item(int u) {
 
 // radix_histogram's counting: keys rk[0 .. len) split among the sets as a tile's are, every digit place of each key
 // counted into cnt[copy][place][digit] (a copy a thread alone, one a block with warps).
-__device__ __forceinline__ void hist_count(const sort_key* __restrict__ rk, long long len, KeyOrder order, int* cnt) {
+__device__ __forceinline__ void hist_count_as(const sort_key* __restrict__ rk, long long len, KeyOrder order,
+                                              int* cnt) {
     const int t = threadIdx.x;
     const long long piece = ceil_div(len, SWEEP_SETS);
     const long long lo = (t / SWEEP_SET) * piece < len ? (t / SWEEP_SET) * piece : len;
@@ -192,8 +197,23 @@ __device__ __forceinline__ void hist_count(const sort_key* __restrict__ rk, long
     int* mine = cnt + (SWEEP_SET == 1 ? t : 0) * SORT_PLACES * SWEEP_RADIX;
     for (long long i = lo + t % SWEEP_SET; i < hi; i += SWEEP_SET) {
         const sort_key k = order.to_key(rk[i]);
-        for (int p = 0; p < SORT_PLACES; ++p) SWEEP_COUNT(mine[p * SWEEP_RADIX + SWEEP_DIGIT(k, p * SWEEP_BITS)]);
+        for (int p = 0; p < SORT_PLACES; ++p)  // an unsigned digit: no sign extension in a CPU's index
+            SWEEP_COUNT(mine[p * SWEEP_RADIX + (unsigned)SWEEP_DIGIT(k, p * SWEEP_BITS)]);
     }
+}
+// A thread alone (the simulator) spends a pass's time on its per-key instructions: there the key transform's masks
+// are made constants, the loops inlined once per kind of key (SORT_FLOAT_ZEROS, rare, and a GPU keep one loop).
+#define SWEEP_FIXED_KINDS (SWEEP_SET == 1)
+__device__ __forceinline__ void hist_count(const sort_key* __restrict__ rk, long long len, int kind, sort_key inf,
+                                           int desc, int* cnt) {
+    if (SWEEP_FIXED_KINDS && kind == SORT_FLOAT)
+        hist_count_as(rk, len, KeyOrder(SORT_FLOAT, inf, desc), cnt);
+    else if (SWEEP_FIXED_KINDS && kind == SORT_SIGNED)
+        hist_count_as(rk, len, KeyOrder(SORT_SIGNED, inf, desc), cnt);
+    else if (SWEEP_FIXED_KINDS && kind == SORT_UNSIGNED)
+        hist_count_as(rk, len, KeyOrder(SORT_UNSIGNED, inf, desc), cnt);
+    else
+        hist_count_as(rk, len, KeyOrder(kind, inf, desc), cnt);
 }
 
 // cnt[set][digit] += this thread's keys of the tile rk (tile_n keys, transformed when asked) of each digit.
@@ -276,21 +296,49 @@ __device__ __forceinline__ long long look_back(volatile sweep_status* status, lo
 }
 
 // A thread alone scatters its keys in order, straight to their places (base[digit] + tile rank; a CPU's stores gain
-// nothing from runs): the simulator's pass.
+// nothing from runs): the simulator's pass. One loop per form (keys transformed on the way in / out, values read /
+// made / none), chosen once outside it: the loop then holds no test of a launch argument, and its next place per
+// digit is one 64-bit counter of the thread's own (pos), as a CPU's radix sort keeps it.
+template <bool IN, bool OUT, int VALS>  // VALS: 0 none, 1 the key's index, 2 read from rv
+__device__ __forceinline__ void scatter_alone_run(const sort_key* __restrict__ rk, const long long* __restrict__ rv,
+                                                  long long first, int lo, int hi, KeyOrder order, int shift,
+                                                  long long* __restrict__ pos, sort_key* __restrict__ keys_out,
+                                                  long long* __restrict__ vals_out) {
+    for (int i = lo; i < hi; ++i) {
+        const sort_key k = IN ? order.to_key(rk[i]) : rk[i];
+        const long long to = pos[SWEEP_DIGIT(k, shift)]++;
+        keys_out[to] = OUT ? order.from_key(k) : k;
+        if (VALS) vals_out[to] = VALS == 2 ? rv[i] : first + i;
+    }
+}
+template <bool IN, bool OUT>
+__device__ __forceinline__ void scatter_alone_vals(const sort_key* __restrict__ rk, const long long* __restrict__ rv,
+                                                   long long first, int lo, int hi, KeyOrder order, int shift,
+                                                   long long* pos, sort_key* keys_out, long long* vals_out) {
+    if (vals_out == nullptr)
+        scatter_alone_run<IN, OUT, 0>(rk, rv, first, lo, hi, order, shift, pos, keys_out, vals_out);
+    else if (rv == nullptr)
+        scatter_alone_run<IN, OUT, 1>(rk, rv, first, lo, hi, order, shift, pos, keys_out, vals_out);
+    else
+        scatter_alone_run<IN, OUT, 2>(rk, rv, first, lo, hi, order, shift, pos, keys_out, vals_out);
+}
 __device__ __forceinline__ void sweep_scatter_alone(const sort_key* __restrict__ rk, const long long* __restrict__ rv,
                                                     long long first, int tile_n, int transform_in, int transform_out,
                                                     KeyOrder order, int shift, int* cnt, const long long* base,
                                                     sort_key* __restrict__ keys_out, long long* __restrict__ vals_out) {
-    int* mine = cnt + threadIdx.x * SWEEP_RADIX;
-    for (int u = 0; u < SWEEP_ITEMS; ++u) {
-        const int i = sweep_item(u);
-        if (i >= tile_n) break;
-        const sort_key k = transform_in ? order.to_key(rk[i]) : rk[i];
-        const int d = SWEEP_DIGIT(k, shift);
-        const long long to = base[d] + mine[d]++;
-        keys_out[to] = transform_out ? order.from_key(k) : k;
-        if (vals_out != nullptr) vals_out[to] = rv != nullptr ? rv[i] : first + i;
-    }
+    long long pos[SWEEP_RADIX];  // where this thread's next key of each digit goes
+    const int* mine = cnt + threadIdx.x * SWEEP_RADIX;
+    for (int d = 0; d < SWEEP_RADIX; ++d) pos[d] = base[d] + mine[d];
+    const int lo = sweep_item(0) < tile_n ? sweep_item(0) : tile_n;  // a set of one: items u = lo + u
+    const int hi = lo + SWEEP_ITEMS < tile_n ? lo + SWEEP_ITEMS : tile_n;
+    if (transform_in && transform_out)
+        scatter_alone_vals<true, true>(rk, rv, first, lo, hi, order, shift, pos, keys_out, vals_out);
+    else if (transform_in)
+        scatter_alone_vals<true, false>(rk, rv, first, lo, hi, order, shift, pos, keys_out, vals_out);
+    else if (transform_out)
+        scatter_alone_vals<false, true>(rk, rv, first, lo, hi, order, shift, pos, keys_out, vals_out);
+    else
+        scatter_alone_vals<false, false>(rk, rv, first, lo, hi, order, shift, pos, keys_out, vals_out);
 }
 
 // The lanes of this warp whose d equals this lane's (every lane of the warp calls it): __match_any_sync from sm_70,
@@ -337,7 +385,7 @@ extern "C" __global__ void radix_histogram(const sort_key* __restrict__ keys, lo
     const int t = threadIdx.x;
     for (int e = t; e < HIST_COPIES * SORT_PLACES * SWEEP_RADIX; e += SWEEP_THREADS) cnt[e] = 0;
     __syncthreads();
-    hist_count(keys + row * n + first, n - first < span ? n - first : span, KeyOrder{kind, (sort_key)inf, desc}, cnt);
+    hist_count(keys + row * n + first, n - first < span ? n - first : span, kind, (sort_key)inf, desc, cnt);
     __syncthreads();
     for (int e = t; e < SORT_PLACES * SWEEP_RADIX; e += SWEEP_THREADS) {
         long long sum = 0;

@@ -34,7 +34,7 @@ UNSIGNED, SIGNED, FLOAT, FLOAT_ZEROS = 0, 1, 2, 3  # sort.cu's SORT_UNSIGNED, SO
 # radix_histogram: a block counts `hist_tiles` tiles' worth of keys.
 Geometry = collections.namedtuple("Geometry", "bits threads items sweep_threads sweep_items sweep_set hist_tiles")
 GPU = Geometry(4, 128, 16, 256, 16, 32, 8)   # the one-block counts of a 128-thread block take 8 KB of shared memory
-SIM = Geometry(8, 32, 256, 32, 1024, 1, 8)  # a simulated thread costs more than a key: many keys each, counted alone
+SIM = Geometry(8, 32, 256, 32, 8192, 1, 1)  # a simulated thread costs more than a key: many keys each, counted alone
 forced = None                # a Geometry every backend uses (the tests run the GPU's on the simulator)
 TOPK_SELECT = 4              # topk selects (rather than sorts the row) when k * TOPK_SELECT < n
 TOPK_SELECT_ROWS = 16        # and, on a GPU, the rows are at least this many: topk_select is one block per row
