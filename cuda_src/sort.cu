@@ -201,29 +201,36 @@ __device__ __forceinline__ void hist_count_as(const sort_key* __restrict__ rk, l
             SWEEP_COUNT(mine[p * SWEEP_RADIX + (unsigned)SWEEP_DIGIT(k, p * SWEEP_BITS)]);
     }
 }
-// A thread alone (the simulator) spends a pass's time on its per-key instructions: there the key transform's masks
-// are made constants, the loops inlined once per kind of key (SORT_FLOAT_ZEROS, rare, and a GPU keep one loop).
+// A thread alone (the simulator) spends a pass's time on its per-key instructions: there a loop that transforms keys
+// is inlined once per kind of key, its KeyOrder's masks constants (SORT_FLOAT_ZEROS, rare, and a GPU keep one loop).
+// WITH_ORDER runs CALL with `o` the KeyOrder of (kind, inf, desc); use it in __device__ functions (no barriers).
 #define SWEEP_FIXED_KINDS (SWEEP_SET == 1)
+#define WITH_KIND(K, inf, desc, CALL) { const KeyOrder o((K), (inf), (desc)); CALL; }
+#define WITH_ORDER(kind, inf, desc, CALL)                                                                         \
+    do {                                                                                                          \
+        if (SWEEP_FIXED_KINDS && (kind) == SORT_FLOAT) WITH_KIND(SORT_FLOAT, inf, desc, CALL)                     \
+        else if (SWEEP_FIXED_KINDS && (kind) == SORT_SIGNED) WITH_KIND(SORT_SIGNED, inf, desc, CALL)              \
+        else if (SWEEP_FIXED_KINDS && (kind) == SORT_UNSIGNED) WITH_KIND(SORT_UNSIGNED, inf, desc, CALL)          \
+        else WITH_KIND(kind, inf, desc, CALL)                                                                     \
+    } while (0)
 __device__ __forceinline__ void hist_count(const sort_key* __restrict__ rk, long long len, int kind, sort_key inf,
                                            int desc, int* cnt) {
-    if (SWEEP_FIXED_KINDS && kind == SORT_FLOAT)
-        hist_count_as(rk, len, KeyOrder(SORT_FLOAT, inf, desc), cnt);
-    else if (SWEEP_FIXED_KINDS && kind == SORT_SIGNED)
-        hist_count_as(rk, len, KeyOrder(SORT_SIGNED, inf, desc), cnt);
-    else if (SWEEP_FIXED_KINDS && kind == SORT_UNSIGNED)
-        hist_count_as(rk, len, KeyOrder(SORT_UNSIGNED, inf, desc), cnt);
-    else
-        hist_count_as(rk, len, KeyOrder(kind, inf, desc), cnt);
+    WITH_ORDER(kind, inf, desc, hist_count_as(rk, len, o, cnt));
 }
 
 // cnt[set][digit] += this thread's keys of the tile rk (tile_n keys, transformed when asked) of each digit.
-__device__ __forceinline__ void sweep_count(const sort_key* __restrict__ rk, int tile_n, int transform, KeyOrder order,
-                                            int shift, int* cnt) {
+__device__ __forceinline__ void sweep_count_as(const sort_key* __restrict__ rk, int tile_n, int transform,
+                                               KeyOrder order, int shift, int* cnt) {
     int* mine = cnt + (threadIdx.x / SWEEP_SET) * SWEEP_RADIX;
     for (int u = 0; u < SWEEP_ITEMS; ++u) {
         const int i = sweep_item(u);
         if (i < tile_n) SWEEP_COUNT(mine[SWEEP_DIGIT(transform ? order.to_key(rk[i]) : rk[i], shift)]);
     }
+}
+__device__ __forceinline__ void sweep_count(const sort_key* __restrict__ rk, int tile_n, int transform, int kind,
+                                            sort_key inf, int desc, int shift, int* cnt) {
+    if (SWEEP_FIXED_KINDS && transform) WITH_ORDER(kind, inf, desc, sweep_count_as(rk, tile_n, 1, o, shift, cnt));
+    else sweep_count_as(rk, tile_n, transform, KeyOrder(kind, inf, desc), shift, cnt);
 }
 
 // The digits this thread scans and looks back for: d = threadIdx.x * SWEEP_DIGITS + j.
@@ -324,21 +331,26 @@ __device__ __forceinline__ void scatter_alone_vals(const sort_key* __restrict__ 
 }
 __device__ __forceinline__ void sweep_scatter_alone(const sort_key* __restrict__ rk, const long long* __restrict__ rv,
                                                     long long first, int tile_n, int transform_in, int transform_out,
-                                                    KeyOrder order, int shift, int* cnt, const long long* base,
-                                                    sort_key* __restrict__ keys_out, long long* __restrict__ vals_out) {
+                                                    int kind, sort_key inf, int desc, int shift, int* cnt,
+                                                    const long long* base, sort_key* __restrict__ keys_out,
+                                                    long long* __restrict__ vals_out) {
     long long pos[SWEEP_RADIX];  // where this thread's next key of each digit goes
     const int* mine = cnt + threadIdx.x * SWEEP_RADIX;
     for (int d = 0; d < SWEEP_RADIX; ++d) pos[d] = base[d] + mine[d];
     const int lo = sweep_item(0) < tile_n ? sweep_item(0) : tile_n;  // a set of one: items u = lo + u
     const int hi = lo + SWEEP_ITEMS < tile_n ? lo + SWEEP_ITEMS : tile_n;
     if (transform_in && transform_out)
-        scatter_alone_vals<true, true>(rk, rv, first, lo, hi, order, shift, pos, keys_out, vals_out);
+        WITH_ORDER(kind, inf, desc, (scatter_alone_vals<true, true>(rk, rv, first, lo, hi, o, shift, pos, keys_out,
+                                                                    vals_out)));
     else if (transform_in)
-        scatter_alone_vals<true, false>(rk, rv, first, lo, hi, order, shift, pos, keys_out, vals_out);
+        WITH_ORDER(kind, inf, desc, (scatter_alone_vals<true, false>(rk, rv, first, lo, hi, o, shift, pos, keys_out,
+                                                                     vals_out)));
     else if (transform_out)
-        scatter_alone_vals<false, true>(rk, rv, first, lo, hi, order, shift, pos, keys_out, vals_out);
+        WITH_ORDER(kind, inf, desc, (scatter_alone_vals<false, true>(rk, rv, first, lo, hi, o, shift, pos, keys_out,
+                                                                     vals_out)));
     else
-        scatter_alone_vals<false, false>(rk, rv, first, lo, hi, order, shift, pos, keys_out, vals_out);
+        scatter_alone_vals<false, false>(rk, rv, first, lo, hi, KeyOrder(kind, inf, desc), shift, pos, keys_out,
+                                         vals_out);
 }
 
 // The lanes of this warp whose d equals this lane's (every lane of the warp calls it): __match_any_sync from sm_70,
@@ -416,7 +428,7 @@ extern "C" __global__ void radix_onesweep(const sort_key* __restrict__ keys, con
     const long long first = (g % tiles) * SWEEP_TILE;
     const int tile_n = (int)(n - first < SWEEP_TILE ? n - first : SWEEP_TILE);
     const sort_key* rk = keys + row * n + first;
-    sweep_count(rk, tile_n, transform_in, order, shift, cnt);
+    sweep_count(rk, tile_n, transform_in, kind, (sort_key)inf, desc, shift, cnt);
     __syncthreads();
     int at = sweep_scan(cnt, count);
     __syncthreads();
@@ -436,8 +448,8 @@ extern "C" __global__ void radix_onesweep(const sort_key* __restrict__ keys, con
     __syncthreads();
     const long long* rv = vals != nullptr ? vals + row * n + first : nullptr;
     if (SWEEP_SET == 1) {
-        sweep_scatter_alone(rk, rv, first, tile_n, transform_in, transform_out, order, shift, cnt, base, keys_out,
-                            vals_out);
+        sweep_scatter_alone(rk, rv, first, tile_n, transform_in, transform_out, kind, (sort_key)inf, desc, shift, cnt,
+                            base, keys_out, vals_out);
     } else {  // a warp ranks its keys into the tile's sorted order in shared memory, then writes runs of one digit
         sort_key* xk = (sort_key*)xchg;
         long long* xv = vals_out != nullptr ? xchg + ceil_div(SWEEP_TILE * sizeof(sort_key), 8) : nullptr;
