@@ -37,8 +37,11 @@ GPU = Geometry(4, 128, 16, 256, 16, 32, 8)   # the one-block counts of a 128-thr
 SIM = Geometry(8, 32, 256, 32, 8192, 1, 1)  # a simulated thread costs more than a key: many keys each, counted alone
 forced = None                # a Geometry every backend uses (the tests run the GPU's on the simulator)
 TOPK_SELECT = 4              # topk selects (rather than sorts the row) when k * TOPK_SELECT < n
-TOPK_SELECT_ROWS = 16        # and, on a GPU, the rows are at least this many: topk_select is one block per row
-                             # (H200, k = 64: one row of 2^20 selects in 7.8 ms, sorts in 0.87; 64 x 50257: 0.50 / 0.87)
+TOPK_SELECT_ROWS = 256       # and, on a GPU, the rows are at least this many. topk_select is one block per row, its
+                             # time flat while the rows fit the GPU at once (H200, k = 64, measured: 64 x 50257 in
+                             # 0.50 ms, one row of 2^20 in 7.8 ms); the onesweep sort's grows with the keys (computed,
+                             # not yet measured: ~100 bytes a key with indices, ~0.1 ms per 64 x 50257 at H200
+                             # bandwidth), so they cross near 300 rows; `benchmarks sort` on a GPU checks it
 STATUS_LIMIT = 1 << 30       # rows this long or longer take 64-bit look-back words (a 30-bit count otherwise)
 
 
