@@ -154,6 +154,13 @@ class Kernel:
             self.max_dynamic_shared = nbytes
         return self
 
+    def spread_blocks(self):
+        """Says each block of this kernel does much work (a sort's tile of thousands of keys): the simulator
+        then spreads even a grid of few threads over the CPU's cores, where it runs grids under 4,096
+        threads on the calling thread; nothing changes on a GPU. Returns the kernel."""
+        self._module.backend.set_spread_blocks(self._handle, self.name)
+        return self
+
     def __call__(self, grid, block, *args, shared=0, stream=None, views=False):
         try:
             plan = self._plans[grid, block, shared]  # this launch shape, converted and checked before

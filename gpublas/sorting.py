@@ -42,6 +42,7 @@ TOPK_SELECT_ROWS = 256       # and, on a GPU, the rows are at least this many. t
                              # 0.50 ms, one row of 2^20 in 7.8 ms); the onesweep sort's grows with the keys (computed,
                              # not yet measured: ~100 bytes a key with indices, ~0.1 ms per 64 x 50257 at H200
                              # bandwidth), so they cross near 300 rows; `benchmarks sort` on a GPU checks it
+HEAVY = ("radix_histogram", "radix_onesweep", "radix_sort_block", "topk_select")  # kernels of heavy blocks
 STATUS_LIMIT = 1 << 30       # rows this long or longer take 64-bit look-back words (a 30-bit count otherwise)
 
 
@@ -52,9 +53,12 @@ def geometry():
 def kernel(name, itemsize, g=None, status_bits=32):
     """sort.cu's kernel `name` for keys of `itemsize` bytes, built for geometry g (default: the backend's)."""
     g = g or geometry()
-    return get_kernel("sort", name, None, real=KEY_C[itemsize], SORT_BITS=g.bits, SORT_THREADS=g.threads,
-                      SORT_ITEMS=g.items, SWEEP_THREADS=g.sweep_threads, SWEEP_ITEMS=g.sweep_items,
-                      SWEEP_SET=g.sweep_set, SORT_STATUS_BITS=status_bits)
+    k = get_kernel("sort", name, None, real=KEY_C[itemsize], SORT_BITS=g.bits, SORT_THREADS=g.threads,
+                   SORT_ITEMS=g.items, SWEEP_THREADS=g.sweep_threads, SWEEP_ITEMS=g.sweep_items,
+                   SWEEP_SET=g.sweep_set, SORT_STATUS_BITS=status_bits)
+    # a block of these walks a row or a tile, thousands of keys: the simulator spreads even few of them over its
+    # cores (2^20 float32 on 2 cores: 15.5 -> 8.0 ms wall)
+    return k.spread_blocks() if name in HEAVY else k
 
 
 def key_order(dtype, what="sort"):

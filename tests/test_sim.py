@@ -198,6 +198,36 @@ def test_openmp_workers_sleep_between_launches_unless_told(given, spin):
     assert f"GOMP_SPINCOUNT = '{spin}'" in p.stderr, p.stderr
 
 
+SPREAD_CHILD = r'''
+import numpy as np, gpublas
+from gpublas.launch import load_source
+src = """extern "C" __global__ void meet(int* started, int* saw, long long spins) {
+    if (threadIdx.x == 0) {  // count this block in, wait (a bounded spin) for the grid's others to start
+        atomicAdd(started, 1);
+        for (long long i = 0; i < spins && atomicAdd(started, 0) < (int)gridDim.x; ++i) {}
+        saw[blockIdx.x] = atomicAdd(started, 0);  // how many blocks had started: 1 alone, 2 at once
+    }
+}"""
+k = load_source(src, None, "meet.cu").get("meet")
+started, saw = gpublas.zeros(1, np.int32), gpublas.zeros(2, np.int32)
+k(2, 32, started, saw, 2_000_000)  # 64 threads: on the calling thread, block 0 first
+print("small", saw.get().tolist())
+started.fill(0)
+assert k.spread_blocks() is k
+k(2, 32, started, saw, 2_000_000_000)  # over two OpenMP threads: each block sees the other start
+print("spread", saw.get().tolist())
+'''
+
+
+def test_spread_blocks_runs_a_small_grid_over_the_cores():
+    # Kernel.spread_blocks (record.h's flag bit 4): a grid under scheduler.h's 4,096 threads runs its blocks on
+    # several OpenMP threads at once, as a sort's few heavy tiles want; without it, in order on the calling thread
+    env = dict(os.environ, OMP_NUM_THREADS="2", GPUBLAS_BACKEND="sim")
+    p = subprocess.run([sys.executable, "-c", SPREAD_CHILD], env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines()[:2] == ["small [1, 2]", "spread [2, 2]"], p.stdout
+
+
 def test_cache_key_tells_cpus_with_one_name_apart(tmp_path):
     # modules are built with -march=native: two CPUs a VM names alike but with other features must not
     # share a cached build

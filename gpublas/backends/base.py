@@ -105,6 +105,10 @@ class Backend:
     def set_max_dynamic_shared(self, module, name, nbytes):
         """Lets kernel `name` launch with `nbytes` of dynamic shared memory (above the default 48 KB)."""
 
+    def set_spread_blocks(self, module, name):
+        """Kernel `name`'s blocks each do much work: a simulator spreads even a small grid of them over
+        its cores (a GPU runs every grid over its SMs: nothing to do)."""
+
     def prepare(self, module, name, argcodes):
         """Returns launch(grid, block, shared, stream, args) for kernel `name` whose parameters have
         the struct codes `argcodes` ('P' pointer, 'i' int, 'f' float, ...)."""

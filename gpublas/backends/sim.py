@@ -114,6 +114,7 @@ class SimModule:
     def __init__(self, lib, fibers, name, fission=None):
         self.lib, self.fibers, self.name = lib, fibers, name
         self.fission = fission or {}  # barrier kernel -> None (has a fissioned block function) or why not
+        self.spread = {}  # kernel -> [16] once Kernel.spread_blocks was called (record.h's flag bit 4), else [0]
 
 
 class SimBackend(Backend):
@@ -282,6 +283,9 @@ class SimBackend(Backend):
         path, barrier, report = sim_build.build_module(text, defines, source_name, kernels)
         return SimModule(_load_module(path), barrier, source_name, report)
 
+    def set_spread_blocks(self, module, name):
+        module.spread.setdefault(name, [0])[0] = 16  # read by the launch closure prepare made
+
     def prepare(self, module, name, argcodes):
         try:
             entry = getattr(module.lib, f"gpublas_launch_{name}")
@@ -301,6 +305,7 @@ class SimBackend(Backend):
         address = ctypes.cast(entry, ctypes.c_void_p).value  # what a graph replay calls
         pack, fibers, lib, backend = record.pack, int(name in module.fibers), module.lib, self
         block_fn = 8 if module.fission.get(name, 1) is None else 0  # the kernel has a fissioned version
+        spread = module.spread.setdefault(name, [0])
 
         def launch(grid, block, shared, stream, args):
             # One record per call (grid, block, flags, seed, shared bytes, then the arguments): the
@@ -308,7 +313,8 @@ class SimBackend(Backend):
             if complex_at:
                 args = dtypes.split_complex(args, complex_at)
             try:
-                rec = pack(*grid, *block, fibers | backend.order << 1 | (block_fn if backend.fission else 0),
+                flags = fibers | backend.order << 1 | (block_fn if backend.fission else 0) | spread[0]
+                rec = pack(*grid, *block, flags,
                            next(backend._seeds) & 0xFFFFFFFF,
                            shared, *args)
             except struct.error:

@@ -27,7 +27,8 @@ namespace gpublas_sim {
 // from several host threads never share arguments.
 struct LaunchHeader {
     unsigned dims[6];  // grid x, y, z, block x, y, z
-    unsigned flags;    // bit 0: fibers needed; bits 1-2: thread order; bit 3: run the fissioned block function
+    unsigned flags;    // bit 0: fibers needed; bits 1-2: thread order; bit 3: run the fissioned block function;
+                       // bit 4: spread the blocks over the cores however few threads the grid has
     unsigned seed;     // of the random thread order
     uint64_t shmem;    // dynamic shared memory bytes
 };

@@ -1,7 +1,8 @@
 // scheduler.h: a CUDA grid on the CPU: the block loop of one launch and its errors.
 //
 // Emulates: a launch (gpublas_launch_<kernel>(record), emitted per kernel by GPUBLAS_SIM_ENTRY)
-// runs every block of the grid; blocks are spread over the CPU's cores with OpenMP. Grid, block and
+// runs every block of the grid; blocks are spread over the CPU's cores with OpenMP (a grid under 4,096
+// threads only when its kernel said its blocks are heavy: Kernel.spread_blocks). Grid, block and
 // arguments come from the record Python packs per call (record.h), and errors are kept per launch,
 // so host threads may launch at the same time (the launch runs without the GIL). Each block runs
 // its threads as fibers (fibers.h) when the kernel reaches a barrier, as one call of its fissioned
@@ -108,7 +109,7 @@ static int launch(const char* name, void (*thunk)(const char*), void (*block_thu
         blockIdx = uint3{unsigned(b % gx), unsigned((b / gx) % gy), unsigned(b / (long(gx) * gy))};
         run_block(w, nthreads, fibers, fission, fault_ctx());
     };
-    if (nblocks > 1 && total >= 4096) {
+    if (nblocks > 1 && (total >= 4096 || (h.flags & 16))) {  // 16: Kernel.spread_blocks (heavy blocks)
 #pragma omp parallel for schedule(dynamic, chunk)
         for (long b = 0; b < nblocks; ++b) block(b);
     } else {  // a small launch: no OpenMP region (entering one costs as much as running the launch)
