@@ -520,6 +520,45 @@ extern "C" __global__ void radix_sort_block(const sort_key* __restrict__ keys, c
     }
 }
 
+// topk_select's walks over a thread's keys rk[first .. end), each inlined once per kind of key on the simulator
+// (WITH_ORDER): (1) thread t's column of counts, by digit at `shift`, of its keys whose higher digits are the prefix
+__device__ __forceinline__ void select_count_as(const sort_key* __restrict__ rk, long long first, long long end,
+                                                KeyOrder order, sort_key prefix, sort_key mask, int shift,
+                                                int* counts) {
+    for (long long i = first; i < end; ++i) {
+        const sort_key key = order.to_key(rk[i]);
+        if ((key & mask) == prefix) ++counts[COUNT_AT(digit_of(key, shift), threadIdx.x)];
+    }
+}
+// (2) its keys below the threshold | those equal to it << 32
+__device__ __forceinline__ long long select_tally_as(const sort_key* __restrict__ rk, long long first, long long end,
+                                                     KeyOrder order, sort_key threshold) {
+    long long below = 0;
+    long long equal = 0;
+    for (long long i = first; i < end; ++i) {
+        const sort_key key = order.to_key(rk[i]);
+        below += key < threshold;
+        equal += key == threshold;
+    }
+    return below | equal << 32;
+}
+// (3) its keys below the threshold written from cand[below], the first `need` - equal equal ones from cand[equal]
+__device__ __forceinline__ void select_write_as(const sort_key* __restrict__ rk, long long first, long long end,
+                                                KeyOrder order, sort_key threshold, long long need, long long below,
+                                                long long equal, long long all_below, sort_key* __restrict__ cand,
+                                                long long* __restrict__ cand_idx) {
+    for (long long i = first; i < end; ++i) {
+        const sort_key key = order.to_key(rk[i]);
+        long long pos = -1;
+        if (key < threshold) pos = below++;
+        else if (key == threshold && equal < need) pos = all_below + equal++;
+        if (pos >= 0) {
+            cand[pos] = rk[i];
+            cand_idx[pos] = i;
+        }
+    }
+}
+
 extern "C" __global__ void topk_select(const sort_key* __restrict__ keys, long long n, long long k, int bits,
                                        int kind, unsigned long long inf, int desc, sort_key* __restrict__ cand,
                                        long long* __restrict__ cand_idx) {
@@ -527,7 +566,6 @@ extern "C" __global__ void topk_select(const sort_key* __restrict__ keys, long l
     __shared__ long long hist[SORT_RADIX];
     __shared__ sort_key chosen[2];  // the prefix so far, and the mask of its digits
     __shared__ long long still;     // how many keys equal to the prefix are still to take
-    const KeyOrder order{kind, (sort_key)inf, desc};
     const int t = threadIdx.x;
     const long long row = blockIdx.x;
     long long first, end;
@@ -542,10 +580,7 @@ extern "C" __global__ void topk_select(const sort_key* __restrict__ keys, long l
         const sort_key prefix = chosen[0];
         const sort_key mask = chosen[1];
         for (int d = 0; d < SORT_RADIX; ++d) counts[COUNT_AT(d, t)] = 0;
-        for (long long i = first; i < end; ++i) {
-            const sort_key key = order.to_key(rk[i]);
-            if ((key & mask) == prefix) ++counts[COUNT_AT(digit_of(key, shift), t)];
-        }
+        WITH_ORDER(kind, (sort_key)inf, desc, select_count_as(rk, first, end, o, prefix, mask, shift, counts));
         __syncthreads();
         for (int d = t; d < SORT_RADIX; d += SORT_THREADS) {
             long long sum = 0;
@@ -565,28 +600,13 @@ extern "C" __global__ void topk_select(const sort_key* __restrict__ keys, long l
     __syncthreads();
     const sort_key threshold = chosen[0];
     const long long need = still;
-    long long below = 0;
-    long long equal = 0;
-    for (long long i = first; i < end; ++i) {
-        const sort_key key = order.to_key(rk[i]);
-        below += key < threshold;
-        equal += key == threshold;
-    }
+    long long tally = 0;
+    WITH_ORDER(kind, (sort_key)inf, desc, tally = select_tally_as(rk, first, end, o, threshold));
     long long total;
-    const long long before = block_exclusive_scan(below | equal << 32, total);
-    const long long all_below = total & 0xffffffffLL;
-    below = before & 0xffffffffLL;
-    equal = before >> 32;
-    for (long long i = first; i < end; ++i) {
-        const sort_key key = order.to_key(rk[i]);
-        long long pos = -1;
-        if (key < threshold) pos = below++;
-        else if (key == threshold && equal < need) pos = all_below + equal++;
-        if (pos >= 0) {
-            cand[row * k + pos] = rk[i];
-            cand_idx[row * k + pos] = i;
-        }
-    }
+    const long long before = block_exclusive_scan(tally, total);
+    WITH_ORDER(kind, (sort_key)inf, desc, select_write_as(rk, first, end, o, threshold, need, before & 0xffffffffLL,
+                                                          before >> 32, total & 0xffffffffLL, cand + row * k,
+                                                          cand_idx + row * k));
 }
 
 extern "C" __global__ void run_starts(const sort_key* __restrict__ s, long long n, int kind, unsigned long long inf,
