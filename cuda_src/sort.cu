@@ -222,6 +222,12 @@ __device__ __forceinline__ void hist_count(const sort_key* __restrict__ rk, long
 __device__ __forceinline__ void sweep_count_as(const sort_key* __restrict__ rk, int tile_n, int transform,
                                                KeyOrder order, int shift, int* cnt) {
     int* mine = cnt + (threadIdx.x / SWEEP_SET) * SWEEP_RADIX;
+    if (SWEEP_SET == 1) {  // a thread alone: its run of items, cut at the tile's end (a short row's tile: most
+        const int lo = sweep_item(0) < tile_n ? sweep_item(0) : tile_n;  // threads have none)
+        const int hi = lo + SWEEP_ITEMS < tile_n ? lo + SWEEP_ITEMS : tile_n;
+        for (int i = lo; i < hi; ++i) SWEEP_COUNT(mine[SWEEP_DIGIT(transform ? order.to_key(rk[i]) : rk[i], shift)]);
+        return;
+    }
     for (int u = 0; u < SWEEP_ITEMS; ++u) {
         const int i = sweep_item(u);
         if (i < tile_n) SWEEP_COUNT(mine[SWEEP_DIGIT(transform ? order.to_key(rk[i]) : rk[i], shift)]);
