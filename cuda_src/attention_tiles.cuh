@@ -28,7 +28,7 @@ __device__ __forceinline__ void att_load_rows(real* s, const real* g, long long 
     for (int r = threadIdx.x; r < ROWS; r += ATT_THREADS) {
         real* row = s + r * ATT_PITCH;
         const int n = r < rows_left ? D : 0;
-        for (int d = 0; d < n; ++d) row[d] = g[r * ld + d];
+        memcpy(row, g + r * ld, n * sizeof(real));
         for (int d = n; d < ATT_DP; ++d) row[d] = convert<real>(0.0f);
     }
     return;
