@@ -170,14 +170,15 @@ def builds(dtype, D, dropout=False):
 
 def _fused(direction, dtype, dp, dropout=False):
     """(kernel, rows a block keeps, threads, shared bytes) of the fused 'forward' or 'backward' kernel for dtype
-    (_fused_build)."""
+    (_fused_build). Its blocks are heavy (a block's rows against every key or query tile): the simulator spreads
+    even a grid of few threads over its cores (Kernel.spread_blocks)."""
     if dtype in dtypes.HALVES:
         require_tensor_cores(dtype)
     family, defines, t = _fused_build(dtype, dp, dropout)
     kern = launch.get_kernel(family, f"{family}_{direction}", dtype, root=KERNELS, **defines)
     size = np.dtype(dtype).itemsize
     rows, shared = (t.fwd_bq, t.fwd_shared(dp, size)) if direction == "forward" else (t.bwd_bk, t.bwd_shared(dp, size))
-    kern.allow_shared(shared)
+    kern.allow_shared(shared).spread_blocks()
     return kern, rows, t.threads, shared
 
 
