@@ -237,12 +237,13 @@ COLUMNS = [("kernel", "kernel", "s"), ("real", "real", "s"), ("regs", "regs", "d
 
 def instantiations(quick=False):
     """[(root, family, real)] the report covers: every family of cuda_src/ and nn/cuda/ in float and double
-    (REALS: other element types); quick: the GEMM families and complex GEMM's passes in their first element
-    type only (float; bfloat16 for gemm_half), the tests' smoke run of the whole report."""
+    (REALS: other element types); quick: the families complex GEMM runs (gemm, gemm_v2 and its passes,
+    complex_parts) in float, the tests' smoke run of the whole report (tests/test_sass.py reads the TF32,
+    wgmma and 16-bit GEMMs' SASS itself)."""
     from nn.kernels import KERNELS as NN_KERNELS
     families = [(None, f) for f in source.families()] + [(NN_KERNELS, f) for f in source.families(NN_KERNELS)]
     if quick:
-        families = [(root, f) for root, f in families if f.startswith("gemm") or f in COMPLEX_GEMM]
+        families = [(root, f) for root, f in families if f in ("gemm", "gemm_v2") or f in COMPLEX_GEMM]
     reals = (lambda f: REALS.get(f, ("float",))[:1]) if quick else (lambda f: REALS.get(f, ("float", "double")))
     return [(root, f, real) for root, f in families for real in reals(f)]
 
@@ -266,7 +267,7 @@ def run(ctx):
     report.note("complex GEMM (gemm_complex.py) runs complex_split / complex_combine and the real GEMM kernels of "
                 "gemm.cu / gemm_v2.cu in float (complex64) or double (complex128)")
     if ctx.quick:
-        report.note("--quick: the GEMM families and complex GEMM's passes only, in float (bfloat16 for gemm_half)")
+        report.note("--quick: complex GEMM's families only (gemm, gemm_v2, complex_parts), in float")
     return report
 
 
