@@ -21,13 +21,15 @@
 // where_nd3_real, where_nd_real:                 out = cond ? x : y, cond bool, broadcasting.
 // axpby_real:                  out[i] = a * x[i] + b * y[i] (fused: one pass over memory).
 //
-// The simulator compiles the family in four units (gpublas/source.py's sim_units): a first unary op builds
-// 2.5 s of g++ CPU, a first binary op 1.3 s, a comparison 0.8 s, instead of 4.4 s for the whole family
-// (all four: 5.0 s). unary_nd3_real alone is most of its unit: g++ unswitches the op's switch out of
-// each layout's loop, a loop per op and layout.
-// sim unit: unary_real unary_nd_real unary_nd3_real
-// sim unit: binary_real binary_nd_real binary_nd3_real
-// sim unit: compare_nd_real compare_nd3_real
+// The simulator compiles the family in five units (gpublas/source.py's sim_units), g++ CPU with the
+// precompiled header: a first unary op builds 1.5 s, a first binary op 0.8 s, a comparison 0.4 s; the
+// any-layout kernels (`_nd`, more than 3 axes after merging: rare) are a unit of their own, 2.3 s (with
+// them in each unit the three cost 2.2, 1.3 and 0.8 s; the whole family 4.4 s). A layout kernel is
+// most of its unit: g++ makes a loop per op and layout.
+// sim unit: unary_real unary_nd3_real
+// sim unit: binary_real binary_nd3_real
+// sim unit: compare_nd3_real
+// sim unit: unary_nd_real binary_nd_real compare_nd_real
 #include <type_traits>  // std::is_integral, std::is_signed
 
 #include "common.cuh"

@@ -16,17 +16,18 @@
 // slowly.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <string>
+#if defined(GPUBLAS_SIM_RUNTIME)
 #include <sys/mman.h>
+#endif
+#if !defined(__x86_64__)
 #include <ucontext.h>
-#include <utility>
-#include <vector>
+#endif
 
+#include "buffer.h"
 #include "dialect.h"
 #include "record.h"
 
@@ -99,9 +100,9 @@ struct Worker {
     struct Launch* launch = nullptr;  // the launch whose block this worker runs
     bool fast = false;      // fast path: no fibers
     unsigned nthreads = 0;  // threads of the current block
-    std::vector<WarpSlot> slots;     // [warp][parity][lane]
-    std::vector<unsigned> perm;      // this pass's order when it is random
-    std::vector<char> dyn_smem;
+    Buffer<WarpSlot> slots;     // [warp][parity][lane]
+    Buffer<unsigned> perm;      // this pass's order when it is random
+    Buffer<char> dyn_smem;
     uint64_t rng = 0;
 };
 
@@ -174,12 +175,18 @@ static inline uint64_t next_random(uint64_t& s) {  // splitmix64
 static void shuffle_order(Worker* w, unsigned n) {
     w->perm.resize(n);
     for (unsigned i = 0; i < n; ++i) w->perm[i] = i;
-    for (unsigned i = n; i > 1; --i) std::swap(w->perm[i - 1], w->perm[next_random(w->rng) % i]);
+    for (unsigned i = n; i > 1; --i) {
+        const unsigned j = unsigned(next_random(w->rng) % i), t = w->perm[i - 1];
+        w->perm[i - 1] = w->perm[j];
+        w->perm[j] = t;
+    }
 }
 
-static std::string block_name() {
-    char b[96];
-    std::snprintf(b, sizeof b, "block (%u, %u, %u)", blockIdx.x, blockIdx.y, blockIdx.z);
+// "block (x, y, z)" of the running block, for error messages: block_name().s
+struct BlockName { char s[48]; };
+static inline BlockName block_name() {
+    BlockName b;
+    std::snprintf(b.s, sizeof b.s, "block (%u, %u, %u)", blockIdx.x, blockIdx.y, blockIdx.z);
     return b;
 }
 
@@ -214,7 +221,7 @@ static bool run_block_fibers(Worker* w, unsigned n) {
         // Every fiber has now parked: decide which barrier releases.
         unsigned done = 0, at_sync = 0, released = 0;
         for (unsigned warp = 0; warp < nwarps; ++warp) {
-            unsigned lo = warp * 32, hi = std::min(n, lo + 32), wdone = 0, wwarp = 0, wsync = 0;
+            unsigned lo = warp * 32, hi = n < lo + 32 ? n : lo + 32, wdone = 0, wwarp = 0, wsync = 0;
             for (unsigned i = lo; i < hi; ++i) {
                 FiberState s = w->fibers[i].state;
                 wdone += s == DONE; wwarp += s == AT_WARP; wsync += s == AT_SYNC;
@@ -235,10 +242,10 @@ static bool run_block_fibers(Worker* w, unsigned n) {
         char msg[256];
         if (at_sync == n - done)
             std::snprintf(msg, sizeof msg, "threads diverge at __syncthreads(): %u of %u threads of %s exited "
-                          "while %u wait at the barrier", done, n, block_name().c_str(), at_sync);
+                          "while %u wait at the barrier", done, n, block_name().s, at_sync);
         else
             std::snprintf(msg, sizeof msg, "threads of %s deadlock: %u wait at __syncthreads() while others of "
-                          "their warp wait at a warp-level intrinsic", block_name().c_str(), at_sync);
+                          "their warp wait at a warp-level intrinsic", block_name().s, at_sync);
         w->launch->fail(msg);
         return false;  // the parked fibers are abandoned; the next block starts them afresh
     }
@@ -274,8 +281,10 @@ static inline void* dynamic_shared() {
 }
 
 static inline void misuse(const char* what) {
-    tls_worker->launch->fail(std::string("calls ") + what +
-                             " but was launched on the simulator's fast path (no fibers); please report this");
+    char msg[192];
+    std::snprintf(msg, sizeof msg, "calls %s but was launched on the simulator's fast path (no fibers); please "
+                  "report this", what);
+    tls_worker->launch->fail(msg);
 }
 }  // namespace gpublas_sim
 

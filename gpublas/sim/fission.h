@@ -18,10 +18,10 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
-#include <string>
-#include <vector>
 
+#include "buffer.h"
 #include "scheduler.h"
 
 namespace gpublas_sim {
@@ -49,17 +49,23 @@ struct Block {
     Worker* w = nullptr;
     unsigned alive = 0;                 // threads that have not exited
     unsigned masked = 0;                // nesting depth of thread-dependent branches and loops
-    std::vector<unsigned char> active;  // 1: runs the current region
-    std::vector<unsigned char> done;    // 1: exited
-    std::vector<uint3> tids;
-    uint3 tids_for{0, 0, 0};            // the blockDim tids was built for
-    std::vector<LaneBits> slot[2];      // warp exchange values [parity][thread]
-    std::vector<unsigned> stamp[2];     // which exchange wrote them
-    unsigned pub = 1, rd = 0;           // the exchange being published / being read
-    std::vector<char> arena;            // per-thread arrays of this block: one bump allocation each
-    std::vector<std::vector<char>> spill;  // when the arena was too small (it grows for the next block)
+    Buffer<unsigned char> active;  // 1: runs the current region
+    Buffer<unsigned char> done;    // 1: exited
+    Buffer<uint3> tids;
+    uint3 tids_for{0, 0, 0};       // the blockDim tids was built for
+    Buffer<LaneBits> slot[2];      // warp exchange values [parity][thread]
+    Buffer<unsigned> stamp[2];     // which exchange wrote them
+    unsigned pub = 1, rd = 0;      // the exchange being published / being read
+    Buffer<char> arena;            // per-thread arrays of this block: one bump allocation each
+    Buffer<void*> spill;           // malloc'd when the arena was too small (it grows for the next block)
     size_t used = 0, high = 0;
-    std::vector<unsigned> forward_order, reverse_order;
+    Buffer<unsigned> forward_order, reverse_order;
+
+    ~Block() { free_spill(); }
+    void free_spill() {
+        for (size_t i = 0; i < spill.size(); ++i) std::free(spill[i]);
+        spill.clear();
+    }
 
     void reset(Worker* wk, unsigned nthreads) {
         w = wk;
@@ -83,7 +89,7 @@ struct Block {
         }
         perm = order == REVERSE ? reverse_order.data() : forward_order.data();
         if (high > arena.size()) arena.resize(high + 64);
-        spill.clear();
+        free_spill();
         used = 0;
         if (slot[0].size() < n)
             for (int p = 0; p < 2; ++p) { slot[p].resize(n); stamp[p].assign(n, 0); }
@@ -101,10 +107,12 @@ struct Block {
         return reinterpret_cast<T*>(alloc_spill(need));
     }
     __attribute__((noinline)) void* alloc_spill(size_t need) {
-        high = std::max(high, used) + need + 64;
+        high = (high > used ? high : used) + need + 64;
         used = high;
-        spill.emplace_back(need + 64);
-        return reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(spill.back().data()) + 63) & ~uintptr_t(63));
+        void* p = std::malloc(need + 64);
+        if (!p) fail("out of host memory for the block's per-thread arrays");
+        spill.push_back(p);
+        return reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(p) + 63) & ~uintptr_t(63));
     }
     // A region: `begin` draws this pass's order; `at(k)` is the k-th thread to run, ~0u if it
     // sits this region out. The region then sets threadIdx (through a pointer: one TLS lookup a block).
@@ -117,11 +125,9 @@ struct Block {
     }
     void exit(unsigned t) { done[t] = 1; active[t] = 0; --alive; }
 
-    [[noreturn]] void fail(const std::string& m) {
+    [[noreturn]] void fail(const char* m) {
         w->launch->fail(m);
-        FaultCtx* fc = fault_ctx();
-        fc->active = 0;
-        longjmp(fc->back, 2);  // back to run_block: the block is abandoned
+        gpublas_sim_abandon_block();  // back to the runtime's run_block: the block is abandoned
     }
     unsigned count_active() const {
         unsigned a = 0;
@@ -136,10 +142,10 @@ struct Block {
             char msg[256];
             if (alive != n)
                 std::snprintf(msg, sizeof msg, "threads diverge at __syncthreads(): %u of %u threads of %s exited "
-                              "while %u wait at the barrier", n - alive, n, block_name().c_str(), here);
+                              "while %u wait at the barrier", n - alive, n, block_name().s, here);
             else
                 std::snprintf(msg, sizeof msg, "threads diverge at __syncthreads(): %u of %u threads of %s reach it "
-                              "inside a branch the others did not take", here, n, block_name().c_str());
+                              "inside a branch the others did not take", here, n, block_name().s);
             fail(msg);
         }
         return true;
@@ -153,7 +159,7 @@ struct Block {
                 if (act && act != live) {
                     char msg[256];
                     std::snprintf(msg, sizeof msg, "threads of warp %u of %s diverge at a warp-level intrinsic: %u of "
-                                  "its %u live lanes reach it", lo / 32, block_name().c_str(), act, live);
+                                  "its %u live lanes reach it", lo / 32, block_name().s, act, live);
                     fail(msg);
                 }
             }

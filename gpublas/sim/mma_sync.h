@@ -28,8 +28,10 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
-#include <vector>
+
+#include "buffer.h"
 
 #include "cuda_fp16.h"  // half_bits_to_float
 #include "scheduler.h"
@@ -45,8 +47,10 @@ static inline float tf32_input(uint32_t bits) {
 static inline bool warp_all_present(const WarpSlot* s, unsigned stamp, const char* what) {
     for (unsigned i = 0; i < 32; ++i)
         if (s[i].stamp != stamp) {
-            tls_worker->launch->fail(std::string(what) + " with lanes of the warp missing: every lane must take "
-                                     "part (.aligned)");
+            char msg[160];
+            std::snprintf(msg, sizeof msg, "%s with lanes of the warp missing: every lane must take part (.aligned)",
+                          what);
+            tls_worker->launch->fail(msg);
             return false;
         }
     return true;
@@ -55,7 +59,7 @@ static inline bool warp_all_present(const WarpSlot* s, unsigned stamp, const cha
 // Publishes this lane's fragment registers to its warp and waits for every lane's: the warp's slots
 // (nullptr, the launch failed, when a lane is missing).
 static inline const MmaTf32Slot* mma_exchange(const unsigned (&a)[4], unsigned b0, unsigned b1, const char* what) {
-    static thread_local std::vector<MmaTf32Slot> scratch;  // [warp][parity][lane]
+    static thread_local Buffer<MmaTf32Slot> scratch;  // [warp][parity][lane]
     Worker* w = tls_worker;
     if (w->fast) { misuse(what); return nullptr; }
     const unsigned lane = w->cur->linear & 31, warp = w->cur->linear >> 5, stamp = w->cur->warp_gen;

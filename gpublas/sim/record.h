@@ -11,12 +11,10 @@
 // non-trivial copies); a record is at most 4 KB when a graph records it (graph_replay.cpp's buffer).
 #pragma once
 
-#include <array>
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
-#include <mutex>
-#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -39,26 +37,34 @@ struct Launch {
     void (*thunk)(const char*);  // runs the kernel for one thread with the packed arguments
     void (*block_thunk)(const char*);  // runs a whole block (the fissioned kernel, fission.h), or null
     const char* args;            // the packed record
-    std::mutex lock;
-    std::string message;
-    std::atomic<bool> failed{false};
+    std::atomic<bool> failed{false};   // set once `message` is written
+    std::atomic<bool> claimed{false};  // the first fail() writes `message`
+    char message[1024] = {};
     unsigned interrupts = 0;  // Runtime::interrupts when the launch began: a change stops it
     std::atomic<bool> interrupted{false};
+    std::atomic<bool> fault_claimed{false};  // the first memory fault writes fault_addr
     std::atomic<bool> faulted{false};
     void* fault_addr = nullptr;
-    void fail(const std::string& m) {  // the first error wins
-        std::lock_guard<std::mutex> g(lock);
-        if (!failed.load()) { message = "kernel '" + std::string(name) + "': " + m; failed.store(true); }
+    void fail(const char* m) {  // the first error wins; the launch reads `message` after its last block
+        if (claimed.exchange(true)) return;
+        std::snprintf(message, sizeof message, "kernel '%s': %s", name, m);
+        failed.store(true);
     }
 };
 
 
 // Where each parameter of a kernel taking A... sits in the packed record (and, last, its size):
 // C's layout rules, which Python's struct module follows in native mode ('@').
+template <size_t N>
+struct Offsets {
+    size_t at[N];
+    constexpr size_t& operator[](size_t i) { return at[i]; }
+    constexpr const size_t& operator[](size_t i) const { return at[i]; }
+};
 template <class... A>
-static constexpr std::array<size_t, sizeof...(A) + 1> arg_offsets() {
+static constexpr Offsets<sizeof...(A) + 1> arg_offsets() {
     const size_t sizes[] = {sizeof(A)..., 0}, aligns[] = {alignof(A)..., 1};
-    std::array<size_t, sizeof...(A) + 1> off{};
+    Offsets<sizeof...(A) + 1> off{};
     size_t at = sizeof(LaunchHeader);
     for (size_t i = 0; i < sizeof...(A); ++i) {
         at = (at + aligns[i] - 1) / aligns[i] * aligns[i];

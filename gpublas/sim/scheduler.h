@@ -17,17 +17,19 @@
 // Limits: no cooperative groups, no grid-wide sync, no dynamic parallelism, no clusters.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <string>
 
 #include "dialect.h"
-#include "guard.h"
 #include "record.h"
 #include "fibers.h"
 
 #if defined(GPUBLAS_SIM_RUNTIME)
+#include <algorithm>
+#include <string>
+
+#include "guard.h"
+
 namespace gpublas_sim {
 
 static thread_local std::string tls_error;  // the calling thread's last launch error
@@ -41,14 +43,11 @@ static void report_fault(Worker* w, const FaultCtx* fc) {
     char msg[320];
     std::snprintf(msg, sizeof msg, "illegal %s address %#zx by %s, thread (%u, %u, %u)%s", what,
                   size_t(reinterpret_cast<uintptr_t>(fc->addr)),
-                  block_name().c_str(), threadIdx.x, threadIdx.y, threadIdx.z,
+                  block_name().s, threadIdx.x, threadIdx.y, threadIdx.z,
                   w->stacks && static_cast<char*>(fc->addr) >= w->stacks &&
                           static_cast<char*>(fc->addr) < w->stacks + w->stack_size * w->nfibers
                       ? ": the thread's stack overflowed (GPUBLAS_SIM_STACK_KB raises it)" : "");
-    {
-        std::lock_guard<std::mutex> g(L->lock);
-        if (!L->faulted.load()) { L->fault_addr = fc->addr; L->faulted.store(true); }
-    }
+    if (!L->fault_claimed.exchange(true)) { L->fault_addr = fc->addr; L->faulted.store(true); }
     L->fail(msg);
 }
 
@@ -131,6 +130,12 @@ extern "C" __attribute__((visibility("default"))) int gpublas_sim_launch(
         void (*tls)(gpublas_sim::ModuleTls*), const char* record) {
     return gpublas_sim::launch(name, thunk, block_thunk, tls, record);
 }
+// A fissioned block (fission.h) that failed a barrier check, its error recorded: back to run_block.
+extern "C" __attribute__((visibility("default"), noreturn)) void gpublas_sim_abandon_block() {
+    gpublas_sim::FaultCtx* fc = gpublas_sim::fault_ctx();
+    fc->active = 0;
+    longjmp(fc->back, 2);
+}
 extern "C" __attribute__((visibility("default"))) const char* gpublas_sim_error() {
     return gpublas_sim::tls_error.c_str();  // the calling thread's last failed launch
 }
@@ -139,11 +144,12 @@ extern "C" __attribute__((visibility("default"))) int gpublas_sim_fault(void** a
     return gpublas_sim::tls_faulted;
 }
 #else
-// A module's side: the runtime library's launch (resolved when the module loads), and where this
-// module's built-in variables and Worker pointer are for the calling OS thread.
+// A module's side: the runtime library's launch and block abandon (resolved when the module loads),
+// and where this module's built-in variables and Worker pointer are for the calling OS thread.
 extern "C" __attribute__((visibility("default"))) int gpublas_sim_launch(
         const char* name, void (*thunk)(const char*), void (*block_thunk)(const char*),
         void (*tls)(gpublas_sim::ModuleTls*), const char* record);
+extern "C" __attribute__((visibility("default"), noreturn)) void gpublas_sim_abandon_block();
 namespace gpublas_sim {
 static void module_tls(ModuleTls* t) {
     *t = ModuleTls{&threadIdx, &blockIdx, &blockDim, &gridDim, &tls_worker};
