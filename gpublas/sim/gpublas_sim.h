@@ -4,8 +4,9 @@
 // becomes a plain C++ function of one thread; gpublas appends an entry point per kernel
 // (GPUBLAS_SIM_ENTRY, scheduler.h) that runs the whole grid. The emulation is split by concern,
 // each file opening with what it emulates and its limits:
+//   buffer.h      the growable arrays the modules and the runtime library share
 //   dialect.h     qualifiers, vector types, built-in variables
-//   guard.h       fault catching (memcheck) and Ctrl-C between blocks, for the host's sake
+//   guard.h       fault catching (memcheck) and Ctrl-C between blocks, for the host's sake (runtime only)
 //   record.h      the record one launch carries: header, packed arguments, the launch's error
 //   fibers.h      a block's threads as fibers, __syncthreads and the warp barrier
 //   scheduler.h   the grid's block loop over the cores, launch errors, the per-kernel entry points
@@ -21,6 +22,10 @@
 // them, as it includes NVIDIA's on a GPU, and transpose_runs.h (its load_runs_transposed's shuffles).
 // How it was designed and what it costs: docs/sim-backend.md. cuda_runtime.h and mma.h here are empty
 // stand-ins so that a .cu's own #include lines resolve.
+// What a module sees (the side without GPUBLAS_SIM_RUNTIME) includes no libstdc++ container, string,
+// mutex or algorithm header: they were half of the precompiled header's build and size (buffer.h). A
+// kernel source that wants one includes it itself (<vector>, <string>, <algorithm>, <mutex> parse with the
+// __noinline__ macro below defined; <memory> does not).
 #pragma once
 
 // Before any header declares it: a kernel's tanhf (and tanh of a float) calls intrinsics.h's
