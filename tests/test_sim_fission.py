@@ -223,10 +223,12 @@ def _launch(m, name, n, *args):
 def test_divergent_barriers_fail_the_launch_when_fissioned():
     m = load_source(WARP_SRC, None, "fission_warps.cu")
     assert m.handle.fission["half_sync"] is None and m.handle.fission["half_warp_shuffle"] is None
-    with pytest.raises(gpublas.LaunchError, match=r"half_sync.*diverge at __syncthreads\(\): 16 of 64 threads"):
+    with pytest.raises(gpublas.LaunchError, match=r"half_sync.*diverge at __syncthreads\(\): 16 of 64 threads") as e:
         _launch(m, "half_sync", 64)
-    with pytest.raises(gpublas.LaunchError, match=r"half_warp_shuffle.*warp 0 .* diverge at a warp-level"):
+    assert type(e.value) is gpublas.LaunchError  # not a memory fault on the way out of the block
+    with pytest.raises(gpublas.LaunchError, match=r"half_warp_shuffle.*warp 0 .* diverge at a warp-level") as e:
         _launch(m, "half_warp_shuffle", 32)
+    assert type(e.value) is gpublas.LaunchError
     np.testing.assert_array_equal(_launch(m, "per_warp_loop", 64).get(), _per_warp_loop(64))  # the next one works
 
 
