@@ -24,7 +24,8 @@
 //                       smooths them (a = 0.9, b = 0.1) to the bit as it would with floats on the host.
 //
 // The simulator compiles the cross-entropy kernels apart from mse_forward (gpublas/source.py's sim_units):
-// a classifier's first run builds 0.5 s of g++ CPU for this family instead of 1.2 s.
+// a regression's first run builds 0.2 s of g++ CPU for this family; a classifier's about the whole family's
+// (0.9-1.2 s; xent_scale, through block_reduce, is 1.0 s of it alone).
 // sim unit: softmax_xent_forward xent_scale loss_track
 #include "common.cuh"
 
