@@ -15,9 +15,12 @@
 //               (switched on once, outside the loop). Copies of views (src type == real), astype,
 //               and item assignment with broadcasting (source strides 0) all run here.
 //
-// The simulator compiles the fills apart from the casts (gpublas/source.py's sim_units): a first
-// gpublas.zeros / ones builds 0.3 s of g++ CPU instead of the family's 1.6 s.
+// The simulator compiles the fills, the 3-axis cast and the any-layout cast apart (gpublas/source.py's
+// sim_units; g++ CPU with the precompiled header): a first gpublas.zeros / ones builds 0.3 s instead of the
+// family's 1.6 s, a first astype or strided copy 0.56 s (cast_nd3_real; 0.83 with cast_nd_real, which only
+// layouts of more than 3 axes after merging launch).
 // sim unit: fill_real arange_real linspace_real
+// sim unit: cast_nd3_real
 #include "common.cuh"
 
 // Source type codes, mirrored in gpublas/dtypes.py (TABLE's `src` column).
