@@ -49,17 +49,22 @@ extern "C" __global__ void noinline_check(float* x) { x[threadIdx.x] = twice(x[t
 """
 
 
+def _preprocessed(*args):
+    """The lines of `args` (the last a source) preprocessed as the sim compiles a module (its flags, the
+    simulator headers' directory on the include path)."""
+    cxx, _ = sim_build.host_compiler()
+    cmd = [cxx, *[f for f in sim_build._CXXFLAGS if f not in ("-shared", "-fPIC")], *sim_build._machine_flags(),
+           "-I", str(sim_build.HEADER.parent), *args[:-1], "-E", "-x", "c++", args[-1]]
+    return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.splitlines()
+
+
 def test_noinline_macro_comes_after_every_system_header(tmp_path):
     # libstdc++ spells GCC's attribute __noinline__ in some headers (bits/shared_ptr_base.h, GCC 12 on): a macro of
     # that name defined before one of them fails the build ("'noinline' was not declared", a GPU machine's g++).
     # Preprocessed as the sim builds a kernel: no system header is entered once the macro exists.
     src = tmp_path / "noinline.cu"
     src.write_text(NOINLINE_SRC)
-    cxx, _ = sim_build.host_compiler()
-    cmd = [cxx, *[f for f in sim_build._CXXFLAGS if f not in ("-shared", "-fPIC")], *sim_build._machine_flags(),
-           "-I", str(gpublas.source.src_dir()), "-I", str(sim_build.HEADER.parent), "-include", str(sim_build.HEADER),
-           "-E", "-dD", "-x", "c++", str(src)]
-    lines = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.splitlines()
+    lines = _preprocessed("-I", str(gpublas.source.src_dir()), "-include", str(sim_build.HEADER), "-dD", str(src))
     at = next(i for i, ln in enumerate(lines) if ln.startswith("#define __noinline__ "))
     ours = (str(sim_build.HEADER.parent), str(gpublas.source.src_dir()), str(src), "<")
     entered = {ln.split('"')[1] for ln in lines[at:] if ln.startswith("# ") and '"' in ln}
@@ -72,13 +77,9 @@ def test_noinline_macro_comes_after_every_system_header(tmp_path):
 def test_module_side_headers_leave_out_libstdcxx_containers():
     # What every module (and the precompiled header) parses: no <vector>, <string>, <mutex> or <algorithm>
     # (half of the precompiled header's build time and size, buffer.h); the runtime library's side has them.
-    cxx, _ = sim_build.host_compiler()
-
     def entered(*defines):
-        cmd = [cxx, *[f for f in sim_build._CXXFLAGS if f not in ("-shared", "-fPIC")], *sim_build._machine_flags(),
-               *defines, "-I", str(sim_build.HEADER.parent), "-E", "-x", "c++", str(sim_build.HEADER)]
-        out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-        return {Path(ln.split('"')[1]).name for ln in out.splitlines() if ln.startswith("# ") and '"' in ln}
+        lines = _preprocessed(*defines, str(sim_build.HEADER))
+        return {Path(ln.split('"')[1]).name for ln in lines if ln.startswith("# ") and '"' in ln}
 
     heavy = {"stl_vector.h", "basic_string.h", "std_mutex.h", "stl_algo.h"}
     assert entered() & heavy == set()

@@ -3,8 +3,8 @@
 // memory (fibers.h), a fissioned block's per-thread state and arena (fission.h), mma.sync's scratch.
 //
 // Why not std::vector: every module force-includes these headers, and libstdc++'s <vector>,
-// <string>, <mutex> and <algorithm> were half of the precompiled header's build (2.3 -> 1.2 s of g++
-// CPU without them, 64 -> 44 MB) and of its load in every module's compile (docs/sim-backend.md, "The
+// <string>, <mutex> and <algorithm> were half of the precompiled header's build (2.3 -> 1.1-1.2 s of
+// g++ CPU without them, 69 -> 45 MB) and of its load in every module's compile (docs/sim-backend.md, "The
 // first run"). The module side of the simulator headers includes only C headers, <cmath>, <atomic>,
 // <type_traits>, <utility> and immintrin.h; the runtime library's own parts (GPUBLAS_SIM_RUNTIME)
 // include what they like.
@@ -36,7 +36,6 @@ struct Buffer {
     size_t size() const { return len; }
     T& operator[](size_t i) { return ptr[i]; }
     const T& operator[](size_t i) const { return ptr[i]; }
-    T& back() { return ptr[len - 1]; }
 
     void reserve(size_t n) {
         if (n <= cap) return;

@@ -111,7 +111,7 @@ def main(argv=None):
     net = model(args.width, args.dropout)
     make, lr = OPTIMIZERS[args.optimizer]
     opt = make(net.parameters(), args.lr if args.lr is not None else lr)
-    nn.prefetch(net, nn.SoftmaxCrossEntropy(), opt)  # the kernels compile in the background while the data load, in the order a step launches them
+    nn.prefetch(net, nn.SoftmaxCrossEntropy(), opt)  # compiles in the background while the data load, in launch order
     data = load(seed=args.seed)
     sched = nn.CosineLR(opt, T_max=args.epochs)
     if not args.quiet:
