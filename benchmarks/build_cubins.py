@@ -1,11 +1,11 @@
 """Compiles the kernel modules a GPU run will load, ahead, with nvcc, into a folder the cuda backend
-reads first (GPUBLAS_CUBIN_DIR): gpublas/cubins.py says how they are recorded, keyed and loaded."""
+reads first (GPUBLAS_CUBIN_DIR): gpublas/runtime/cubins.py says how they are recorded, keyed and loaded."""
 import argparse
 import json
 import sys
 from pathlib import Path
 
-from gpublas import cubins
+from gpublas.runtime import cubins
 
 
 def main(argv=None):

@@ -68,7 +68,7 @@ def _gemm(shape, rng, dtype=F32):
                 ref=compute_tri.wide(a) @ b, tol=compute_tri._tol(dtype, k),
                 flops=(8.0 if cplx else 2.0) * m * n * k, bytes=item * (m * k + k * n + m * n), peer=peer)
     if cplx:  # the real GEMM of this shape and precision, for 'x real'
-        real = gpublas.dtypes.real_of(dtype)
+        real = gpublas.runtime.dtypes.real_of(dtype)
         ra, rb, rc = gpublas.to_device(a.real.copy()), gpublas.to_device(b.real.copy()), gpublas.empty((m, n), real)
         case["twin"] = lambda: gpublas.gemm(ra, rb, rc)
     return case

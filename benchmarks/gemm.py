@@ -58,7 +58,7 @@ def run(ctx):
     report = Report("gemm", ctx)
     peer = peers.detect()
     rng = np.random.default_rng(0)
-    sms = 132 if ctx.simulated else gpublas.gemm_plan.multiprocessors()
+    sms = 132 if ctx.simulated else gpublas.blas.gemm_plan.multiprocessors()
     for m, n, k in progress(shapes(ctx), ctx, "gemm"):
         a, b = rng.uniform(-1, 1, (m, k)).astype(F32), rng.uniform(-1, 1, (k, n)).astype(F32)
         ref = a.astype(np.float64) @ b
@@ -67,10 +67,10 @@ def run(ctx):
         flops = 2.0 * m * n * k
         cublas = _peer_times(report, ctx, peer, a, b, ref, label, k) if peer is not None else {}
         for name, kernel, prec in VARIANTS:
-            if kernel not in gpublas.blas3.KERNELS + ("auto",):
+            if kernel not in gpublas.blas.blas3.KERNELS + ("auto",):
                 report.skip(f"{name} {label}", f"kernel '{kernel}' not built yet")
                 continue
-            if kernel == "splitk" and gpublas.gemm_plan.choose_kernel(m, n, k, sms=sms) != "splitk":
+            if kernel == "splitk" and gpublas.blas.gemm_plan.choose_kernel(m, n, k, sms=sms) != "splitk":
                 continue  # only where the dispatcher would split on this device (the sim: as on an H100)
             if prec == "tf32" and _tf32_missing(kernel):
                 report.skip(f"{name} {label}", _tf32_missing(kernel))

@@ -12,7 +12,7 @@
 #
 # Nothing is built there: PyCUDA installs from .whl/ (benchmarks/gpu_prepare.sh copies the wheels
 # built here), and the kernels load from .cubins/ (GPUBLAS_CUBIN_DIR; built here by gpu_prepare.sh,
-# gpublas/cubins.py) where they were built ahead; what is missing compiles with nvcc there.
+# gpublas/runtime/cubins.py) where they were built ahead; what is missing compiles with nvcc there.
 # Each stage packs its logs, JSON, plots and XML into ONE archive, OUT/stageN-<device>-<date>.tar.gz,
 # and prints a short summary table last. Exit status: 0 when every step passed, 1 otherwise, 2 usage.
 #
@@ -98,7 +98,7 @@ for peer in ("torch", "cupy"):
         print(f"  {peer}: {type(e).__name__}")
 if gpublas.backend() == "cuda":
     import pycuda.driver as drv
-    from gpublas.backends.cuda import nvcc
+    from gpublas.runtime.backends.cuda import nvcc
     v = drv.get_driver_version()
     print(f"  driver CUDA {v // 1000}.{v % 1000 // 10}; {nvcc()[1]}; cubins from {os.environ.get('GPUBLAS_CUBIN_DIR')}")
 a = gpublas.to_device(np.arange(12, dtype=np.float32).reshape(3, 4))
@@ -134,7 +134,7 @@ modules_ready() {  # every family's modules loaded (prebuilt) or compiled, all c
 import os, sys, time
 import numpy as np
 import gpublas
-from gpublas.launch import prebuild
+from gpublas.runtime.launch import prebuild
 from nn.kernels import KERNELS
 t = time.perf_counter()
 families = sys.argv[1:] or None

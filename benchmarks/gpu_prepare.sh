@@ -4,7 +4,7 @@
 #   1. copies the PyCUDA wheel and its pure-Python needs from ../shared/gpu/wheels/ (or $GPU_WHEELS)
 #      into .whl/ (ignored by git; name it in the device tool's `carry`);
 #   2. records, on the simulator, every kernel module that stage 1's and stage 2's tests and benchmarks
-#      load (GPUBLAS_RECORD_MODULES, gpublas/cubins.py), into .cubins/record.jsonl;
+#      load (GPUBLAS_RECORD_MODULES, gpublas/runtime/cubins.py), into .cubins/record.jsonl;
 #   3. compiles those modules, and every family for float32 and float64, with nvcc for sm_90a (or
 #      $GPU_ARCH) into .cubins/ (ignored; carry it too), which gpu_check.sh hands the cuda backend as
 #      GPUBLAS_CUBIN_DIR.

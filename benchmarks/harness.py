@@ -251,7 +251,7 @@ def versions():
         if found:
             v[dist] = found
     if gpublas.backend() == "sim":
-        from gpublas.backends.sim_build import host_compiler
+        from gpublas.runtime.backends.sim_build import host_compiler
         v["host_compiler"] = host_compiler()[1]
     else:
         try:
@@ -261,7 +261,7 @@ def versions():
         except Exception as e:  # versions are information; a missing one is not an error
             v["cuda_driver"] = f"unknown ({type(e).__name__})"
         try:
-            from gpublas.backends.cuda import nvcc
+            from gpublas.runtime.backends.cuda import nvcc
             v["nvcc"] = nvcc()[1]
         except Exception as e:
             v["nvcc"] = f"unknown ({type(e).__name__})"

@@ -10,7 +10,7 @@ the (blocking) streams' work, so they bracket the whole pipeline.
 import numpy as np
 
 import gpublas
-from gpublas.launch import BLOCK, grid_1d
+from gpublas.runtime.launch import BLOCK, grid_1d
 
 from .harness import DeviceClock, Report, fmt_bytes, measure, parse_size
 

@@ -3,7 +3,7 @@
     python -m benchmarks profile [--top N] [--by-name] [--json FILE] -- python -m nn.examples.digits --epochs 2
 
 The command runs in a child process with GPUBLAS_PROFILE pointing at a temporary JSON file (see
-gpublas/profiler.py); its own output passes through unchanged. Then the table: launches per kernel
+gpublas/runtime/profiler.py); its own output passes through unchanged. Then the table: launches per kernel
 name and launch shape, and transfers, sorted by total time, with the command's wall time beside
 them. The exit status is the command's.
 """
@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from gpublas.profiler import Profile
+from gpublas.runtime.profiler import Profile
 
 DESCRIPTION = "run a command with the kernel profiler on; print its kernels and transfers by total time"
 

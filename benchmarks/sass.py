@@ -22,8 +22,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from gpublas import compiler, source
-from gpublas.backends.cuda import ARCH_SPECIFIC
+from gpublas.runtime import compiler, source
+from gpublas.runtime.backends.cuda import ARCH_SPECIFIC
 
 from .harness import Report
 
@@ -226,7 +226,7 @@ def family_rows(family, real, arch, root=None):
 # the real GEMM kernels in float / double, listed as they are)
 REALS = {"gemm_half": ("__nv_bfloat16", "__half"), "attention_half": ("__nv_bfloat16", "__half"), "triangular": ("float", "double", "cfloat", "cdouble"),
          "getrf": ("float", "double", "cfloat", "cdouble")}
-COMPLEX_GEMM = ("complex_parts",)  # the family of complex GEMM's passes (gpublas/gemm_complex.py)
+COMPLEX_GEMM = ("complex_parts",)  # the family of complex GEMM's passes (gpublas/blas/gemm_complex.py)
 COLUMNS = [("kernel", "kernel", "s"), ("real", "real", "s"), ("regs", "regs", "d"), ("spill_bytes", "spill B", "d"),
            ("smem", "smem B", "d"), ("threads", "threads", "d"), ("occupancy", "occ", ".0%"),
            ("FFMA", "FFMA", "d"), ("DFMA", "DFMA", "d"), ("HMMA", "HMMA", "d"), ("HGMMA", "HGMMA", "d"), ("LDS", "LDS", "d"),

@@ -1,6 +1,6 @@
 """train: time per training step of nn's digits CNN and of an LSTM sequence classifier, split per
 layer into forward and backward, and samples/s against a NumPy implementation of the same step on
-the host CPU (nn/reference.py's layers, the ones the tests use), and against PyTorch on the same GPU when torch imports.
+the host CPU (nn/reference/layers.py's layers, the ones the tests use), and against PyTorch on the same GPU when torch imports.
 
 A step is zero_grad, forward, softmax cross-entropy, backward and an SGD update (momentum 0.9).
 Before timing, one forward + backward with the same weights and batch is checked against the NumPy
@@ -23,9 +23,9 @@ from .harness import Report, parse_size, progress
 
 try:
     import nn
-    from nn import reference as ref
+    from nn.reference import layers as ref
     from nn.examples import digits
-    from nn.reference_gpt import NpGPT
+    from nn.reference.gpt import NpGPT
 except ImportError as e:  # nn lands separately; the suite reports itself skipped without it
     nn = digits = ref = None
     NN_MISSING = f"{type(e).__name__}: {e}"

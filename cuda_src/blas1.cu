@@ -1,5 +1,5 @@
 // blas1.cu: level-1 BLAS on strided vectors of `real` (-Dreal=float, double, cfloat or cdouble: axpy, scal,
-// copy, swap, dot; gpublas/blas1.py runs asum and nrm2 of complex vectors on their parts): element i of x
+// copy, swap, dot; gpublas/blas/blas1.py runs asum and nrm2 of complex vectors on their parts): element i of x
 // is x[i * incx] (cuBLAS's incx, from the element at the pointer: a negative inc walks a reversed view;
 // x[i] below stands for it). scal_beta takes contiguous outputs only.
 //

@@ -41,7 +41,7 @@
 //                                    index for the host to raise at its next synchronization
 //   FastDivmod, div_mod(n, d, rem)   n / d and n % d for 0 <= n, d < 2^31 with one __umulhi and a
 //                                    shift (CUTLASS's FastDivmod): the multiplier is computed on the
-//                                    host (gpublas.launch.fast_divisor packs it with d into one
+//                                    host (gpublas.runtime.launch.fast_divisor packs it with d into one
 //                                    unsigned long long kernel argument), the shift from d on the
 //                                    device (__clz); div_mod falls back to a division for 64-bit n
 //   NdLayout<K>, Nd3Layout<K>        strided layouts of K operands (the _nd and _nd3 kernels): up to 8
@@ -70,7 +70,7 @@ __host__ __device__ __forceinline__ bool small_index(long long n) { return n < 0
 #define GRID_STRIDE_LOOP(I, i, n) \
     for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < (I)(n); i += (I)gridDim.x * blockDim.x)
 
-// A device-side index check (gpublas/device_checks.py): a kernel that meets an index outside [0, limit)
+// A device-side index check (gpublas/runtime/device_checks.py): a kernel that meets an index outside [0, limit)
 // records it in check[0..2] = {site, position << 32 | (unsigned)value, limit} and carries on; the host
 // raises IndexError at its next synchronization. The first site to report holds the record until the
 // host clears it (launches run in order, so that is the earliest launch's); within it the smallest
@@ -91,7 +91,7 @@ __device__ __forceinline__ void report_bad_index(long long* check, int site, int
 // ---------------------------------------------------------------------------------------------------
 // Storage types: 16-bit floats are loaded as float, computed in float and rounded once when stored
 // (as CUDA's own bf16 arithmetic and PyTorch do); every other type computes as itself. A new
-// storage type is one more Compute specialization (and its row in gpublas/dtypes.py).
+// storage type is one more Compute specialization (and its row in gpublas/runtime/dtypes.py).
 // ---------------------------------------------------------------------------------------------------
 template <class T> struct Compute { typedef T type; };
 template <> struct Compute<__half> { typedef float type; };
@@ -162,7 +162,7 @@ template <class T, class S> __device__ __forceinline__ T convert(S v) { return C
 // double2: real part x, imaginary part y, aligned to their size), so a complex64 / complex128
 // DeviceArray, NumPy's and cuBLAS's buffers are the same bytes. Both backends compile this one
 // definition (nvcc on a GPU, g++ on the simulator); cfloat and cdouble are the C types of
-// gpublas/dtypes.py's complex rows (-Dreal=cfloat). A complex type computes as itself. Operators follow
+// gpublas/runtime/dtypes.py's complex rows (-Dreal=cfloat). A complex type computes as itself. Operators follow
 // NumPy: * as (ac - bd, ad + bc), / as NumPy's scaled (Smith's) division, == and != on both parts,
 // < <= > >= lexicographic (NumPy's ordering of complex numbers, which its maximum and minimum use).
 // A complex scalar kernel parameter passes by value (source.py's codes 'C' and 'Z').
@@ -264,7 +264,7 @@ template <class A> struct Convert<gcomplex<A>, gcomplex<A> > {
 
 #ifdef real
 // What a family built for `real` computes in. A kernel's scalar parameter of this type is spelled
-// compute_t<real> (gpublas/source.py reads that spelling; the typedef's name it cannot).
+// compute_t<real> (gpublas/runtime/source.py reads that spelling; the typedef's name it cannot).
 typedef compute_t<real> acc_real;
 #endif
 
@@ -542,7 +542,7 @@ __host__ __device__ __forceinline__ int ceil_log2(unsigned d) {
 struct FastDivmod {
     int d;
     unsigned mul, shift;
-    // packed = d | multiplier << 32, as gpublas.launch.fast_divisor(d) builds it (d = 1: multiplier 0)
+    // packed = d | multiplier << 32, as gpublas.runtime.launch.fast_divisor(d) builds it (d = 1: multiplier 0)
     __host__ __device__ __forceinline__ explicit FastDivmod(unsigned long long packed)
         : d((int)(packed & 0x7fffffffULL)), mul((unsigned)(packed >> 32)),
           shift(d > 1 ? (unsigned)ceil_log2((unsigned)d) - 1u : 0u) {}
@@ -563,7 +563,7 @@ __device__ __forceinline__ long long div_mod(long long n, const FastDivmod& d, l
     return q;
 }
 
-// Strided N-d indexing (gpublas/layout.py's kernel_dims merges axes first). Two layouts, each with
+// Strided N-d indexing (gpublas/core/layout.py's kernel_dims merges axes first). Two layouts, each with
 // walk(n, f): the grid-stride loop over elements [0, n) calling f(off), off[k] being the element's
 // offset in operand k, in elements (a stride may be negative, or 0 for a broadcast operand).
 //
@@ -603,7 +603,7 @@ struct NdLayout {
 
 // Nd3Layout<K>: the low-rank case most merged layouts reach (a bias broadcast is 2 axes, a
 // per-channel scale of NCHW data 3): at most 3 axes and n < 2^31. Dims d1, d2 come as FastDivmod
-// divisors (gpublas.launch.fast_divisor; d0 is what remains), so an element costs two multiply-high
+// divisors (gpublas.runtime.launch.fast_divisor; d0 is what remains), so an element costs two multiply-high
 // divisions (none along an axis of size 1), no 64-bit division, and the kernel takes 2 + 3 K
 // parameters instead of 8 + 8 K. Parameters: ND3_DIM_PARAMS, then ND3_STRIDE_PARAMS(p) per operand;
 // `Nd3Layout<2> lay = {ND3_DIMS, {ND3_STRIDES(sx), ...}}`.

@@ -1,4 +1,4 @@
-// complex_parts.cu: complex GEMM's elementwise passes around the real GEMMs (gpublas/gemm_complex.py);
+// complex_parts.cu: complex GEMM's elementwise passes around the real GEMMs (gpublas/blas/gemm_complex.py);
 // -Dreal=float for complex64 operands, double for complex128. A complex array comes as its `real*`
 // (cuComplex's layout: element e's real part at 2e, its imaginary part at 2e + 1) with its strides counted
 // in reals (twice the complex strides; any sign, so op(x) = x.T is the view with its strides swapped).

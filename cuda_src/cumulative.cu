@@ -1,5 +1,5 @@
 // cumulative.cu: running sums and products along rows (cumsum, cumprod) and products of rows (prod)
-// (gpublas/cumulative.py). `real` is the result's dtype; values are combined in acc_real (float for the 16-bit
+// (gpublas/numpy_api/cumulative.py). `real` is the result's dtype; values are combined in acc_real (float for the 16-bit
 // types) and each result rounded once to `real`. A (rows, n) contiguous array; the launcher moves the axis last.
 // A row is cut into chunks of `chunk` elements (chunk = n: one chunk, NumPy's left-to-right order exactly).
 //

@@ -7,8 +7,8 @@
 // (a Python scalar takes the array's dtype, as NumPy's), axpby's a and b acc_real. Every kernel is a
 // grid-stride loop, one element per thread per step, block 256 (the launcher caps the grid). The
 // operation is an int opcode (the EW_* / BIN_* / CMP_* numbers below, read by
-// gpublas/elementwise.py); each kernel switches once, outside its loop, into a loop specialised for
-// that opcode. Three layouts (gpublas/elementwise.py's plan picks one after merging axes): the plain
+// gpublas/core/elementwise.py); each kernel switches once, outside its loop, into a loop specialised for
+// that opcode. Three layouts (gpublas/core/elementwise.py's plan picks one after merging axes): the plain
 // kernels take arrays that are contiguous over the same elements (one flat index); `_nd3` kernels a
 // strided layout of at most 3 axes and fewer than 2^31 elements (common.cuh Nd3Layout: FastDivmod
 // index math, the common broadcasts); `_nd` kernels any layout up to 8 axes (NdLayout, 64-bit
@@ -21,7 +21,7 @@
 // where_nd3_real, where_nd_real:                 out = cond ? x : y, cond bool, broadcasting.
 // axpby_real:                  out[i] = a * x[i] + b * y[i] (fused: one pass over memory).
 //
-// The simulator compiles the family in five units (gpublas/source.py's sim_units), g++ CPU with the
+// The simulator compiles the family in five units (gpublas/runtime/source.py's sim_units), g++ CPU with the
 // precompiled header: a first unary op builds 1.5 s, a first binary op 0.8 s, a comparison 0.4 s; the
 // any-layout kernels (`_nd`, more than 3 axes after merging: rare) are a unit of their own, 2.3 s (with
 // them in each unit the three cost 2.2, 1.3 and 0.8 s; the whole family 4.4 s). A layout kernel is
@@ -56,7 +56,7 @@
 #define EW_CLIP 18      // minimum(maximum(x, p0), p1)
 #define EW_INVERT 19    // ~x (integer builds)
 
-// cumath's unary opcodes (gpublas/cumath.py), NumPy's semantics; numbered from 32 to leave room above.
+// cumath's unary opcodes (gpublas/core/cumath.py), NumPy's semantics; numbered from 32 to leave room above.
 #define EW_SIN 32
 #define EW_COS 33
 #define EW_TAN 34
@@ -205,7 +205,7 @@ __device__ __forceinline__ acc_real ew_sign(acc_real x) {
 
 // The opcodes defined on every type a build may be, complex numbers included (NumPy's arithmetic and
 // exp, log, sqrt, abs, conj): field_unary_op / field_binary_op. A complex build (-Dreal=cfloat or
-// cdouble) runs only these (gpublas/elementwise.py refuses the others for complex arrays; they return
+// cdouble) runs only these (gpublas/core/elementwise.py refuses the others for complex arrays; they return
 // x or a here) and never instantiates the real-only cases of unary_op / binary_op.
 template <int OP, class T>
 __device__ __forceinline__ T field_unary_op(T x, T p0) {

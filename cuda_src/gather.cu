@@ -1,5 +1,5 @@
 // gather.cu: integer-array and boolean-mask indexing, a[idx], a[mask] and their assignments
-// (gpublas/gather.py). `real` is the indexed array's element type (index_wrap_real: the index
+// (gpublas/core/gather.py). `real` is the indexed array's element type (index_wrap_real: the index
 // array's, int or long long). A position list w (long long) says where each selected element sits
 // along the indexed axes: element offset w[j] * wstride from the first element of the rest.
 //

@@ -1,5 +1,5 @@
 // gemm.cu: C = alpha * op(A) @ op(B) + beta * C on row-major matrices, as a ladder of kernels from the
-// simplest to the fastest (gpublas/gemm_plan.py picks one by shape). `real` is the storage type of A and B
+// simplest to the fastest (gpublas/blas/gemm_plan.py picks one by shape). `real` is the storage type of A and B
 // (-Dreal=float, double, __half or __nv_bfloat16); every kernel reads elements as acc_real (common.cuh's
 // load_as: float for the 16-bit types, real itself otherwise), accumulates and applies alpha and beta in it and
 // rounds each C element once into `out_real` (real unless defined; float for a float C of 16-bit inputs).
@@ -45,7 +45,7 @@
 //                on other targets the kernel compiles to an empty body and the launcher refuses it).
 //
 // The simulator compiles the two kernels its planner picks apart from the others and from each other
-// (gpublas/source.py's sim_units): a first product builds 1.4 s of g++ CPU (gemm_direct), a long-K one
+// (gpublas/runtime/source.py's sim_units): a first product builds 1.4 s of g++ CPU (gemm_direct), a long-K one
 // 0.6 s more (gemm_naive), instead of the family's 4.5 s.
 // sim unit: gemm_direct
 // sim unit: gemm_naive

@@ -1,8 +1,8 @@
 // gemm_v2.cu: GEMM v2, C = alpha * op(A) @ op(B) + beta * C on row-major matrices, built as CUTLASS's
 // multistage mainloop and the warp-tiled SGEMM write-ups build it: a block tile of C, warp tiles inside it,
 // register tiles inside those, operands staged through a multi-stage shared-memory pipeline filled with
-// cp.async (<cuda_pipeline.h>; the simulator copies synchronously, gpublas/sim/cuda_pipeline.h).
-// The dispatcher in gpublas/blas3.py picks a kernel by shape; `real` is float or double (-Dreal=...). The
+// cp.async (<cuda_pipeline.h>; the simulator copies synchronously, gpublas/runtime/sim/cuda_pipeline.h).
+// The dispatcher in gpublas/blas/blas3.py picks a kernel by shape; `real` is float or double (-Dreal=...). The
 // pipeline pieces (vectors, configurations, the cp.async loader, the mainloop) are gemm_pipeline.cuh's,
 // shared with the TF32 kernels of gemm_tf32.cu.
 //

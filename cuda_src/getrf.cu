@@ -1,5 +1,5 @@
 // getrf.cu: batched LU factorization with partial pivoting, P A = L U (LAPACK getf2's steps and
-// pivot choice), and the row interchanges of its solve (gpublas/lapack.py). A batch is contiguous:
+// pivot choice), and the row interchanges of its solve (gpublas/blas/lapack.py). A batch is contiguous:
 // matrix b at LU + b * n * n, its pivots at piv + b * n (0-based: row k was swapped with row piv[k],
 // as scipy.linalg.lu_factor), info[b] = 0, or k + 1 for the first column k whose pivot is exactly 0.
 // Element arithmetic is `real`'s operators and common.cuh's abs1 (|re| + |im| for a complex `real`, as

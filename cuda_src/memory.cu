@@ -15,7 +15,7 @@
 //               (switched on once, outside the loop). Copies of views (src type == real), astype,
 //               and item assignment with broadcasting (source strides 0) all run here.
 //
-// The simulator compiles the fills, the 3-axis cast and the any-layout cast apart (gpublas/source.py's
+// The simulator compiles the fills, the 3-axis cast and the any-layout cast apart (gpublas/runtime/source.py's
 // sim_units; g++ CPU with the precompiled header): a first gpublas.zeros / ones builds 0.3 s instead of the
 // family's 1.6 s, a first astype or strided copy 0.56 s (cast_nd3_real; 0.83 with cast_nd_real, which only
 // layouts of more than 3 axes after merging launch).
@@ -23,7 +23,7 @@
 // sim unit: cast_nd3_real
 #include "common.cuh"
 
-// Source type codes, mirrored in gpublas/dtypes.py (TABLE's `src` column).
+// Source type codes, mirrored in gpublas/runtime/dtypes.py (TABLE's `src` column).
 #define SRC_FLOAT 0
 #define SRC_DOUBLE 1
 #define SRC_INT 2

@@ -22,7 +22,7 @@
 // fragments of K-contiguous tiles load with no register moves ("ldmatrix on pairs of halves").
 //
 // On the GPU each is one instruction (SASS: HMMA.1688.F32.TF32, LDSM.16.M88.4). On the simulator
-// (__CUDA_ARCH_SIM__) they are gpublas/sim/mma_sync.h's warp-collective emulations: each lane publishes its
+// (__CUDA_ARCH_SIM__) they are gpublas/runtime/sim/mma_sync.h's warp-collective emulations: each lane publishes its
 // fragments (its row address), the warp meets at a barrier, each lane computes its own four elements of D
 // (reads its words), truncating the mma inputs to TF32 as the tensor core reads them.
 #pragma once
@@ -120,7 +120,7 @@ __device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const unsigned (&a)[
 // gemm_tf32.cu's K-contiguous Tf32Tile (chunk ^ (row / 2 % 4)). The descriptor of the k-step at byte
 // 32 ks of each row starts 32 ks bytes in.
 //
-// On the simulator (gpublas/sim/mma_sync.h) the product is computed at issue, each lane computing its
+// On the simulator (gpublas/runtime/sim/mma_sync.h) the product is computed at issue, each lane computing its
 // own elements of D from its warp's A registers and B read through the descriptor; fence, commit and
 // wait are then no-ops.
 #if defined(__CUDA_ARCH_SIM__) || defined(__CUDA_ARCH_FEAT_SM90_ALL)

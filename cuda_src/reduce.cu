@@ -33,7 +33,7 @@
 //                 finite shifts by 0, as SciPy: all -inf gives -inf).
 //
 // The simulator compiles reduce_serial, the kernel its launchers pick for every column sum and every row of
-// up to 4096 (gpublas/reduction.py's serial_fits), apart from the others (gpublas/source.py's sim_units): a
+// up to 4096 (gpublas/core/reduction.py's serial_fits), apart from the others (gpublas/runtime/source.py's sim_units): a
 // first sum builds 1.6 s of g++ CPU instead of the family's 6.3 s.
 // sim unit: reduce_serial
 #include "common.cuh"
@@ -42,7 +42,7 @@
 #define RED_MAX 1
 #define RED_MIN 2
 #define NO_INDEX 0x7fffffff
-#define SERIAL_COLS 32  // reduce_serial's outputs per thread on the simulator (gpublas.reduction reads it)
+#define SERIAL_COLS 32  // reduce_serial's outputs per thread on the simulator (gpublas.core.reduction reads it)
 
 // The identities of max (lowest) and min (highest): infinities for floats, the limits for the int
 // builds (-Dreal=int or long long: sum, max, min, argmax, argmin; unsigned long long: max, min, argmax, argmin;

@@ -1,7 +1,7 @@
 // scan.cu: exclusive prefix sums, out[i] = x[0] + ... + x[i-1] with each x converted to long long.
 // `real` is the input's element type (bool for a mask's positions, long long for the tile totals).
 // Integer sums in an order fixed by the launch shape: the result is exact and the same under any
-// thread order. gpublas/scan.py drives the levels: tiles, then a scan of the tile totals (the same
+// thread order. gpublas/core/scan.py drives the levels: tiles, then a scan of the tile totals (the same
 // kernel again, recursively), then scan_add.
 //
 // scan_tiles_real: block SCAN_BLOCK (1-D), one block per tile of SCAN_TILE consecutive elements;

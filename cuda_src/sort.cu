@@ -1,5 +1,5 @@
 // sort.cu: a stable LSD radix sort of rows of keys, key-only or key-value, and the selects built on it
-// (gpublas/sorting.py). `real` is any type of the keys' width: the kernels see keys as their bit patterns
+// (gpublas/numpy_api/sorting.py). `real` is any type of the keys' width: the kernels see keys as their bit patterns
 // (sort_key: unsigned char, short, int or long long) and a runtime `kind` says how to order them:
 //   SORT_UNSIGNED  as they are (uint8, bool)
 //   SORT_SIGNED    the sign bit flipped (int32, int64)

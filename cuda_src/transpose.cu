@@ -12,7 +12,7 @@
 //                  A and K come as FastDivmod divisors; below 2^31 elements the index math is 32-bit.
 //
 // The simulator compiles swap01 (nn's layers) apart from transpose_tiled (gpublas.transpose): 0.4 s of g++
-// CPU instead of the family's 1.2 s (gpublas/source.py's sim_units).
+// CPU instead of the family's 1.2 s (gpublas/runtime/source.py's sim_units).
 // sim unit: swap01
 #include "common.cuh"
 

@@ -1,4 +1,4 @@
-// triangular.cu: the small kernels of the triangular and symmetric routines (gpublas/blas3_tri.py,
+// triangular.cu: the small kernels of the triangular and symmetric routines (gpublas/blas/blas3_tri.py,
 // blas3_sym.py, blas2_tri.py); every other FLOP of those routines runs in the GEMM kernels. Matrices
 // are strided views: element (i, j) of X is X[i * sxr + j * sxc] (strides in elements, any sign, so a
 // transposed view is the same matrix with its strides swapped); a stack's matrices are zx apart.
@@ -24,7 +24,7 @@
 //             the block's threads read the same A(i, j) at once (one broadcast load), B(., v) stays in
 //             the thread's own column, so no barrier. grid.x = batch (A and B zA, zB apart), grid.y
 //             grid-strides over the columns. trsm runs it where inverting the blocks would not pay
-//             (a triangle of one block, or few right-hand sides: gpublas/blas3_tri.py says the rule).
+//             (a triangle of one block, or few right-hand sides: gpublas/blas/blas3_tri.py says the rule).
 // trtri_blocks: W_d = inv(A_dd) for every diagonal block A_dd = A(d L : d L + r, d L : d L + r) of an n x n
 //             triangle A (`lower` else upper, unit, cj as trsm_leaf; L = leaf <= TRSM_LEAF, r = min(L,
 //             n - d L)), so that trsm's diagonal solves are GEMMs. W is (batch, nb, L, L) contiguous: W_d

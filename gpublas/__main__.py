@@ -25,7 +25,8 @@ def _nn_kernels():
 def prebuild_command(args):
     from tqdm import tqdm
 
-    from . import backend, launch, source
+    from . import backend
+    from .runtime import launch, source
     roots = [None] + [Path(r) for r in args.root] + ([_nn_kernels()] if args.nn else [])
     dtypes = [np.dtype(d) for d in args.dtypes.split(",")]
     only = args.families.split(",") if args.families else None

@@ -32,7 +32,7 @@ from .layers.transformer import MultiheadAttention, TransformerEncoderLayer
 from .loss import CrossEntropyLoss, MSELoss, SoftmaxCrossEntropy
 from .module import Module, Parameter
 from .optim import SGD, Adam, AdamW, CosineLR, StepLR, clip_grad_norm
-from .prefetch_kernels import prefetch
+from .kernels.prefetch import prefetch
 from . import models  # noqa: E402 (after the layers it builds on)
 
 __all__ = ["Adam", "AdamW", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv2d", "CosineLR", "CrossEntropyLoss",

@@ -39,7 +39,7 @@ import threading
 import numpy as np
 
 import gpublas
-from gpublas.launch import geometry_1d
+from gpublas.runtime.launch import geometry_1d
 
 from .kernels import get_kernel
 
@@ -53,7 +53,7 @@ class autocast:
 
     def __init__(self, dtype=gpublas.bfloat16, enabled=True):
         self.dtype = np.dtype(dtype)
-        if self.dtype not in gpublas.dtypes.HALVES:
+        if self.dtype not in gpublas.runtime.dtypes.HALVES:
             raise TypeError(f"autocast: dtype must be float16 or bfloat16, got {self.dtype}")
         self.enabled = bool(enabled)
 

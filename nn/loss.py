@@ -5,10 +5,10 @@ Each is one fused kernel computing the per-element loss and its gradient togethe
 import numpy as np
 
 import gpublas
-from gpublas import device_checks
-from gpublas.stream import capturing
+from gpublas.runtime import device_checks
+from gpublas.runtime.stream import capturing
 
-from . import step_kernels as K
+from . import kernels as K
 from .module import Module
 
 
@@ -31,7 +31,7 @@ class _Loss(Module):
         """As Module's, with float16/bfloat16 outputs widened to float32 first: losses are computed
         in FP32 (torch.autocast's rule for its losses), and their gradient is float32."""
         x = super()._input(x)
-        return x.astype(np.float32) if x.dtype in gpublas.dtypes.HALVES else x
+        return x.astype(np.float32) if x.dtype in gpublas.runtime.dtypes.HALVES else x
 
     def _value(self, total, on_device):
         if on_device:
@@ -51,7 +51,7 @@ class SoftmaxCrossEntropy(_Loss):
     clear ValueError) and counted on the host; int32 labels already on the device are used as they are,
     with no read-back (xent_scale counts them on the device): a label outside [0, C) makes its row's loss,
     and so the mean, NaN, and the kernel records it: the host's next synchronization (this loss as a float,
-    a .get()) raises IndexError naming it (gpublas.device_checks; PyTorch's device-side assert on a GPU).
+    a .get()) raises IndexError naming it (gpublas.runtime.device_checks; PyTorch's device-side assert on a GPU).
     Every label ignored: the mean is NaN, as torch's."""
     kernel_families = ("loss:softmax_xent_forward", "reduce")  # nn.prefetch: the cross-entropy unit on the sim
 

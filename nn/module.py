@@ -87,7 +87,7 @@ class Module:
         """copy.deepcopy(model) and pickle (nn/portable.py): the attributes, with each device array as
         host bytes; Parameters and child Modules travel as themselves."""
         state = dict(self.__dict__)
-        state["_check_site"] = None   # a device check's id is this process's (gpublas.device_checks)
+        state["_check_site"] = None   # a device check's id is this process's (gpublas.runtime.device_checks)
         return portable.pack(state, {})
 
     def __setstate__(self, state):
@@ -179,13 +179,13 @@ class Module:
         and activations in 16 bits (GEMMs and reductions accumulate in FP32), except in modules whose
         `_keep_fp32` says so (BatchNorm: its statistics and affine parameters stay FP32)."""
         dtype = np.dtype(dtype)
-        if not gpublas.dtypes.is_float(dtype):
+        if not gpublas.runtime.dtypes.is_float(dtype):
             raise TypeError(f"{self.describe()}: dtype must be float16, bfloat16, float32 or float64, got {dtype}")
         for m in self.modules():
-            target = np.dtype(np.float32) if m._keep_fp32 and dtype in gpublas.dtypes.HALVES else dtype
+            target = np.dtype(np.float32) if m._keep_fp32 and dtype in gpublas.runtime.dtypes.HALVES else dtype
             object.__setattr__(m, "_dtype", target)
             for name, b in m._buffers.items():      # float buffers follow; integer counters stay
-                if isinstance(b, gpublas.DeviceArray) and gpublas.dtypes.is_float(b.dtype) and b.dtype != target:
+                if isinstance(b, gpublas.DeviceArray) and gpublas.runtime.dtypes.is_float(b.dtype) and b.dtype != target:
                     setattr(m, name, b.astype(target))
             for p in m._parameters.values():
                 p.to(target)
@@ -259,9 +259,9 @@ class Module:
         want = self.dtype if self._parameters or hasattr(self, "_dtype") else None
         if isinstance(x, gpublas.DeviceArray):
             if want is not None and x.dtype != want and not (
-                    self._storage_inputs and gpublas.dtypes.TABLE[x.dtype].compute == want):
+                    self._storage_inputs and gpublas.runtime.dtypes.TABLE[x.dtype].compute == want):
                 raise TypeError(f"{self.describe()}: input dtype {x.dtype} does not match the layer's {want}")
-            if not gpublas.dtypes.is_float(x.dtype):
+            if not gpublas.runtime.dtypes.is_float(x.dtype):
                 raise TypeError(f"{self.describe()}: input dtype must be a float (16, 32 or 64 bits), got {x.dtype}")
             return x
         x = np.asarray(x)
@@ -291,7 +291,7 @@ class Module:
         boundary, where a loss computed in FP32 hands back an FP32 gradient for 16-bit logits. PyTorch's
         gradient has its tensor's dtype, so it is rounded to it once here; anything else is left as given."""
         if (dtype is not None and isinstance(dy, gpublas.DeviceArray) and dy.dtype == np.float32
-                and np.dtype(dtype) in gpublas.dtypes.HALVES):
+                and np.dtype(dtype) in gpublas.runtime.dtypes.HALVES):
             return dy.astype(dtype)
         return dy
 
@@ -307,12 +307,12 @@ def _check_loadable(model, name, value, dtype):
     """Raises ValueError unless `value`'s dtype is a real float (for a float target) or integers that
     `dtype` holds exactly."""
     dtype = np.dtype(dtype)
-    kind = "f" if gpublas.dtypes.is_float(value.dtype) else value.dtype.kind  # bfloat16's NumPy kind is 'V'
+    kind = "f" if gpublas.runtime.dtypes.is_float(value.dtype) else value.dtype.kind  # bfloat16's NumPy kind is 'V'
     if kind not in "fiu":
         raise ValueError(f"{model}: '{name}' holds {value.dtype} data, not real numbers; expected a float or "
                          f"integer array for the {dtype} target")
     if kind == "f":
-        if not gpublas.dtypes.is_float(dtype):
+        if not gpublas.runtime.dtypes.is_float(dtype):
             raise ValueError(f"{model}: '{name}' holds {value.dtype} values; the {dtype} target takes integers only")
         with np.errstate(all="ignore"):
             overflow = np.isfinite(value) & ~np.isfinite(value.astype(dtype))
@@ -321,7 +321,7 @@ def _check_loadable(model, name, value, dtype):
         return
     if value.size == 0:
         return
-    if gpublas.dtypes.is_float(dtype):
+    if gpublas.runtime.dtypes.is_float(dtype):
         with np.errstate(all="ignore"):
             exact = np.array_equal(value.astype(dtype).astype(value.dtype), value)
     else:

@@ -9,7 +9,7 @@ import numpy as np
 import gpublas
 
 from . import portable
-from . import step_kernels as K
+from . import kernels as K
 from .flat_params import FlatGroups, span
 from .module import Parameter
 
@@ -240,7 +240,7 @@ def clip_grad_norm(params, max_norm, on_device=False):
     (the total's last bits can differ from the per-parameter sums'; the scaled gradients are the same
     function of it). A 16-bit gradient's sum of squares is taken in float32 (of its widened copy)."""
     params = _param_list(params)
-    compute = [gpublas.dtypes.TABLE[p.dtype].compute for p in params]
+    compute = [gpublas.runtime.dtypes.TABLE[p.dtype].compute for p in params]
     dtypes = list(dict.fromkeys(compute))
     flat = span([p.grad for p in params]) if len(dtypes) == 1 and params[0].dtype == dtypes[0] else None
     grads = [p.grad for p in params] if flat is None else [flat]

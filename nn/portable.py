@@ -15,7 +15,7 @@ from collections import OrderedDict
 import numpy as np
 
 import gpublas
-from gpublas import device_checks
+from gpublas.runtime import device_checks
 
 
 class _Allocation:

@@ -1,4 +1,4 @@
-"""Integer-array and boolean-mask indexing (gpublas/indexing.py, gather.py; cuda_src/gather.cu and
+"""Integer-array and boolean-mask indexing (gpublas/core/indexing.py, gather.py; cuda_src/gather.cu and
 scan.cu) against NumPy: gathers and assignments along one axis or under a mask, on views with strides,
 NumPy's placement rule, out-of-range indices found on the device before any write, repeated indices
 (last wins under both thread orders), take / nonzero / count_nonzero, and the prefix sum under them."""
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import gpublas
-from gpublas import scan
+from gpublas.core import scan
 
 DTYPES = [np.int32, np.float32, np.float64]
 

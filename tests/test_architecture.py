@@ -1,6 +1,8 @@
 """The house rules docs/ARCHITECTURE.md states, checked on the source: the floors (benchmarks -> nn ->
-gpublas -> cuda_src; a package imports only from the floors below it), no import cycle between the
-packages' modules (deferred imports inside functions count), and no Python file over 450 lines."""
+gpublas -> cuda_src; a package imports only from the floors below it), gpublas' folders as floors of their
+own (runtime -> core -> blas -> numpy_api), nn's kernels, references and distributed packages in their
+places, no import cycle between the packages' modules (deferred imports inside functions count), no folder
+of more than 20 modules and no Python file over 450 lines."""
 import ast
 import re
 from pathlib import Path
@@ -12,6 +14,9 @@ PACKAGES = ("gpublas", "nn", "benchmarks", "cuda_src")
 FLOORS = {"cuda_src": set(), "gpublas": {"cuda_src"}, "nn": {"gpublas", "cuda_src"},
           "benchmarks": {"nn", "gpublas", "cuda_src"}}
 MAX_LINES = 450
+# gpublas' folders, lowest first: each imports only from itself and the folders before it
+GPUBLAS_FOLDERS = ("runtime", "core", "blas", "numpy_api")
+MAX_MODULES = 20
 
 
 def modules():
@@ -85,7 +90,7 @@ def test_cycle_finder_finds_a_planted_cycle():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
     graph = import_graph()
-    assert "gpublas.launch" in graph and "nn.kernels" in graph["nn.layers.dense"]
+    assert "gpublas.runtime.launch" in graph and "nn.kernels" in graph["nn.layers.dense"]
 
 
 def test_no_import_cycle():
@@ -95,10 +100,10 @@ def test_no_import_cycle():
 
 def test_every_operation_device_array_calls_is_provided():
     """DeviceArray's methods call `impl.<name>` (or `_reduction("<name>")`, `_method("<name>", ...)`),
-    filled by the modules above gpublas.array with `provide(...)` when gpublas is imported: each name
+    filled by the modules above gpublas.core.array with `provide(...)` when gpublas is imported: each name
     array.py calls is there, and nothing else is."""
-    from gpublas import array
-    text = (ROOT / "gpublas" / "array.py").read_text()
+    from gpublas.core import array
+    text = (ROOT / "gpublas" / "core" / "array.py").read_text()
     called = set(re.findall(r"\bimpl\.(\w+)\(", text)) | set(re.findall(r"_(?:reduction|method)\(\"(\w+)\"", text))
     assert {"getitem", "forward", "sum", "any", "to_dlpack"} <= called
     assert called == set(vars(array.impl)), called ^ set(vars(array.impl))
@@ -115,3 +120,53 @@ def test_no_python_file_over_450_lines():
     assert len(files) > 50
     long = {str(p.relative_to(ROOT)): n for p in files if (n := len(p.read_text().splitlines())) > MAX_LINES}
     assert not long, f"over {MAX_LINES} lines: {long}"
+
+
+def gpublas_folder(module):
+    """The index of `module`'s folder in GPUBLAS_FOLDERS (gpublas.core.array -> 1); None for gpublas itself
+    and its __main__, which sit above every folder."""
+    parts = module.split(".")
+    if parts[0] != "gpublas" or len(parts) < 2 or parts[1] == "__main__":
+        return None
+    assert parts[1] in GPUBLAS_FOLDERS, f"{module} is outside gpublas' folders {GPUBLAS_FOLDERS}"
+    return GPUBLAS_FOLDERS.index(parts[1])
+
+
+def upward_imports(graph):
+    """'a imports b' for each import from a gpublas folder into a folder above it."""
+    return [f"{m} imports {t}" for m, targets in graph.items() for t in targets
+            if gpublas_folder(m) is not None and gpublas_folder(t) is not None and gpublas_folder(t) > gpublas_folder(m)]
+
+
+def test_gpublas_folders_are_floors():
+    """gpublas/ holds its four folders (and __init__, __main__), each importing only the folders below it."""
+    top = sorted(p.name for p in (ROOT / "gpublas").iterdir() if p.name != "__pycache__")
+    assert top == sorted(GPUBLAS_FOLDERS + ("__init__.py", "__main__.py")), top
+    graph = import_graph()
+    assert not upward_imports(graph), upward_imports(graph)
+    # the checker sees a planted upward import (runtime reaching core)
+    planted = dict(graph, **{"gpublas.runtime.launch": graph["gpublas.runtime.launch"] | {"gpublas.core.array"}})
+    assert upward_imports(planted) == ["gpublas.runtime.launch imports gpublas.core.array"]
+
+
+def test_no_folder_of_more_than_20_modules():
+    folders = {p.parent for pkg in ("gpublas", "nn") for p in (ROOT / pkg).rglob("*.py")}
+    big = {str(f.relative_to(ROOT)): n for f in folders
+           if (n := len([p for p in f.glob("*.py") if p.name != "__init__.py"])) > MAX_MODULES}
+    assert not big, f"over {MAX_MODULES} modules: {big}"
+
+
+def test_nn_kernels_references_and_distributed_keep_their_places():
+    """nn/kernels/ (launchers, one module per nn/cuda/*.cu family) imports gpublas and itself only; the NumPy
+    twins in nn/reference/ are never imported by nn; nn/distributed/ is imported by no other nn package."""
+    graph = import_graph()
+    families = {p.stem for p in (ROOT / "nn" / "cuda").glob("*.cu")}
+    launchers = {p.stem for p in (ROOT / "nn" / "kernels").glob("*.py")} - {"__init__", "common", "prefetch"}
+    assert launchers <= families, launchers - families
+    wrong = [f"{m} imports {t}" for m, ts in graph.items() for t in ts if m.startswith("nn.kernels")
+             and t.startswith("nn.") and not t.startswith("nn.kernels")]
+    wrong += [f"{m} imports {t}" for m, ts in graph.items() for t in ts if t.startswith("nn.reference")
+              and m.startswith("nn.") and not m.startswith(("nn.reference", "nn.examples"))]
+    wrong += [f"{m} imports {t}" for m, ts in graph.items() for t in ts if t.startswith("nn.distributed")
+              and m.startswith("nn.") and not m.startswith(("nn.distributed", "nn.examples"))]
+    assert not wrong, wrong

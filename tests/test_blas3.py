@@ -4,7 +4,7 @@ import pytest
 from scipy.linalg import blas as sblas
 
 import gpublas
-from gpublas import blas3, gemm_plan
+from gpublas.blas import blas3, gemm_plan
 from reference import assert_close
 
 DTYPES = [np.float32, np.float64]
@@ -432,7 +432,7 @@ def test_sim_cost_model_picks_direct_unless_c_is_a_few_elements():
 @pytest.mark.parametrize("trans_a", [False, True])
 def test_gemm_chunks_rows_beyond_grid_y(trans_a):
     rng = np.random.default_rng(7)
-    from gpublas.blas3 import ROWS_PER_LAUNCH
+    from gpublas.blas.blas3 import ROWS_PER_LAUNCH
     m = ROWS_PER_LAUNCH + 17  # two row chunks: the second starts mid-tile for every kernel
     a = rng.integers(-3, 4, (m, 2)).astype(np.float32)
     b = rng.integers(-3, 4, (2, 3)).astype(np.float32)

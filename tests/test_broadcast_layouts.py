@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import gpublas
-from gpublas import elementwise as ew
+from gpublas.core import elementwise as ew
 
 DTYPES = [np.float32, np.float64, np.int32]
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import gpublas
-from gpublas.launch import fast_divisor, load_source
+from gpublas.runtime.launch import fast_divisor, load_source
 
 SRC = """#include "common.cuh"
 extern "C" __global__ void divmod_check(const long long* n, long long* q, long long* r, int count,
@@ -50,7 +50,8 @@ def test_fast_divisor_packs_and_checks_range():
 
 
 def test_constants_come_from_the_sources():
-    from gpublas import reduction, source
+    from gpublas.core import reduction
+    from gpublas.runtime import source
     from nn import kernels
     assert kernels.ACT == {"identity": 0, "relu": 1, "tanh": 2, "sigmoid": 3, "gelu": 4, "gelu_tanh": 5, None: 0}
     assert (reduction.SUM, reduction.MAX, reduction.MIN) == (0, 1, 2)
@@ -59,7 +60,7 @@ def test_constants_come_from_the_sources():
 
 
 def test_grid_1d():
-    from gpublas import launch
+    from gpublas.runtime import launch
     per_block = launch.BLOCK * (launch.SIM_ELEMENTS_PER_THREAD if launch.simulated() else 1)
     assert launch.grid_1d(0) == 0 and launch.grid_1d(1) == 1
     assert launch.grid_1d(per_block) == 1 and launch.grid_1d(per_block + 1) == 2
@@ -97,7 +98,7 @@ def test_load_run_as_converts_16_bit_runs_as_load_as_does(dtype):
     for offset in (0, 3):  # 16-byte aligned runs, and runs 6 bytes off
         dx = gpublas.to_device(np.concatenate([np.zeros(offset, dtype), x]))[offset:]
         run, one = gpublas.empty(x.shape, np.float32), gpublas.empty(x.shape, np.float32)
-        k(gpublas.launch.ceil_div(x.size, 13 * 128), 128, dx, run, one, np.int32(x.size))
+        k(gpublas.runtime.launch.ceil_div(x.size, 13 * 128), 128, dx, run, one, np.int32(x.size))
         got, alone = run.get().view(np.uint32), one.get().view(np.uint32)
         np.testing.assert_array_equal(got, alone)
         want = x.astype(np.float32)
@@ -174,7 +175,7 @@ def test_block_reduce_gives_the_bits_of_the_shuffle_tree(dtype, rng, sim_order):
     # partial last warp, 2-D and 3-D blocks; with loop fission and on fibers
     k = load_source(REDUCE_SRC, {"real": "float" if dtype == np.float32 else "double"}, "block_reduce_check.cu")
     k = k.get("block_reduce_check")
-    backend, sim = gpublas.backends.current(), gpublas.backend() == "sim"
+    backend, sim = gpublas.runtime.backends.current(), gpublas.backend() == "sim"
     for block in [1, 32, 40, 256, 1000, (16, 8), (8, 5, 3)]:
         n, blocks = int(np.prod(block)), 3
         x = (rng.standard_normal(n * blocks) * 10.0 ** rng.integers(-10, 10, n * blocks)).astype(dtype)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from gpublas import compiler
-from gpublas.errors import GpublasError
+from gpublas.runtime import compiler
+from gpublas.runtime.errors import GpublasError
 
 
 class Builder:
@@ -97,7 +97,7 @@ def test_an_unwritable_cache_builds_privately_and_says_so_once(tmp_path, monkeyp
 def test_truncated_shared_library_is_rebuilt_not_loaded(tmp_path):
     code = textwrap.dedent("""
         import numpy as np, gpublas
-        from gpublas.launch import load_source
+        from gpublas.runtime.launch import load_source
         m = load_source('extern "C" __global__ void seven(float* y) { y[threadIdx.x] = 7.f; }', None, "cachecheck.cu")
         y = gpublas.zeros((32,), np.float32)
         m.get("seven")(1, 32, y)

@@ -134,7 +134,7 @@ def test_real_scalars_and_arrays_promote(dtype, rng):
         assert got.dtype == ref.dtype
         close(got.get(), ref, ref.dtype)
     hc = crandn(rng, 5, dtype)
-    for real in (np.float32, np.float64, np.int32):  # arrays promote as NumPy's (gpublas.promotion)
+    for real in (np.float32, np.float64, np.int32):  # arrays promote as NumPy's (gpublas.core.promotion)
         got = gpublas.to_device(hc) * gpublas.to_device(r.astype(real))
         ref = hc * r.astype(real)
         assert got.dtype == ref.dtype

@@ -14,8 +14,8 @@ from scipy.linalg import blas as sblas
 from scipy.linalg import lu_factor, lu_solve
 
 import gpublas
-from gpublas import blas3_tri
-from gpublas.launch import get_kernel
+from gpublas.blas import blas3_tri
+from gpublas.runtime.launch import get_kernel
 from reference import assert_close
 
 DTYPES = [np.complex64, np.complex128]

@@ -1,4 +1,4 @@
-"""Cubins built ahead for a GPU machine (gpublas/cubins.py): recording the modules a run loads, building
+"""Cubins built ahead for a GPU machine (gpublas/runtime/cubins.py): recording the modules a run loads, building
 them with nvcc, and the cuda backend's lookup with its checks (the load itself needs a GPU:
 test_cuda_backend's cuda-marked tests and gpu_check.sh's stage 1 run it)."""
 import json
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import gpublas
-from gpublas import cubins, source
-from gpublas.launch import load_source
+from gpublas.runtime import cubins, source
+from gpublas.runtime.launch import load_source
 
 TINY = "extern \"C\" __global__ void twice(real *x, int n) { int i = threadIdx.x; if (i < n) x[i] *= 2; }\n"
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
@@ -87,7 +87,7 @@ def test_family_modules_cover_every_family_and_dtype():
 
 @pytest.mark.cuda
 def test_a_prebuilt_cubin_loads_and_runs(tmp_path, monkeypatch):
-    """On a GPU: a module built by gpublas.cubins loads from GPUBLAS_CUBIN_DIR without nvcc's cache."""
+    """On a GPU: a module built by gpublas.runtime.cubins loads from GPUBLAS_CUBIN_DIR without nvcc's cache."""
     backend = gpublas._current_backend()
     monkeypatch.setenv("GPUBLAS_CACHE_DIR", str(tmp_path / "cache"))
     (tmp_path / "cache").mkdir()

@@ -12,8 +12,8 @@ import types
 import numpy as np
 import pytest
 
-from gpublas.backends import cuda
-from gpublas.backends.cuda import ThreadContexts, describe_launch, fault_message, nvcc_release, toolkit_problem
+from gpublas.runtime.backends import cuda
+from gpublas.runtime.backends.cuda import ThreadContexts, describe_launch, fault_message, nvcc_release, toolkit_problem
 
 
 class StandInContext:
@@ -151,7 +151,7 @@ def test_launches_from_a_second_thread_and_a_clean_exit():
 
 FAULT = """
     import numpy as np, gpublas
-    from gpublas.launch import load_source
+    from gpublas.runtime.launch import load_source
     k = load_source('extern "C" __global__ void write_null(float* p) { p[threadIdx.x + (1 << 20)] = 1.f; }',
                     None, "fault.cu").get("write_null")
     try:

@@ -1,10 +1,10 @@
-"""cumsum, cumprod and prod (gpublas.cumulative, cuda_src/cumulative.cu) against NumPy: dtypes, axes, views, one
+"""cumsum, cumprod and prod (gpublas.numpy_api.cumulative, cuda_src/cumulative.cu) against NumPy: dtypes, axes, views, one
 long row cut into chunks, empty arrays; called as numpy.<name>(device_array) too."""
 import numpy as np
 import pytest
 
 import gpublas
-from gpublas import cumulative
+from gpublas.numpy_api import cumulative
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.bool_])

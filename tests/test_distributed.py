@@ -122,7 +122,7 @@ def test_import_without_mpi4py_names_the_extra():
 
 
 def test_device_ordinal_follows_gpublas_device_then_the_local_rank(monkeypatch):
-    from gpublas.backends.cuda import LOCAL_RANK_VARS, device_ordinal
+    from gpublas.runtime.backends.cuda import LOCAL_RANK_VARS, device_ordinal
     for v in ("GPUBLAS_DEVICE",) + LOCAL_RANK_VARS:
         monkeypatch.delenv(v, raising=False)
     assert device_ordinal(4) == 0

@@ -1,5 +1,5 @@
 """Complex gemm / gemm_batched (cgemm, zgemm) against scipy.linalg.blas in every (trans_a, trans_b)
-of N, T, C, 1M (4M's work in one real GEMM) and 3M (gpublas.gemm_complex), shapes 0, 1, primes and
+of N, T, C, 1M (4M's work in one real GEMM) and 3M (gpublas.blas.gemm_complex), shapes 0, 1, primes and
 non-tile multiples, views (slices, transposes, reversed rows) of a, b and c, complex and real alpha /
 beta, both sim thread orders; beta == 0 never reads c, alpha == 0 reads neither a nor b; the passes
 each path runs (complex_parts.cu) and the real GEMM work (the 4M bound)."""
@@ -8,7 +8,7 @@ import pytest
 from scipy.linalg import blas
 
 import gpublas
-from gpublas import gemm_complex
+from gpublas.blas import gemm_complex
 
 COMPLEX = [np.dtype(np.complex64), np.dtype(np.complex128)]
 TRANS = ["N", "T", "C"]
@@ -112,7 +112,7 @@ def test_real_gemm_takes_trans_letters(rng):
 def test_4m_bound_real_gemm_work(algo, products, rng, monkeypatch):
     """The 4M bound: a complex product runs real GEMMs of 4 m n k multiply-adds in all (1M: one of
     m x 2n x 2k), 3 m n k with 3M (one batched GEMM of three); M, N, K, batch per real GEMM."""
-    from gpublas import blas3
+    from gpublas.blas import blas3
     force(monkeypatch, algo)
     sizes, run = [], blas3._run
     monkeypatch.setattr(blas3, "_run", lambda *args: sizes.append(args[3:7]) or run(*args))

@@ -3,7 +3,7 @@ and on gemm.cu's barrier-free gemm_direct / gemm_naive (the simulator's automati
 
 The first tests pin the hardware contract as the PTX ISA states it, written here independently of the
 kernels: mma.m16n8k16's A/B/D fragment layouts, ldmatrix .trans, and wgmma m64n256k16's A registers with B
-read K-major through a 64-byte-swizzle descriptor (on the simulator: gpublas/sim/mma_sync.h's emulation;
+read K-major through a 64-byte-swizzle descriptor (on the simulator: gpublas/runtime/sim/mma_sync.h's emulation;
 on a GPU the hardware). Then gemm / gemm_batched / matmul against float64 NumPy in every orientation, on
 shapes 1, primes and non-tile multiples, K = 0, views with leading dimensions, batches, beta = 0 over NaN,
 float32 or 16-bit C, under two simulator thread orders. Products of 16-bit values are exact in float, so
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import gpublas
-from gpublas import gemm_plan
-from gpublas.launch import load_source
+from gpublas.blas import gemm_plan
+from gpublas.runtime.launch import load_source
 from test_gemm_wgmma import swizzle64
 
 HALVES = [np.dtype(gpublas.float16), np.dtype(gpublas.bfloat16)]

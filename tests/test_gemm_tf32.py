@@ -1,5 +1,5 @@
 """The TF32 tensor-core path: cuda_src/mma.cuh's mma_tf32_m16n8k8 and ldmatrix_x4 against the PTX ISA's
-fragment layout (on the simulator: gpublas/sim/mma_sync.h's emulation; on a GPU: the hardware), and
+fragment layout (on the simulator: gpublas/runtime/sim/mma_sync.h's emulation; on a GPU: the hardware), and
 gemm_tf32_large (gemm_tf32.cu) against NumPy in every orientation, under two simulator thread orders.
 
 TF32 keeps 10 of float's 23 mantissa bits: the tensor core reads the top 19 bits of each input (the rest
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import gpublas
-from gpublas.launch import load_source
+from gpublas.runtime.launch import load_source
 
 TRANS = [(False, False), (False, True), (True, False), (True, True)]
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import gpublas
-from gpublas import blas3, gemm_plan
+from gpublas.blas import blas3, gemm_plan
 from reference import assert_close
 
 DTYPES = [np.float32, np.float64]

@@ -3,7 +3,7 @@
 The first test pins the hardware contract as the PTX ISA states it, written here independently of the
 kernels: A's register layout (mma.m16n8k8's, per warp), B's "K-major, 64-byte swizzle" shared-memory
 layout (address bits 4-5 XOR bits 7-8, 8-row groups 512 bytes apart) reached through a matrix descriptor,
-and D's register layout. On the simulator it checks gpublas/sim/mma_sync.h's emulation; on an H100 the
+and D's register layout. On the simulator it checks gpublas/runtime/sim/mma_sync.h's emulation; on an H100 the
 hardware itself, so a GPU run tells which side is wrong if a GEMM below fails there."""
 import shutil
 
@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 import gpublas
-from gpublas import backends, gemm_plan
-from gpublas.backends.cuda import nvcc_arch_flags
-from gpublas.launch import load_source
+from gpublas.blas import gemm_plan
+from gpublas.runtime import backends
+from gpublas.runtime.backends.cuda import nvcc_arch_flags
+from gpublas.runtime.launch import load_source
 from test_gemm_tf32 import _check_tf32, _operand
 
 pytestmark = pytest.mark.skipif(gpublas.backend() == "cuda" and backends.current().cc != 90,

@@ -7,7 +7,7 @@ import pytest
 from interrupt import interrupt_child
 
 import gpublas
-from gpublas import launch
+from gpublas.runtime import launch
 
 
 def _eager_and_replayed(step, inputs, batches):
@@ -138,7 +138,7 @@ def test_graph_error_names_the_call(what, call):
             call(x, host)
     assert isinstance(gpublas.GraphError("x"), gpublas.GpublasError)
     # the failed capture left nothing behind: eager work runs, another capture works
-    assert gpublas.stream.capturing() is None and float(x.sum()) == 4.0
+    assert gpublas.runtime.stream.capturing() is None and float(x.sum()) == 4.0
     with gpublas.graph() as g:
         x += 1.0
     g.replay()
@@ -151,7 +151,7 @@ def test_an_error_inside_a_capture_is_raised_as_itself(monkeypatch):
     x = gpublas.zeros(8)
     x += 1.0
     before = gpublas.memory_stats()["bytes_graphs"]
-    backend, real = gpublas.backends.current(), gpublas.backends.current().capture_end
+    backend, real = gpublas.runtime.backends.current(), gpublas.runtime.backends.current().capture_end
 
     def invalidated(handle):
         backend.graph_destroy(real(handle))
@@ -164,7 +164,7 @@ def test_an_error_inside_a_capture_is_raised_as_itself(monkeypatch):
             raise ValueError("the block's own")
     monkeypatch.undo()
     del y
-    assert gpublas.memory_stats()["bytes_graphs"] == before and gpublas.stream.capturing() is None
+    assert gpublas.memory_stats()["bytes_graphs"] == before and gpublas.runtime.stream.capturing() is None
     x += 1.0
     assert np.all(x.get() == 2.0)
 

@@ -96,7 +96,7 @@ class _FakeLibcuda:
 def test_driver_calls_capture_instantiate_launch_destroy(fail):
     from types import SimpleNamespace
 
-    from gpublas.backends import cuda_graph
+    from gpublas.runtime.backends import cuda_graph
     lib = _FakeLibcuda(fail)
     d = cuda_graph.Driver(lib)
     stream = SimpleNamespace(handle=77)
@@ -121,7 +121,7 @@ def test_a_graph_alive_at_exit_is_not_destroyed_after_close():
     # close() (atexit) popped the context: destroying a graph then would push it again and abort the process
     from types import SimpleNamespace
 
-    cuda = pytest.importorskip("gpublas.backends.cuda")
+    cuda = pytest.importorskip("gpublas.runtime.backends.cuda")
     closed = SimpleNamespace(_closed=True, contexts=None)  # contexts.enter() would fail: never reached
     assert cuda.CudaBackend.graph_destroy(closed, 0x1000) is None
 
@@ -130,7 +130,7 @@ def test_launch_blocking_beside_a_capture_waits_for_its_own_stream():
     # GPUBLAS_LAUNCH_BLOCKING: a context synchronize would break another thread's capture (shared/gpu/AUDIT.md #2)
     from types import SimpleNamespace
 
-    from gpublas.backends import cuda_graph
+    from gpublas.runtime.backends import cuda_graph
     calls = []
     stream = SimpleNamespace(synchronize=lambda: calls.append("stream"))
     event = SimpleNamespace(record=lambda s: SimpleNamespace(synchronize=lambda: calls.append(("event on", s))))

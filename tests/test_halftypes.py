@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import gpublas
-from gpublas import dtypes
+from gpublas.runtime import dtypes
 
 HALVES = [np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)]
 NAN16 = 0x7fff  # CUDA's canonical NaN of both formats
@@ -163,7 +163,7 @@ def test_16bit_to_every_other_dtype(dtype):
 
 
 def test_memory_cu_source_codes_match_the_table():
-    from gpublas import source
+    from gpublas.runtime import source
     codes = source.int_defines("memory.cu", "SRC_")
     assert sorted(codes.values()) == sorted(r.src for r in dtypes.TABLE.values())
     assert codes["SRC_HALF"] == dtypes.TABLE[HALVES[0]].src and codes["SRC_BFLOAT16"] == dtypes.TABLE[HALVES[1]].src

@@ -1,6 +1,6 @@
 """The simulator's cuda_fp16.h / cuda_bf16.h against NVIDIA's, bit for bit: tests/halftypes_headers.cu
 is built twice, by nvcc against the CUDA toolkit's headers (their host code paths) and by the host
-C++ compiler against gpublas/sim's, and both runs must write the same bytes: every 16-bit pattern
+C++ compiler against gpublas/runtime/sim's, and both runs must write the same bytes: every 16-bit pattern
 converted to float, int and bool, negated, |.|, and combined with twelve partners by __hadd __hsub
 __hmul __hdiv __hmax __hmin, the operators and comparisons; and 2^20 random float32 / float64 values
 (and float64 values within 2^-26 of a float32, the near-ties) and ints of every width rounded to
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).resolve().parent
-SIM = HERE.parent / "gpublas" / "sim"
+SIM = HERE.parent / "gpublas" / "runtime" / "sim"
 
 
 @pytest.mark.nvcc

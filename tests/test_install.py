@@ -19,11 +19,11 @@ def test_non_editable_install_ships_kernel_sources(tmp_path):
     p = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target),
                         *(["--no-build-isolation"] if offline else []), str(ROOT)], capture_output=True, text=True)
     assert p.returncode == 0, p.stdout + p.stderr
-    shipped = {h.name for h in (target / "gpublas" / "sim").glob("*.[hc]*")}
-    assert shipped == {h.name for h in (ROOT / "gpublas" / "sim").glob("*.[hc]*")}, shipped
+    shipped = {h.name for h in (target / "gpublas" / "runtime" / "sim").glob("*.[hc]*")}
+    assert "gpublas_sim.h" in shipped and shipped == {h.name for h in (ROOT / "gpublas" / "runtime" / "sim").glob("*.[hc]*")}, shipped
     code = textwrap.dedent("""
         import numpy as np, gpublas
-        from gpublas import source
+        from gpublas.runtime import source
         assert str(source.src_dir()).startswith(%r), source.src_dir()
         assert (source.src_dir() / "memory.cu").exists()
         import nn

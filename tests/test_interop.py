@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import gpublas
-from gpublas import interop
+from gpublas.core import interop
 
 sim_only = pytest.mark.skipif(gpublas.backend() != "sim", reason="kDLCPU exchange is the sim backend's")
 DTYPES = [np.float32, np.float64, np.int32, np.int64, np.uint8, np.bool_]

@@ -8,7 +8,7 @@ import pytest
 from scipy.linalg import lu_factor, lu_solve
 
 import gpublas
-from gpublas import lapack
+from gpublas.blas import lapack
 from reference import assert_close
 
 DTYPES = [np.float32, np.float64]

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import gpublas
-from gpublas.launch import load_source
+from gpublas.runtime.launch import load_source
 
 SRC = """
 extern "C" __global__ void touch(float* y, int n) {
@@ -74,7 +74,7 @@ def test_transpose_strides_over_more_row_tiles_than_grid_y_holds():
 
 
 def test_prebuild_compiles_families_as_get_kernel_finds_them():
-    from gpublas.launch import prebuild
+    from gpublas.runtime.launch import prebuild
     b = gpublas._current_backend()
     results = prebuild(families=["memory", "transpose"], dtypes=[np.float32], workers=2)
     assert sorted(results) == [("memory", "float32", None), ("transpose", "float32", None)]

@@ -5,8 +5,9 @@ import pytest
 
 import gpublas
 import nn
-from gpublas import LaunchError, launch
-from gpublas.elementwise import grid_for
+from gpublas import LaunchError
+from gpublas.runtime import launch
+from gpublas.core.elementwise import grid_for
 from nn import kernels as K
 
 

@@ -7,7 +7,7 @@ import pytest
 
 import gpublas
 import nn
-from nn import kernels_attention as KA
+from nn.kernels import attention as KA
 from reference import PackedAttention
 
 torch = pytest.importorskip("torch")

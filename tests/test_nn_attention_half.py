@@ -15,8 +15,8 @@ import pytest
 
 import gpublas
 import nn
-from gpublas import gemm_plan
-from nn import kernels_attention as KA
+from gpublas.blas import gemm_plan
+from nn.kernels import attention as KA
 
 UNIT = {"bfloat16": 2.0 ** -8, "float16": 2.0 ** -11}  # unit roundoff of round-to-nearest
 FLOAT_SHARE = 2.0 ** -16

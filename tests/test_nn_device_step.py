@@ -9,8 +9,8 @@ import pytest
 
 import gpublas
 import nn
-from nn import step_kernels as K
-from nn import reference as ref
+from nn import kernels as K
+from nn.reference import layers as ref
 from reference import assert_close
 
 

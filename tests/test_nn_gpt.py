@@ -1,13 +1,13 @@
 """nn.models.GPT: the loss and every parameter gradient against a PyTorch twin (benchmarks.train_torch's, the
-same state_dict) and against the NumPy twin of the train benchmark (nn/reference_gpt.py), the tied head's
+same state_dict) and against the NumPy twin of the train benchmark (nn/reference/gpt.py), the tied head's
 summed gradient, nanoGPT's init and weight-decay groups, generation, bad input, and the example end to end."""
 import numpy as np
 import pytest
 
 import gpublas
 import nn
-from nn import reference as ref
-from nn.reference_gpt import NpGPT
+from nn.reference import layers as ref
+from nn.reference.gpt import NpGPT
 
 F64 = np.float64
 V, BS, L, H, C = 11, 8, 2, 2, 32   # head dim 16: the fused attention
@@ -128,7 +128,7 @@ def test_autocast_bf16_step(gpt, rng):
 def test_example_bf16_runs_the_fused_16_bit_attention(monkeypatch, capsys):
     """--precision bf16: the attention's q, k, v come in bfloat16 from the autocast projections and go through
     the fused tensor-core kernels (attention_half.cu), forward and backward; the unfused path never runs."""
-    from nn import kernels_attention as KA
+    from nn.kernels import attention as KA
     from nn.examples import gpt as example
     from nn.layers.attention_unfused import UnfusedAttention
     seen = []

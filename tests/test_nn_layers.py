@@ -5,7 +5,7 @@ import pytest
 import gpublas
 import nn
 from nn import kernels as K
-from nn import reference as ref
+from nn.reference import layers as ref
 from reference import assert_close
 
 DTYPES = [np.float32, np.float64]

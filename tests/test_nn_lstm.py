@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import nn
-from nn import reference as ref
+from nn.reference import layers as ref
 from reference import assert_close
 
 

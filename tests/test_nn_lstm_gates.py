@@ -1,12 +1,12 @@
 """lstm.cu's gate kernel against float64: each activation within 1 ulp of the exact value, the cell update as
 float arithmetic on those activations. On the simulator float takes runs of 16 units a thread with
-gpublas/sim/vector_math.h's exp and tanh; its GPU form (LSTM_GPU_FORM: a unit a thread, libm's functions) is
+gpublas/runtime/sim/vector_math.h's exp and tanh; its GPU form (LSTM_GPU_FORM: a unit a thread, libm's functions) is
 built and checked here too, so the code a GPU runs is tested."""
 import numpy as np
 import pytest
 
 import gpublas
-from gpublas.launch import geometry_1d, get_kernel as load_kernel
+from gpublas.runtime.launch import geometry_1d, get_kernel as load_kernel
 from nn import kernels as K
 
 SHAPES = [(32, 64), (3, 7), (5, 17), (1, 1), (2, 40), (0, 5)]  # H below, across and at the run of 16

@@ -69,14 +69,14 @@ def test_save_gives_the_file_the_mode_the_umask_gives(tmp_path, umask):
 
 def test_the_cpu_id_closes_proc_cpuinfo():
     """-W error::ResourceWarning: an unclosed /proc/cpuinfo (the sim's compile cache key) fails the run."""
-    code = ("import gc, gpublas.backends.sim_build as b; b._cpu_id.cache_clear(); b._cpu_id(); b._cpu_name(); "
+    code = ("import gc, gpublas.runtime.backends.sim_build as b; b._cpu_id.cache_clear(); b._cpu_id(); b._cpu_name(); "
             "gc.collect()")
     p = subprocess.run([sys.executable, "-X", "dev", "-W", "error::ResourceWarning", "-c", code],
                        capture_output=True, text=True, cwd=os.path.join(os.path.dirname(__file__), ".."))
     assert p.returncode == 0 and "ResourceWarning" not in p.stderr, p.stderr
 
 
-# -- device-side index checks (gpublas.device_checks) -------------------------------------------------
+# -- device-side index checks (gpublas.runtime.device_checks) -------------------------------------------------
 def test_embedding_with_a_bad_device_index_raises_at_the_next_sync():
     emb = nn.Embedding(10, 4)
     y = emb(gpublas.to_device(np.array([[1, 10], [3, -2]], np.int32)))   # no read-back: nothing raised yet

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import nn
-from nn import reference as ref
+from nn.reference import layers as ref
 from reference import assert_close
 
 SHAPES = [(nn.BatchNorm1d, (5, 3)), (nn.BatchNorm1d, (4, 3, 7)), (nn.BatchNorm2d, (3, 2, 5, 3)),

@@ -7,7 +7,7 @@ import pytest
 
 import gpublas
 import nn
-from nn import reference as ref
+from nn.reference import layers as ref
 from reference import assert_close
 
 

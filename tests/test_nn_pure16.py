@@ -13,7 +13,7 @@ import pytest
 
 import gpublas
 import nn
-from nn import reference as ref
+from nn.reference import layers as ref
 
 HALVES = pytest.mark.parametrize("dtype", [gpublas.bfloat16, np.float16], ids=["bf16", "fp16"])
 

@@ -1,13 +1,13 @@
-"""The launch choices of nn.step_kernels that only change how work is spread over threads: each keeps the
+"""The launch choices of nn.kernels (loss, optim) that only change how work is spread over threads: each keeps the
 bits of the plain mapping (one row a thread for softmax_xent_forward)."""
 import numpy as np
 import pytest
 
 import gpublas
-from gpublas.launch import geometry_1d
-from nn import reference as ref
+from gpublas.runtime.launch import geometry_1d
+from nn.reference import layers as ref
 from nn import kernels as NK
-from nn import step_kernels as K
+from nn import kernels as K
 
 
 def _xent(kernel, x, labels, rows):

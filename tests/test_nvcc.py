@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from gpublas import source
+from gpublas.runtime import source
 from nn.kernels import KERNELS as NN_KERNELS
 
 pytestmark = pytest.mark.nvcc
@@ -110,6 +110,6 @@ def test_nn_16bit_kernels_compile_with_nvcc(family, real, tmp_path):
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
 @pytest.mark.parametrize("real", ["__half", "__nv_bfloat16"])
 def test_attention_half_at_head_dim_128_compiles_without_spills(real, tmp_path):
-    from nn import kernels_attention
+    from nn.kernels import attention as kernels_attention
     test_family_compiles_with_nvcc(NN_KERNELS, "attention_half", real, tmp_path, archs=(80, 90),
                                    defines=kernels_attention.half_tiles(128).defines(128))

@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from nn import kernels_attention
+from nn.kernels import attention as kernels_attention
 from nn.kernels import KERNELS as NN_KERNELS
 from test_nvcc import test_family_compiles_with_nvcc as compiles_with_nvcc  # not collected here under this name
 

@@ -1,4 +1,4 @@
-"""unique, median, quantile and percentile on the device sort (gpublas.order_stats) against NumPy, called as
+"""unique, median, quantile and percentile on the device sort (gpublas.numpy_api.order_stats) against NumPy, called as
 numpy.<name>(device_array) too."""
 import numpy as np
 import pytest

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import gpublas
-from gpublas.backends.base import Backend
-from gpublas.pool import MemoryPool
+from gpublas.runtime.backends.base import Backend
+from gpublas.runtime.pool import MemoryPool
 
 
 class Bookkeeping(Backend):

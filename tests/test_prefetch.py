@@ -1,4 +1,4 @@
-"""Background compiles (gpublas.launch.prefetch, prebuild, nn.prefetch): a prefetched module is compiled
+"""Background compiles (gpublas.runtime.launch.prefetch, prebuild, nn.prefetch): a prefetched module is compiled
 once and found by the launch that needs it; a launch of a loaded kernel never waits for a compile under
 way; a queued compile that a launch needs now runs at once in the launching thread; a failure reaches the
 launch; compiles still queued when the program ends are dropped. The backend's compile is replaced by a
@@ -14,9 +14,9 @@ import pytest
 
 import gpublas
 import nn
-from gpublas import compile_queue, launch, source
-from gpublas.errors import CompileError
-from nn.prefetch_kernels import jobs
+from gpublas.runtime import compile_queue, launch, source
+from gpublas.runtime.errors import CompileError
+from nn.kernels.prefetch import jobs
 
 KERNEL = 'extern "C" __global__ void k_{name}(real* x) {{ x[threadIdx.x] = 1; }}\n'
 
@@ -115,7 +115,7 @@ def test_prebuild_reports_each_job_as_it_ends(fake):
 def test_compiles_still_queued_when_the_program_ends_are_dropped(tmp_path):
     code = textwrap.dedent(f"""
         import time, gpublas
-        from gpublas import compile_queue
+        from gpublas.runtime import compile_queue
         def job(i):
             time.sleep(0.3)
             open({str(tmp_path / 'ran')!r}, 'a').write(f'{{i}}\\n')
@@ -180,7 +180,7 @@ def test_nn_prefetch_builds_the_attention_builds_the_launcher_asks_for(dropout, 
     build only with dropout > 0): after nn.prefetch a train and an eval step load no attention module more, and
     each one prefetched is asked for (the plain `real` build of attention.cu, which no float32 launch uses, and
     the dropout build at dropout 0 were prefetched before)."""
-    from nn import kernels_attention
+    from nn.kernels import attention as kernels_attention
     mha = nn.MultiheadAttention(32, 2, dropout=dropout)  # head dim 16
     wanted = {(f, d.name, *defines) for f, d, _, _, *defines in jobs(mha) if f.startswith("attention")}
     assert {f for f, *_ in jobs(mha)} == {"gemm", "activation", "reduce", "attention", *["dropout"] * (dropout > 0)}

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import gpublas
-from gpublas import profiler
+from gpublas.runtime import profiler
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -84,7 +84,7 @@ def test_off_means_untouched_and_nothing_recorded():
 
 
 def test_a_backend_chosen_inside_a_profile_is_counted(monkeypatch):
-    from gpublas import backends
+    from gpublas.runtime import backends
     monkeypatch.setattr(backends, "_active", None)  # no backend yet: the profile opens with none to track
     with gpublas.profile() as p:
         x = gpublas.to_device(np.ones(25, np.float32))  # chooses the backend (backends.on_chosen -> track)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import gpublas
-from gpublas.array import DTYPES
+from gpublas.core.array import DTYPES
 
 OPS = {"add": operator.add, "subtract": operator.sub, "multiply": operator.mul, "divide": operator.truediv,
        "power": operator.pow, "floor_divide": operator.floordiv, "remainder": operator.mod,

@@ -207,7 +207,7 @@ def test_bitwise_identical_across_thread_orders(rng):
 
 
 # -- each kernel, whichever the dispatcher picks on this backend ----------------------------------
-from gpublas import reduction as R  # noqa: E402
+from gpublas.core import reduction as R  # noqa: E402
 
 
 def _launch(kernel, op, x, outer, n, inner, val, idx, scale=1, beta=0):

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import gpublas
-from gpublas.backends.base import Backend
-from gpublas.launch import load_source
+from gpublas.runtime.backends.base import Backend
+from gpublas.runtime.launch import load_source
 
 DTYPES = [np.float32, np.float64, np.int32]
 SHAPES = [(0,), (1,), (7,), (31, 3), (2, 0, 5), (13, 17), (4, 3, 2, 5)]

@@ -1,4 +1,4 @@
-"""The simulator itself (gpublas/sim/*.h, backends/sim.py): its compile cache key and headers, the
+"""The simulator itself (gpublas/runtime/sim/*.h, backends/sim.py): its compile cache key and headers, the
 per-call argument record, memcheck, Ctrl-C during a launch."""
 import os
 import shutil
@@ -11,8 +11,8 @@ import pytest
 from interrupt import interrupt_child
 
 import gpublas
-from gpublas.backends import sim, sim_build
-from gpublas.launch import load_source
+from gpublas.runtime.backends import sim, sim_build
+from gpublas.runtime.launch import load_source
 
 pytestmark = pytest.mark.skipif(os.environ.get("GPUBLAS_BACKEND") == "cuda", reason="sim backend internals")
 
@@ -64,9 +64,9 @@ def test_noinline_macro_comes_after_every_system_header(tmp_path):
     # Preprocessed as the sim builds a kernel: no system header is entered once the macro exists.
     src = tmp_path / "noinline.cu"
     src.write_text(NOINLINE_SRC)
-    lines = _preprocessed("-I", str(gpublas.source.src_dir()), "-include", str(sim_build.HEADER), "-dD", str(src))
+    lines = _preprocessed("-I", str(gpublas.runtime.source.src_dir()), "-include", str(sim_build.HEADER), "-dD", str(src))
     at = next(i for i, ln in enumerate(lines) if ln.startswith("#define __noinline__ "))
-    ours = (str(sim_build.HEADER.parent), str(gpublas.source.src_dir()), str(src), "<")
+    ours = (str(sim_build.HEADER.parent), str(gpublas.runtime.source.src_dir()), str(src), "<")
     entered = {ln.split('"')[1] for ln in lines[at:] if ln.startswith("# ") and '"' in ln}
     assert all(path.startswith(ours) for path in entered), sorted(p for p in entered if not p.startswith(ours))
     x = gpublas.full(32, 1.5, np.float32)
@@ -130,7 +130,7 @@ extern "C" __global__ void oob_tiled(const float* x, float* y, int n) {
 @pytest.fixture
 def memcheck(monkeypatch):
     """GPUBLAS_SIM_MEMCHECK=1 for this test's allocations (fresh ones: cached blocks are dropped)."""
-    backend = gpublas.backends.current()
+    backend = gpublas.runtime.backends.current()
     backend.pool.free_cached()
     monkeypatch.setattr(backend, "memcheck", True)
     yield backend
@@ -218,7 +218,7 @@ def test_openmp_workers_sleep_between_launches_unless_told(given, spin):
 
 SPREAD_CHILD = r'''
 import numpy as np, gpublas
-from gpublas.launch import load_source
+from gpublas.runtime.launch import load_source
 src = """extern "C" __global__ void meet(int* started, int* saw, long long spins) {
     if (threadIdx.x == 0) {  // count this block in, wait (a bounded spin) for the grid's others to start
         atomicAdd(started, 1);

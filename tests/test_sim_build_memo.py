@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import gpublas
-from gpublas import compiler
-from gpublas.backends import sim_build
+from gpublas.runtime import compiler
+from gpublas.runtime.backends import sim_build
 
 pytestmark = pytest.mark.skipif(os.environ.get("GPUBLAS_BACKEND") == "cuda", reason="sim backend internals")
 
@@ -92,8 +92,8 @@ def test_a_module_loaded_from_the_memo_launches_like_a_fresh_one(cache, front_en
     x = np.arange(64, dtype=np.float32)
     outs = []
     for _ in range(2):
-        monkeypatch.setattr(gpublas.backends.current(), "modules", {})  # as a new process: load it again
-        m = gpublas.launch.load_source(SRC, DEFINES, "memo.cu")
+        monkeypatch.setattr(gpublas.runtime.backends.current(), "modules", {})  # as a new process: load it again
+        m = gpublas.runtime.launch.load_source(SRC, DEFINES, "memo.cu")
         y = gpublas.empty(64, np.float32)
         m.get("reverse_tile")(2, 32, gpublas.to_device(x), y)
         outs.append(y.get())

@@ -1,4 +1,4 @@
-"""The sim backend's loop fission (gpublas/backends/sim_fission.py, gpublas/sim/fission.h): which
+"""The sim backend's loop fission (gpublas/runtime/backends/sim_fission.py, gpublas/runtime/sim/fission.h): which
 barrier kernels it rewrites, that a rewritten kernel gives the fibers' bits (both thread orders),
 and that races, divergent barriers and bad accesses are still caught when it runs."""
 import os
@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import gpublas
-from gpublas import source
-from gpublas.backends import sim, sim_cparse, sim_fission
-from gpublas.launch import load_source
+from gpublas.runtime import source
+from gpublas.runtime.backends import sim, sim_cparse, sim_fission
+from gpublas.runtime.launch import load_source
 
 pytestmark = pytest.mark.skipif(os.environ.get("GPUBLAS_BACKEND") == "cuda", reason="a sim feature")
 
@@ -60,8 +60,8 @@ def test_every_fission_compiles_for_every_dtype(tmp_path):
     compile cache under everything the check reads, so a warm run only redoes what changed."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from gpublas import compiler, dtypes
-    from gpublas.backends import sim_build
+    from gpublas.runtime import compiler, dtypes
+    from gpublas.runtime.backends import sim_build
 
     cxx, version = sim_build.host_compiler()
     flags = [f for f in sim_build.module_flags({}) if f != "-shared"]
@@ -115,7 +115,7 @@ def test_every_fission_compiles_for_every_dtype(tmp_path):
 @pytest.fixture
 def both_ways():
     """run(f) -> f()'s host result with fibers and with fission, after checking they are the same bits."""
-    backend = gpublas.backends.current()
+    backend = gpublas.runtime.backends.current()
 
     def run(f):
         out = []
@@ -143,7 +143,7 @@ def test_fission_matches_fibers_bit_for_bit(both_ways, sim_order, rng, dtype):
     m = gpublas.to_device(rng.standard_normal((7, 1000)).astype(dtype))
     for f in (lambda: m.sum(axis=1), lambda: m.max(axis=1), lambda: gpublas.argmax(m, axis=1),
               lambda: m.sum(axis=0), lambda: gpublas.softmax(m), lambda: gpublas.logsumexp(m),
-              lambda: gpublas.sum(m), lambda: gpublas.argmin(m), lambda: gpublas.manipulation.transpose(m),
+              lambda: gpublas.sum(m), lambda: gpublas.argmin(m), lambda: gpublas.numpy_api.manipulation.transpose(m),
               lambda: m[m > 0.5]):  # the last: a block scan (scan_tiles_real)
         both_ways(f)
     v = gpublas.to_device(rng.standard_normal(3001).astype(dtype))

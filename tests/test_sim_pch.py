@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import gpublas
-from gpublas import compile_queue, compiler, launch
-from gpublas.backends import sim_build, sim_pch
+from gpublas.runtime import compile_queue, compiler, launch
+from gpublas.runtime.backends import sim_build, sim_pch
 
 pytestmark = pytest.mark.skipif(gpublas.backend() != "sim", reason="the sim backend's compile step")
 

@@ -1,4 +1,4 @@
-"""The sim's runtime library (gpublas/sim/runtime.cpp, sim_build.runtime_library): the block loop is built
+"""The sim's runtime library (gpublas/runtime/sim/runtime.cpp, sim_build.runtime_library): the block loop is built
 once and cached like a module (checksum record, a damaged library rebuilt with one warning line), and a
 module holds its kernels and entry points only, which launch through the runtime with the module's own
 built-in variables."""
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import gpublas
-from gpublas import compiler, launch
-from gpublas.backends import sim, sim_build
+from gpublas.runtime import compiler, launch
+from gpublas.runtime.backends import sim, sim_build
 
 pytestmark = pytest.mark.skipif(os.environ.get("GPUBLAS_BACKEND") == "cuda", reason="sim backend internals")
 

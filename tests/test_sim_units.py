@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import gpublas
-from gpublas import compiler, launch, source
-from gpublas.backends import sim_build
+from gpublas.runtime import compiler, launch, source
+from gpublas.runtime.backends import sim_build
 
 pytestmark = pytest.mark.skipif(os.environ.get("GPUBLAS_BACKEND") == "cuda", reason="sim backend internals")
 
@@ -44,7 +44,7 @@ def cache(shared, monkeypatch):
     monkeypatch.setenv("GPUBLAS_CACHE_DIR", str(shared / "cache"))
     monkeypatch.delenv("GPUBLAS_SIM_FISSION_DUMP", raising=False)
     monkeypatch.setattr(compiler, "_private", None)
-    monkeypatch.setattr(gpublas.backends.current(), "modules", {})
+    monkeypatch.setattr(gpublas.runtime.backends.current(), "modules", {})
     return shared / "cache"
 
 
@@ -96,7 +96,7 @@ def test_a_damaged_unit_is_rebuilt_and_a_whole_family_differs_from_its_units(cac
     (lib,) = cache.glob("damaged-*.so")
     lib.unlink()  # a new file: the loaded one stays mapped
     lib.write_bytes(b"garbage")  # a later process finds it damaged
-    monkeypatch.setattr(gpublas.backends.current(), "modules", {})
+    monkeypatch.setattr(gpublas.runtime.backends.current(), "modules", {})
     m = launch.load_source(SRC, DEFINES, "damaged.cu", "twice")
     assert "rebuilding" in capfd.readouterr().err and compiler.check_cached(lib) is None
     np.testing.assert_array_equal(_run(m, "twice", np.ones(3, np.float32)), [2, 2, 2])

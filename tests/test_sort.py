@@ -1,4 +1,4 @@
-"""Device sorting (gpublas.sorting, cuda_src/sort.cu) against NumPy: sort, argsort (stable), topk (torch.topk's
+"""Device sorting (gpublas.numpy_api.sorting, cuda_src/sort.cu) against NumPy: sort, argsort (stable), topk (torch.topk's
 order), every key dtype, both kernel geometries (the GPU's runs on the simulator too), axes, views, rows past one
 block, NaN / -0.0 / integer extremes."""
 import ml_dtypes
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import gpublas
-from gpublas import sorting
+from gpublas.numpy_api import sorting
 
 KEYS = [np.float32, np.float64, np.float16, ml_dtypes.bfloat16, np.int32, np.int64, np.uint8, np.bool_]
 

@@ -1,4 +1,4 @@
-"""gpublas.source's macro expansion (kernel signatures read from a family's text): the fast whole-word
+"""gpublas.runtime.source's macro expansion (kernel signatures read from a family's text): the fast whole-word
 substitution gives exactly what the regex \\bNAME\\b gives, on random texts and on every kernel family."""
 import glob
 import re
@@ -6,7 +6,7 @@ import re
 import numpy as np
 import pytest
 
-from gpublas import source
+from gpublas.runtime import source
 
 
 def test_whole_word_substitution_matches_word_boundaries(rng=np.random.default_rng(7)):

@@ -9,7 +9,7 @@ import pytest
 from scipy.linalg import blas as sblas
 
 import gpublas
-from gpublas import blas3_tri
+from gpublas.blas import blas3_tri
 from reference import assert_close, tol
 
 DTYPES = [np.float32, np.float64]

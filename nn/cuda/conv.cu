@@ -20,7 +20,7 @@
 //
 // Index math: every size a kernel divides by (N, C, H, W, kh, kw, sh, sw, OH, OW; N*OH*OW for im2col_nchw,
 // P for cnp_to_nchw_bias)
-// arrives as a FastDivmod divisor (gpublas.launch.fast_divisor), and each kernel body is a template on
+// arrives as a FastDivmod divisor (gpublas.runtime.launch.fast_divisor), and each kernel body is a template on
 // its index type: 32-bit (unsigned, __umulhi + shift per division) when every array it touches has
 // fewer than 2^31 elements, else 64-bit with plain divisions.
 #include "common.cuh"

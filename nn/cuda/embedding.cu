@@ -5,7 +5,7 @@
 // embedding_forward:  grid-stride loop, one output element per thread: y[i, d] = weight[idx[i], d], or
 //                     NaN when idx[i] is outside [0, V) (no read outside the table), which column 0's thread
 //                     reports (common.cuh's report_bad_index: the host raises IndexError at its next
-//                     synchronization). D is a FastDivmod divisor (gpublas.launch.fast_divisor): 32-bit index
+//                     synchronization). D is a FastDivmod divisor (gpublas.runtime.launch.fast_divisor): 32-bit index
 //                     math below 2^31 elements.
 // embedding_backward: deterministic scatter-add without atomics. Block of B <= EMB_THREADS threads (the
 //                     launcher picks B from D), grid (V, ceil(D / B)): block (r, b) owns weight row r,

@@ -23,7 +23,7 @@
 //                       that keeps its losses on the device sums an epoch (a = 1, b = batch size) or
 //                       smooths them (a = 0.9, b = 0.1) to the bit as it would with floats on the host.
 //
-// The simulator compiles the cross-entropy kernels apart from mse_forward (gpublas/source.py's sim_units):
+// The simulator compiles the cross-entropy kernels apart from mse_forward (gpublas/runtime/source.py's sim_units):
 // a regression's first run builds 0.2 s of g++ CPU for this family; a classifier's about the whole family's
 // (0.9-1.2 s; xent_scale, through block_reduce, is 1.0 s of it alone).
 // sim unit: softmax_xent_forward xent_scale loss_track

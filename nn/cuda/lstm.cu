@@ -8,7 +8,7 @@
 //                      c = f c_prev + i g and h = o tanh(c); keeps tanh(c) in tanh_c for the backward step
 //                      (which would otherwise compute it again: one transcendental of five per unit).
 //                      On the simulator, float: one thread per run of LSTM_RUN units of a row, as vectors
-//                      (gpublas/sim/vector_math.h; LSTM_GPU_FORM builds the GPU's form there, for the tests).
+//                      (gpublas/runtime/sim/vector_math.h; LSTM_GPU_FORM builds the GPU's form there, for the tests).
 // lstm_gates_backward: grid-stride loop, one thread per (n, j): dh = d_out + dh_rec (the two routes into
 //                      h_t); dc = dc_next + dh o (1 - tanh(c)^2), tanh(c) read from the forward's tanh_c; writes
 //                      the pre-activation gradients dgates (N, 4H) and replaces dc[n, j] with dc_prev = dc f
@@ -29,7 +29,7 @@ __device__ __forceinline__ double cell_update(double f, double cp, double i, dou
 }
 
 // One unit's activations and cell update: T is `real` (one unit), or on the simulator a run of 16 float units
-// (gpublas/sim/vector_math.h's float16v, whose sigmoid and tanh overloads this reaches).
+// (gpublas/runtime/sim/vector_math.h's float16v, whose sigmoid and tanh overloads this reaches).
 template <class T>
 __device__ __forceinline__ void lstm_cell(T& ai, T& af, T& ag, T& ao, T cp, T& cn, T& tc, T& h) {
     ai = sigmoid(ai); af = sigmoid(af); ag = tanh(ag); ao = sigmoid(ao);  // i, f, g, o

@@ -18,10 +18,10 @@
 //                   windows that cover it; non-overlapping windows per output element as above
 //                   (dy / (kh*kw) inside the window, 0 in the rest of its cell).
 //
-// Sizes a kernel divides by (H, W, OH, OW, sh, sw) arrive as FastDivmod divisors (gpublas.launch.
+// Sizes a kernel divides by (H, W, OH, OW, sh, sw) arrive as FastDivmod divisors (gpublas.runtime.launch.
 // fast_divisor); each body is a template on its index type, 32-bit below 2^31 elements (see conv.cu).
 //
-// The simulator compiles max pooling apart from average pooling (gpublas/source.py's sim_units): 0.5 s of
+// The simulator compiles max pooling apart from average pooling (gpublas/runtime/source.py's sim_units): 0.5 s of
 // g++ CPU for a first MaxPool2d instead of the family's 1.2 s.
 // sim unit: maxpool_forward maxpool_backward
 #include "common.cuh"

@@ -19,7 +19,7 @@ import numpy as np
 import nn
 
 import gpublas
-from nn.step_kernels import loss_track
+from nn.kernels import loss_track
 
 from .graphed import GraphedStep, add_graph_flag, training_parts
 from .precision import Precision, add_precision_flag

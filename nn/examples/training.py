@@ -103,7 +103,7 @@ def classifier_step(model, crit, opt, precision=None):
     DataParallel model the gradient all-reduce (and the buffer broadcast before forward) run eagerly
     between the captured parts, as they run inside DataParallel's forward and backward. The forward
     runs in `precision`'s autocast (bf16 can be captured; fp16's loss scaling cannot: check_graph)."""
-    from nn.step_kernels import loss_track
+    from nn.kernels import loss_track
     from .graphed import GraphedStep, training_parts
 
     net = getattr(model, "module", model)
@@ -168,7 +168,7 @@ def compile_first(model, crit, opt, X, y, precision=None, quiet=False, name="tra
     import copy
 
     import nn
-    from gpublas import compiler
+    from gpublas.runtime import compiler
     pending = nn.prefetch(model, crit, opt)
     if pending and not quiet:
         print(f"{name}: compiling {pending} kernel modules (once: they are kept in {compiler.cache_dir()})...",

@@ -2,7 +2,7 @@
 one (after a small row-sum pre-pass) backward, FlashAttention-2's algorithm (nn/cuda/attention.cu): no
 T x T matrix in device memory in either direction, so memory grows with T, not T^2. float32 and float64 run on
 CUDA cores; float16 and bfloat16 on the tensor cores (nn/cuda/attention_half.cu: mma.sync with float softmax and
-sums; a GPU below compute capability 8.0 raises nn.kernels_attention.NoTensorCoresError).
+sums; a GPU below compute capability 8.0 raises nn.kernels.attention.NoTensorCoresError).
 
     attn = nn.ScaledDotProductAttention(is_causal=True)
     y = attn(q, k, v)                  # q (B, H, Tq, D), k and v (B, H, Tk, D)
@@ -22,11 +22,11 @@ import math
 import numpy as np
 
 import gpublas
-from gpublas import dtypes
+from gpublas.runtime import dtypes
 
 from .. import init
 from .. import kernels as K
-from .. import kernels_attention as KA
+from ..kernels import attention as KA
 from ..module import Module
 from .dropout import DeviceDraw
 

@@ -3,7 +3,7 @@ padding_idx's row starts at zero and receives no gradient)."""
 import numpy as np
 
 import gpublas
-from gpublas import device_checks
+from gpublas.runtime import device_checks
 
 from .. import init
 from .. import kernels as K
@@ -54,7 +54,7 @@ class Embedding(Module):
         return None
 
     def _site(self):
-        """The device check's id for an index outside the table (gpublas.device_checks)."""
+        """The device check's id for an index outside the table (gpublas.runtime.device_checks)."""
         if self._check_site is None:   # per process: never copied or pickled (Module.__getstate__)
             self._check_site = self._new_site()
         return self._check_site

@@ -72,7 +72,7 @@ class LSTM(Module):
             x = K.swap01(x, gpublas.empty((x.shape[1], x.shape[0], x.shape[2]), x.dtype))
         T, N, _ = x.shape
         L, H, dtype = self.num_layers, self.hidden_size, self.dtype   # the weights'
-        sdtype = gpublas.dtypes.TABLE[dtype].compute                 # the state's: FP32 for 16-bit weights
+        sdtype = gpublas.runtime.dtypes.TABLE[dtype].compute                 # the state's: FP32 for 16-bit weights
         low = amp.compute_dtype(dtype)                                # the GEMMs' (16 bits under autocast)
         h0, c0 = amp.cast(sdtype, *self._state(state, N, dtype))
         h_n, c_n = gpublas.empty((L, N, H), sdtype), gpublas.empty((L, N, H), sdtype)
@@ -98,7 +98,7 @@ class LSTM(Module):
             b_ih, b_hh = amp.cast(sdtype, *(b.data if b is not None else None for b in (b_ih, b_hh)))
             for t in range(T + 1):
                 if hlow is not hbuf:
-                    gpublas.indexing.copy_to(hl_t[t], h_t[t])
+                    gpublas.core.indexing.copy_to(hl_t[t], h_t[t])
                 if t == T:
                     break
                 if t > 0 or h0 is not None:  # h_{-1} = 0 contributes nothing
@@ -139,7 +139,7 @@ class LSTM(Module):
         # Also sets self.dh0, self.dc0 (L, N, H): the gradients of the initial state.
         layers, (T, N), _, x_dtype = self._cached("cache")
         L, H, dtype = self.num_layers, self.hidden_size, self.dtype
-        sdtype = gpublas.dtypes.TABLE[dtype].compute
+        sdtype = gpublas.runtime.dtypes.TABLE[dtype].compute
         d_out = self._grad_input(d_out, (N, T, H) if self.batch_first else (T, N, H), dtype)
         if self.batch_first:
             d_out = K.swap01(d_out, gpublas.empty((T, N, H), d_out.dtype))
@@ -167,7 +167,7 @@ class LSTM(Module):
                 # dgates[t] from dh_t = d_out[t] + (recurrent part), and dc_t -> dc_{t-1} in place
                 K.lstm_gates_backward(g_t[t], c_t[t], tc_t[t], d_t[t], dh_rec if has_rec else None, dc, dg_t[t])
                 if dl_t is not dg_t:
-                    gpublas.indexing.copy_to(dl_t[t], dg_t[t])  # the gate gradients for the 16-bit GEMMs
+                    gpublas.core.indexing.copy_to(dl_t[t], dg_t[t])  # the gate gradients for the 16-bit GEMMs
                 # a_t = ... + h_{t-1} W_hh^T  =>  dL/dh_{t-1} (recurrent part) = dgates_t W_hh
                 K.gemm(dl_t[t], w_hh, dh_rec)
                 has_rec = True

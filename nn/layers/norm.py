@@ -13,10 +13,10 @@ eager forwards and the capture, not the replays; momentum=None refuses capture (
 import numpy as np
 
 import gpublas
-from gpublas.stream import capturing
+from gpublas.runtime.stream import capturing
 
 from .. import kernels as K
-from .. import transformer_kernels as TK
+from ..kernels import layernorm as TK
 from ..module import Module, Parameter
 
 
@@ -127,7 +127,7 @@ class LayerNorm(Module):
         if eps < 0:
             raise ValueError(f"LayerNorm: eps must be >= 0, got {eps}")
         dtype = np.dtype(dtype)
-        if not gpublas.dtypes.is_float(dtype):
+        if not gpublas.runtime.dtypes.is_float(dtype):
             raise TypeError(f"LayerNorm: dtype must be a float, got {dtype}")
         object.__setattr__(self, "_dtype", dtype)
         self.normalized_shape, self.eps = shape, float(eps)
@@ -148,7 +148,7 @@ class LayerNorm(Module):
                              f"got {x.shape}")
         x = x if x.c_contiguous else x.copy()
         rows = x.size // int(np.prod(self.normalized_shape))
-        acc = gpublas.dtypes.TABLE[x.dtype].compute
+        acc = gpublas.runtime.dtypes.TABLE[x.dtype].compute
         mean, rstd = gpublas.empty((rows,), acc), gpublas.empty((rows,), acc)
         w, b = _data(self.weight), _data(self.bias)
         w, b = (None if p is None else p.astype(acc) if p.dtype != acc else p for p in (w, b))

@@ -20,7 +20,7 @@ import gpublas
 from .. import amp, init
 from .. import kernels as K
 from ..module import Module, Parameter
-from .. import kernels_attention as KA
+from ..kernels import attention as KA
 from .attention import ScaledDotProductAttention
 from .attention_unfused import UnfusedAttention
 from .dense import Dense
@@ -55,7 +55,7 @@ def _fused_takes(D, dtype):
     """Whether the fused kernels take head dim D of dtype here (16-bit data: on the tensor cores)."""
     if D not in KA.HEAD_DIMS:
         return False
-    if dtype in gpublas.dtypes.HALVES:
+    if dtype in gpublas.runtime.dtypes.HALVES:
         try:
             KA.require_tensor_cores(dtype)
         except KA.NoTensorCoresError:
