@@ -257,7 +257,7 @@ def test_train_precision_adds_checked_16bit_step_rows(precision, dtype, tmp_path
     assert "torch.autocast with the same dtype" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("precision", ["fp32", "bf16", "fp16"])
+@pytest.mark.parametrize("precision", ["fp32", pytest.param("bf16", marks=pytest.mark.torch_bf16), "fp16"])
 def test_train_torch_peer_runs_under_autocast_of_the_same_dtype(precision):
     """The PyTorch peer of the STEP / STEP bf16 / STEP fp16 rows, on the CPU here (on a GPU the suite runs
     it on CUDA): its first layer's output comes out in the autocast dtype (the CNN's logits in FP32: the

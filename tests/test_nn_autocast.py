@@ -207,10 +207,11 @@ def test_lstm_under_autocast_runs_its_gemms_in_16_bits_and_its_cells_in_fp32(dty
 
 
 def lstm_cell(*args):
-    from nn.reference import lstm_cell as cell
+    from nn.reference.layers import lstm_cell as cell
     return cell(*args)
 
 
+@pytest.mark.torch_bf16
 def test_lstm_under_autocast_matches_torch_autocast_bf16(rng):
     lstm, x_h, d_h = _lstm_pair(rng)
     got = _lstm_run(lstm, x_h, d_h, gpublas.bfloat16)

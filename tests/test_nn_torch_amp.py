@@ -121,6 +121,7 @@ def test_pure_bf16_mlp_steps_like_torch_model_to_bfloat16(rng):
         close(p.data.get(), tp.detach().float().numpy(), 2 * eps(bf))
 
 
+@pytest.mark.torch_bf16
 def test_pure_bf16_conv2d_and_lstm_match_torch_in_bfloat16(rng):
     """Layers built in bf16 against PyTorch's layers .to(torch.bfloat16): outputs, input and weight
     gradients, within 4 eps (measured at most 0.35 eps; PyTorch's bf16 LSTM keeps its cell state in bf16,
