@@ -20,6 +20,9 @@
 //   SumOp / MaxOp / MinOp<T>         combiners; MaxOp and MinOp propagate NaN (a NaN anywhere wins)
 //   warp_reduce(v, op[, lanes])      shuffle-down tree inside a warp: lane 0 ends with op over the warp
 //                                    (over its first `lanes` threads: warp_lanes() for a partial last warp)
+//   warp_allreduce(v, op[, width, adjacent_first])   op over each group of `width` consecutive lanes (the warp,
+//                                    or the 4 lanes of an mma fragment's row), in every lane of the group: a
+//                                    butterfly of xor shuffles, warp_reduce's tree unless adjacent_first
 //   block_reduce(v, op, identity)    op over every thread of the block (1-, 2- or 3-D), valid in thread
 //                                    0: warps reduce with shuffles, one value per warp goes through
 //                                    shared memory and one barrier, warp 0 reduces those. Call it once
@@ -360,6 +363,21 @@ __device__ __forceinline__ T warp_reduce(T v, Op op, int lanes = 32) {
     for (int offset = 16; offset > 0; offset >>= 1) {
         const T other = __shfl_down_sync(mask, v, offset);
         if (lanes >= 32 || lane + offset < lanes) v = op(v, other);  // one return: the sim's fission needs it
+    }
+    return v;
+}
+
+// op over each group of `width` consecutive lanes (a power of two dividing 32: lanes w g .. w g + w - 1), handed to
+// every lane of the group (a commutative op gives each the same bits): a butterfly of __shfl_xor_sync. The offsets
+// run width / 2, ..., 2, 1, so lane 0 of a warp ends with warp_reduce's tree (warp_reduce_serial computes it on
+// one thread), or with adjacent_first 1, 2, ..., width / 2 (attention_half's mma rows: lanes 4g .. 4g + 3). Every
+// lane of the warp calls it; width and adjacent_first are constants where it is inlined (the loop unrolls).
+template <class T, class Op>
+__device__ __forceinline__ T warp_allreduce(T v, Op op, int width = 32, bool adjacent_first = false) {
+#pragma unroll
+    for (int step = 1; step < width; step <<= 1) {
+        const int offset = adjacent_first ? step : width / (2 * step);
+        v = op(v, __shfl_xor_sync(FULL_MASK, v, offset));
     }
     return v;
 }

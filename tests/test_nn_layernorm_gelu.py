@@ -1,6 +1,8 @@
 """LayerNorm, GELU, Dense on (..., features) and the cross-entropy of sequences against PyTorch in float64
 (weights through state_dict), finite differences, the LayerNorm kernels' GPU form (a warp per row) against
 the simulator's (a thread per row) bit for bit, 16-bit LayerNorm with FP32 statistics, and bad input."""
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -78,6 +80,37 @@ def test_layernorm_row_sums_follow_the_warp_tree(rng, dtype):
     want = np.array([_lanes_tree(r) / np.float32(C) for r in x.astype(np.float32)], np.float32)
     np.testing.assert_array_equal(ln.mean.get(), want)
     np.testing.assert_allclose(ln.rstd.get(), 1 / np.sqrt(x.astype(F64).var(1) + 1e-5), rtol=1e-5)
+
+
+def _ln_kernels(rng, dtype, rows, C, lanes, **defines):
+    """layernorm.cu's two kernels launched directly with `lanes` lanes a row (2 units a block, grids smaller than the
+    rows: the grid-stride loop); (y, mean, rstd, dx, dw_part, db_part), the backward with G = 5 units (fewer for fewer rows)."""
+    root = Path(nn.__file__).parent / "cuda"
+    fwd, bwd = (gpublas.get_kernel("layernorm", f"layernorm_{k}", dtype, root=root, **defines)
+                for k in ("forward", "backward"))
+    x = gpublas.to_device((2 + 3 * rng.standard_normal((rows, C))).astype(dtype))
+    dy = gpublas.to_device(rng.standard_normal((rows, C)).astype(dtype))
+    w, b = (gpublas.to_device(rng.standard_normal(C).astype(np.float32)) for _ in range(2))
+    y, dx = gpublas.empty((rows, C), dtype), gpublas.empty((rows, C), dtype)
+    mean, rstd = gpublas.empty(rows, np.float32), gpublas.empty(rows, np.float32)
+    G = min(5, rows)  # units past the rows would leave their partial rows unwritten
+    dw, db = gpublas.empty((G, C), np.float32), gpublas.empty((G, C), np.float32)
+    fwd(3, 2 * lanes, x, w, b, y, mean, rstd, rows, C, 1e-5)
+    bwd(3, 2 * lanes, x, dy, w, mean, rstd, dx, dw, db, rows, C, G)
+    return [a.get() for a in (y, mean, rstd, dx, dw, db)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, gpublas.bfloat16])
+def test_layernorm_gpu_form_on_the_simulator(dtype):
+    """LN_GPU_FORM: the kernels a GPU runs (a warp a row, common.cuh's warp_allreduce) built on the simulator and
+    launched with 32 lanes a row give the bits of the simulator's own form (a thread a row, warp_reduce_serial)."""
+    if gpublas.backend() != "sim":
+        pytest.skip("the GPU's form is what the cuda backend runs anyway")
+    for rows, C in ((13, 70), (4, 1), (3, 64)):
+        own = _ln_kernels(np.random.default_rng(7), dtype, rows, C, 1)
+        gpu = _ln_kernels(np.random.default_rng(7), dtype, rows, C, 32, LN_GPU_FORM=1)
+        for name, a, b in zip(("y", "mean", "rstd", "dx", "dw_part", "db_part"), own, gpu):
+            np.testing.assert_array_equal(a.view(f"u{a.itemsize}"), b.view(f"u{b.itemsize}"), err_msg=f"{name} C={C}")
 
 
 @pytest.mark.parametrize("dtype", [np.float16, gpublas.bfloat16])

@@ -281,3 +281,23 @@ def test_arguments_passed_by_reference_are_per_thread(both_ways, sim_order):
         return y
     xs = x.get().reshape(3, 64)
     np.testing.assert_array_equal(both_ways(run), (xs[:, ::-1] + 0.5 + xs).ravel())
+
+
+def test_barrier_analysis_reads_the_branches_of_the_build():
+    """kernels_needing_fibers reads the #if branches g++ will take (a build switch such as layernorm.cu's
+    LN_GPU_FORM puts a warp's shuffles in or out); a condition it cannot evaluate keeps every branch."""
+    text = """#if defined(__CUDA_ARCH_SIM__) && !defined(GPU_FORM)
+__device__ int part(int v) { return v; }
+#elif defined(OTHER)
+__device__ int part(int v) { return __ballot_sync(FULL_MASK, v); }
+#else
+__device__ int part(int v) { return __shfl_xor_sync(FULL_MASK, v, 1); }
+#endif
+#if SOME_VALUE > 2
+__device__ int maybe(int v) { return __shfl_sync(FULL_MASK, v, 0); }
+#endif
+extern "C" __global__ void k(int* x) { x[0] = part(x[0]); }
+extern "C" __global__ void m(int* x) { x[0] = maybe(x[0]); }
+"""
+    need = lambda defines: sim_cparse.kernels_needing_fibers(text, defines) & {"k", "m"}  # noqa: E731
+    assert need(None) == {"m"} and need({"GPU_FORM"}) == {"k", "m"} and need({"GPU_FORM", "OTHER"}) == {"k", "m"}

@@ -118,15 +118,13 @@ __device__ __forceinline__ void att_to_a(unsigned (&a)[NC / 2][4], const float (
     }
 }
 
-// The max (SUM false) or sum of v over the 4 lanes of a row (lanes 4g .. 4g + 3).
+// The max (SUM false) or sum of v over the 4 lanes of a row (lanes 4g .. 4g + 3), adjacent lanes first.
 template <bool SUM>
 __device__ __forceinline__ float att_quad(float v) {
-#pragma unroll
-    for (int x = 1; x < 4; x <<= 1) {
-        const float o = __shfl_xor_sync(0xffffffffu, v, x);
-        v = SUM ? v + o : fmaxf(v, o);
-    }
-    return v;
+    if constexpr (SUM)
+        return warp_allreduce(v, SumOp<float>(), 4, true);
+    else
+        return warp_allreduce(v, [](float a, float b) { return fmaxf(a, b); }, 4, true);
 }
 
 constexpr float ATT_LOG2E = 1.4426950408889634f, ATT_LN2 = 0.6931471805599453f;

@@ -5,9 +5,10 @@
 //
 // A row is taken by a "unit" of LN_LANES lanes: a warp on the GPU (lane l walks columns l, l + 32, ...,
 // coalesced), one thread on the simulator (which walks every column). A row sum is each lane's partial sum
-// (its columns in increasing order) folded by the butterfly of __shfl_xor_sync (offsets 16, 8, 4, 2, 1;
-// every lane ends with the same bits); the simulator's thread computes the 32 lanes' partial sums and the
-// same tree (lanes_sum_serial), so both give the same bits.
+// (its columns in increasing order) folded by common.cuh's warp_allreduce (a butterfly of __shfl_xor_sync,
+// offsets 16, 8, 4, 2, 1; every lane ends with the same bits); the simulator's thread computes the 32 lanes'
+// partial sums and the same tree (warp_reduce_serial), so both give the same bits. LN_GPU_FORM builds the
+// warp's form on the simulator (for the tests, launched with 32 lanes a row).
 //
 // layernorm_forward:  units walk rows (grid-stride): mean = sum(x) / C, var = sum((x - mean)^2) / C (two
 //                     passes, biased, as torch), rstd = 1 / sqrt(var + eps); y = (x - mean) rstd w + b
@@ -21,34 +22,29 @@
 //                     on every run.
 #include "common.cuh"
 
-#ifdef __CUDA_ARCH_SIM__
-#define LN_LANES 1                       // lanes per row unit (nn.layernorm_kernels reads the backend instead)
-#define LN_LANES_SUM lanes_sum_serial    // a macro, so the simulator's front end sees no shuffle in the kernels
-#else
-#define LN_LANES 32
-#define LN_LANES_SUM lanes_sum_warp
-#endif
-
-// The sum of f(c) over the row's columns as 32 lanes give it: lane l adds f(l), f(l + 32), ... in order,
-// then the butterfly (on the simulator: one thread, every lane's sum and the tree that lane 0 computes).
+// lanes_sum(f, C, lane): the sum of f(c) over the row's columns as 32 lanes give it: lane l adds f(l), f(l + 32),
+// ... in order, then the butterfly. Called by this name in both forms: the simulator's front end reads the branch
+// of the build (a warp's shuffles need its fibers; one thread's loop takes the fast path).
+#if defined(__CUDA_ARCH_SIM__) && !defined(LN_GPU_FORM)
+#define LN_LANES 1  // lanes per row unit (the launcher, nn/transformer_kernels.py, asks the backend instead)
+// one thread: every lane's partial sum, then the tree lane 0 of the butterfly computes
 template <class F>
-__device__ __forceinline__ acc_real lanes_sum_serial(F f, int C, int) {
+__device__ __forceinline__ acc_real lanes_sum(F f, int C, int) {
     acc_real p[32];
     for (int l = 0; l < 32; ++l) p[l] = 0;
     for (int c0 = 0; c0 < C; c0 += 32)
         for (int l = 0; l < 32 && c0 + l < C; ++l) p[l] += f(c0 + l);
-    for (int off = 16; off > 0; off >>= 1)
-        for (int l = 0; l < off; ++l) p[l] = p[l] + p[l + off];
-    return p[0];
+    return warp_reduce_serial(p, 32, SumOp<acc_real>());
 }
-
+#else
+#define LN_LANES 32
 template <class F>
-__device__ __forceinline__ acc_real lanes_sum_warp(F f, int C, int lane) {
+__device__ __forceinline__ acc_real lanes_sum(F f, int C, int lane) {
     acc_real s = 0;
     for (int c = lane; c < C; c += 32) s += f(c);
-    for (int off = 16; off > 0; off >>= 1) s = s + __shfl_xor_sync(FULL_MASK, s, off);
-    return s;
+    return warp_allreduce(s, SumOp<acc_real>());
 }
+#endif
 
 extern "C" __global__ void layernorm_forward(const real* __restrict__ x, const acc_real* __restrict__ w,
                                              const acc_real* __restrict__ b, real* __restrict__ y,
@@ -60,8 +56,8 @@ extern "C" __global__ void layernorm_forward(const real* __restrict__ x, const a
     for (long long r = gid / LN_LANES; r < rows; r += units) {  // the same r in every lane of a unit
         const real* xr = x + r * C;
         real* yr = y + r * C;
-        const acc_real mu = LN_LANES_SUM([&](int c) { return load_as(xr[c]); }, C, lane) / (acc_real)C;
-        const acc_real var = LN_LANES_SUM([&](int c) {
+        const acc_real mu = lanes_sum([&](int c) { return load_as(xr[c]); }, C, lane) / (acc_real)C;
+        const acc_real var = lanes_sum([&](int c) {
             const acc_real d = load_as(xr[c]) - mu;
             return d * d;
         }, C, lane) / (acc_real)C;
@@ -95,9 +91,9 @@ extern "C" __global__ void layernorm_backward(const real* __restrict__ x, const 
         const acc_real mu = mean[r], rs = rstd[r];
         // y = xhat w + b, xhat = (x - mean) rstd  =>  with g = dy w:
         // dL/dx = rstd (g - mean(g) - xhat mean(g xhat))
-        const acc_real gm = LN_LANES_SUM([&](int c) { return load_as(dyr[c]) * (w ? w[c] : (acc_real)1); }, C,
+        const acc_real gm = lanes_sum([&](int c) { return load_as(dyr[c]) * (w ? w[c] : (acc_real)1); }, C,
                                          lane) / (acc_real)C;
-        const acc_real gxm = LN_LANES_SUM([&](int c) {
+        const acc_real gxm = lanes_sum([&](int c) {
             return load_as(dyr[c]) * (w ? w[c] : (acc_real)1) * ((load_as(xr[c]) - mu) * rs);
         }, C, lane) / (acc_real)C;
         const bool first = r == g;

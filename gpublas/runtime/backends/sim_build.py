@@ -181,7 +181,7 @@ def _front_end_once(text, defines, source_name):
     one family share them. defines: sorted (name, value) pairs."""
     sigs = source.kernel_signatures(text, dict(defines))
     full = source.with_includes(text)
-    barrier = kernels_needing_fibers(full)
+    barrier = kernels_needing_fibers(full, {k for k, _ in defines})
     plain = source.strip_comments(translate(text))
     fissioned, report = sim_fission.transform(plain, list(sigs), barrier, source.strip_comments(full),
                                               source_name)
