@@ -391,10 +391,12 @@ __device__ __forceinline__ T warp_reduce_serial(T* a, int n, Op op) {
     return a[0];
 }
 
+#ifndef BLOCK_REDUCE_SERIAL  // -DBLOCK_REDUCE_SERIAL=0 builds the GPU's form on the simulator (for the tests)
 #ifdef __CUDA_ARCH_SIM__
 #define BLOCK_REDUCE_SERIAL 1  // block_reduce's tree computed by thread 0 (a constant, not #if: the sim's
 #else                          // loop fission reads the function as one piece of C++)
 #define BLOCK_REDUCE_SERIAL 0
+#endif
 #endif
 
 template <class T, class Op>
@@ -547,9 +549,9 @@ __device__ __forceinline__ T act_grad_from_input(T x, int act) {
 // ---------------------------------------------------------------------------------------------------
 // Index math
 // ---------------------------------------------------------------------------------------------------
-// ceil(log2(d)) for 1 <= d < 2^31
+// ceil(log2(d)) for 1 <= d < 2^31 (CEIL_LOG2_CLZ builds the device's __clz form on the simulator, for the tests)
 __host__ __device__ __forceinline__ int ceil_log2(unsigned d) {
-#ifdef __CUDA_ARCH__
+#if defined(__CUDA_ARCH__) || defined(CEIL_LOG2_CLZ)
     int a = 31 - __clz(d);
 #else
     int a = 31 - __builtin_clz(d);

@@ -42,6 +42,26 @@ def test_fast_divmod_matches_integer_division(d, rng):
     np.testing.assert_array_equal(r.get(), n % d)
 
 
+LOG2_SRC = """#include "common.cuh"
+extern "C" __global__ void ceil_log2_check(const unsigned* d, int* out, int n) {
+    GRID_STRIDE_LOOP(int, i, n) out[i] = ceil_log2(d[i]);
+}
+"""
+
+
+@pytest.mark.parametrize("form", ["own", "gpu"])
+def test_ceil_log2(form):
+    # 'gpu' (the simulator only): built with CEIL_LOG2_CLZ, the device's __clz instead of the host's __builtin_clz
+    if form == "gpu" and gpublas.backend() != "sim":
+        pytest.skip("the GPU's form is what the cuda backend runs anyway")
+    d = np.unique(np.concatenate([np.arange(1, 70), [2**k + e for k in range(2, 31) for e in (-1, 0, 1)],
+                                  [2**31 - 1]])).astype(np.uint32)
+    k = load_source(LOG2_SRC, {"CEIL_LOG2_CLZ": 1} if form == "gpu" else None, "ceil_log2_check.cu").get("ceil_log2_check")
+    out = gpublas.empty(d.shape, np.int32)
+    k(2, 128, gpublas.to_device(d), out, d.size)
+    np.testing.assert_array_equal(out.get(), [(int(v) - 1).bit_length() for v in d])
+
+
 def test_fast_divisor_packs_and_checks_range():
     assert fast_divisor(0) == 0 and fast_divisor(1) == 1
     assert fast_divisor(7) & 0xFFFFFFFF == 7 and fast_divisor(2**31 - 1) < 2**64
@@ -168,12 +188,17 @@ extern "C" __global__ void block_reduce_check(const real* x, real* out, int op) 
 """
 
 
+@pytest.mark.parametrize("form", ["own", "gpu"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_block_reduce_gives_the_bits_of_the_shuffle_tree(dtype, rng, sim_order):
+def test_block_reduce_gives_the_bits_of_the_shuffle_tree(dtype, rng, sim_order, form):
     # the simulator's block_reduce (thread 0 walks the tree) against the GPU's code run on it: sums of values
     # spread over 20 orders of magnitude (any other pairing shows), max with NaNs and signed zeros; blocks with a
-    # partial last warp, 2-D and 3-D blocks; with loop fission and on fibers
-    k = load_source(REDUCE_SRC, {"real": "float" if dtype == np.float32 else "double"}, "block_reduce_check.cu")
+    # partial last warp, 2-D and 3-D blocks; with loop fission and on fibers. form 'gpu' (the simulator only):
+    # block_reduce itself built in the GPU's form (BLOCK_REDUCE_SERIAL=0: shuffles, a warp's part in shared memory)
+    if form == "gpu" and gpublas.backend() != "sim":
+        pytest.skip("the GPU's form is what the cuda backend runs anyway")
+    defines = {"real": "float" if dtype == np.float32 else "double", **({"BLOCK_REDUCE_SERIAL": 0} if form == "gpu" else {})}
+    k = load_source(REDUCE_SRC, defines, "block_reduce_check.cu")
     k = k.get("block_reduce_check")
     backend, sim = gpublas.runtime.backends.current(), gpublas.backend() == "sim"
     for block in [1, 32, 40, 256, 1000, (16, 8), (8, 5, 3)]:
