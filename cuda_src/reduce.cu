@@ -178,7 +178,7 @@ __device__ __forceinline__ void serial_outputs(const real* xo, compute_t<real>* 
 extern "C" __global__ void reduce_serial(const real* x, compute_t<real>* val, int* idx, int op, long long outer,
                                          long long n, long long inner, int cols, compute_t<real> scale,
                                          compute_t<real> beta) {
-#ifdef __CUDA_ARCH_SIM__
+#if defined(__CUDA_ARCH_SIM__) && !defined(REDUCE_GPU_FORM)  // REDUCE_GPU_FORM: the GPU's form on the simulator (tests)
     const long long runs = (inner + cols - 1) / cols;  // per outer index
     GRID_STRIDE_LOOP(long long, r, outer * runs) {
         const long long o = r / runs, j = (r % runs) * cols, at = o * inner + j;

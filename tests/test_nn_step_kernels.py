@@ -21,6 +21,8 @@ def _xent(kernel, x, labels, rows):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_softmax_xent_row_groups_keep_each_rows_bits(dtype, rng, sim_order):
     kernel = K.get_kernel("loss", "softmax_xent_forward", dtype)
+    if gpublas.backend() == "sim":
+        gpu_form = gpublas.get_kernel("loss", "softmax_xent_forward", dtype, root=NK.KERNELS, XENT_GPU_FORM=1)
     for N, C in [(1, 1), (13, 2), (37, 45), (64, 7)]:
         x = (3 * rng.standard_normal((N, C))).astype(dtype)
         labels = rng.integers(0, C, N).astype(np.int32)
@@ -31,6 +33,9 @@ def test_softmax_xent_row_groups_keep_each_rows_bits(dtype, rng, sim_order):
         for rows in (3, K.SIM_XENT_ROWS):  # a short last group of single rows included
             for a, b in zip(one, _xent(kernel, x, labels, rows)):
                 np.testing.assert_array_equal(a, b, err_msg=f"N {N}, C {C}, rows {rows}")
+        if gpublas.backend() == "sim":  # the GPU's form (a row a thread, grid-stride; it ignores rows) built here
+            for a, b in zip(one, _xent(gpu_form, x, labels, K.SIM_XENT_ROWS)):
+                np.testing.assert_array_equal(a, b, err_msg=f"XENT_GPU_FORM: N {N}, C {C}")
         good = np.isfinite(x).all(axis=1) & (labels < C)
         loss, grad = ref.np_softmax_xent(x[good].astype(np.float64), labels[good])
         tol = 1e-5 if dtype == np.float32 else 1e-12

@@ -215,11 +215,14 @@ def _launch(kernel, op, x, outer, n, inner, val, idx, scale=1, beta=0):
         R.launch_reduce_rows(op, x, outer, n, val, idx, scale)
     elif kernel == "cols":
         R.launch_reduce_cols(op, x, outer, n, inner, val, idx, scale, beta)
-    else:
+    elif kernel == "serial":
         R.launch_reduce_serial(op, x, outer, n, inner, val, idx, scale, beta)
+    else:  # serial_gpu: reduce_serial built in the GPU's form (REDUCE_GPU_FORM) and launched as a GPU's launcher does
+        k = gpublas.get_kernel("reduce", "reduce_serial", x.dtype, REDUCE_GPU_FORM=1)
+        k(-(-outer * inner // 64), 64, x, val, idx, op, outer, n, inner, 1, scale, beta)  # a GPU passes cols 1
 
 
-@pytest.mark.parametrize("kernel", ["rows", "cols", "serial"])
+@pytest.mark.parametrize("kernel", ["rows", "cols", "serial"] + (["serial_gpu"] if gpublas.backend() == "sim" else []))
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_each_reduction_kernel(kernel, dtype, rng, sim_order):
     for outer, n, inner in [(1, 1, 1), (3, 7, 1), (5, 33, 1), (2, 300, 1), (1, 5, 37), (3, 33, 2), (2, 1, 64)]:
