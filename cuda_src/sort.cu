@@ -360,26 +360,20 @@ __device__ __forceinline__ void sweep_scatter_alone(const sort_key* __restrict__
 }
 
 // The lanes of this warp whose d equals this lane's (every lane of the warp calls it): __match_any_sync from sm_70,
-// one ballot a bit of d (0 .. SWEEP_RADIX) elsewhere (the simulator).
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
-#define SWEEP_MATCH_ANY 1
-#define match_any(d) __match_any_sync(FULL_MASK, (d))
+// one ballot a bit of d (0 .. SWEEP_RADIX) elsewhere (the simulator; -DSWEEP_MATCH_ANY builds __match_any_sync
+// there, for the tests). Two definitions under #if: the simulator's front end reads the branch of the build.
+#if (defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700) || defined(SWEEP_MATCH_ANY)
+__device__ __forceinline__ unsigned warp_match(int d) { return __match_any_sync(FULL_MASK, d); }
 #else
-#define SWEEP_MATCH_ANY 0
-#define match_any(d) FULL_MASK
-#endif
 __device__ __forceinline__ unsigned warp_match(int d) {
     unsigned m = FULL_MASK;
-    if (SWEEP_MATCH_ANY) {
-        m = match_any(d);
-    } else {
-        for (int b = 0; b <= SWEEP_BITS; ++b) {
-            const unsigned ones = __ballot_sync(FULL_MASK, (d >> b) & 1);
-            m &= (d >> b) & 1 ? ones : ~ones;
-        }
+    for (int b = 0; b <= SWEEP_BITS; ++b) {
+        const unsigned ones = __ballot_sync(FULL_MASK, (d >> b) & 1);
+        m &= (d >> b) & 1 ? ones : ~ones;
     }
     return m;
 }
+#endif
 
 // A warp ranks one item of its 32 lanes at once (every lane calls it; d = SWEEP_RADIX for no key): the lanes of the
 // same digit take consecutive ranks in lane order from the warp's counter, the highest of them moves it.

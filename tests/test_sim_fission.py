@@ -23,9 +23,10 @@ KEPT_ON_FIBERS = {"gemm_wmma": "preprocessor line", "gemm_v2_": "parameter list"
 
 def _report(path):
     text = path.read_text()
-    full = source.with_includes(text)
-    return sim_fission.transform(source.strip_comments(sim_cparse.translate(text)), list(source.kernel_signatures(text, {"real": "float"})),
-                                 sim_cparse.kernels_needing_fibers(full), source.strip_comments(full), path.name)[1]
+    full, defines = source.with_includes(text), {"real": "float"}
+    return sim_fission.transform(source.strip_comments(sim_cparse.translate(text)), list(source.kernel_signatures(text, defines)),
+                                 sim_cparse.kernels_needing_fibers(full, defines),
+                                 sim_cparse.taken_branches(source.strip_comments(full), defines), path.name)[1]
 
 
 def test_every_barrier_kernel_of_the_project_is_fissioned():

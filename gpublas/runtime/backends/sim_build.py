@@ -28,7 +28,7 @@ from pathlib import Path
 from .. import compiler, config, source
 from ..errors import CompileError
 from . import sim_fission, sim_pch
-from .sim_cparse import kernels_needing_fibers, translate
+from .sim_cparse import kernels_needing_fibers, taken_branches, translate
 
 HEADER = Path(__file__).resolve().parent.parent / "sim" / "gpublas_sim.h"
 
@@ -180,11 +180,12 @@ def _front_end_once(text, defines, source_name):
     """(signatures, barrier kernels, plain source, fissioned source, report) of a family: the units of
     one family share them. defines: sorted (name, value) pairs."""
     sigs = source.kernel_signatures(text, dict(defines))
-    full = source.with_includes(text)
-    barrier = kernels_needing_fibers(full, {k for k, _ in defines})
+    full, names = source.with_includes(text), {k for k, _ in defines}
+    barrier = kernels_needing_fibers(full, names)
     plain = source.strip_comments(translate(text))
-    fissioned, report = sim_fission.transform(plain, list(sigs), barrier, source.strip_comments(full),
-                                              source_name)
+    # the __device__ functions the rewrite inlines: those of the build's #if branches (one of sort.cu's two warp_match)
+    fissioned, report = sim_fission.transform(plain, list(sigs), barrier,
+                                              taken_branches(source.strip_comments(full), names), source_name)
     return sigs, frozenset(barrier), plain, fissioned, report
 
 

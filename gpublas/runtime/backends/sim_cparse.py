@@ -328,7 +328,7 @@ def text(toks):
 _EXTERN_SHARED = re.compile(
     r"extern\s+__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s*)?(?P<type>[\w\s]+?)\s+"
     r"(?:__align__\s*\(\s*\d+\s*\)\s*)?(?P<name>\w+)\s*\[\s*\]\s*;")
-_BARRIERS = re.compile(r"\b(__syncthreads\w*|__syncwarp|__shfl\w*_sync|__ballot_sync|__any_sync|__all_sync"
+_BARRIERS = re.compile(r"\b(__syncthreads\w*|__syncwarp|__shfl\w*_sync|__ballot_sync|__any_sync|__all_sync|__match_any_sync"
                        r"|__activemask|wmma::\w+_sync|mma_sync_\w+|ldmatrix_sync_\w+|wgmma_m64nNk\d+_\w+)\b")
 _ATTRIBUTES = r"__launch_bounds__|__align__|__attribute__|__declspec|alignas|if|for|while|switch|return"
 _HEADER_NAME = re.compile(rf"\b(?P<name>(?!(?:{_ATTRIBUTES})\b)[A-Za-z_]\w*)\s*\(")

@@ -8,7 +8,7 @@ from .sim_cparse import Stmt, Unsupported
 
 SHUFFLES = {"__shfl_sync": "fx_shfl", "__shfl_down_sync": "fx_shfl_down", "__shfl_up_sync": "fx_shfl_up",
             "__shfl_xor_sync": "fx_shfl_xor"}
-VOTES = {"__ballot_sync": "fx_ballot", "__any_sync": "fx_any", "__all_sync": "fx_all"}
+VOTES = {"__ballot_sync": "fx_ballot", "__any_sync": "fx_any", "__all_sync": "fx_all", "__match_any_sync": "fx_match_any"}
 BARRIERS = {"__syncthreads", "__syncwarp", *SHUFFLES, *VOTES}
 REFUSED = {"__syncthreads_count", "__syncthreads_and", "__syncthreads_or", "__activemask", "wmma"}
 UNIFORM_BUILTINS = {"blockIdx", "blockDim", "gridDim", "warpSize"}
@@ -346,7 +346,8 @@ class Fission:
         else:
             if len(args) != 2:
                 raise Unsupported(f"{name} with {len(args)} arguments")
-            value = ["(", "uint64_t", ")", "(", "(", *args[1], ")", "!=", "0", ")"]
+            value = (["(", "uint64_t", ")", "(", *args[1], ")"] if name == "__match_any_sync"  # the value itself
+                     else ["(", "uint64_t", ")", "(", "(", *args[1], ")", "!=", "0", ")"])
             read = [f"gpublas_sim::{VOTES[name]}", "(", B, ",", T, ",", *args[0], ")"]
         self.region(nodes, scope).items.append(("publish", value))
         nodes.append(Node("warp"))

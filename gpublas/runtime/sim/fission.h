@@ -185,6 +185,14 @@ struct Block {
             if (stamp[p][lo + i] == rd && slot[p][lo + i]) b |= 1u << i;
         return b;
     }
+    unsigned match(unsigned t) const {  // which lanes of t's warp published t's value
+        const unsigned p = rd & 1, lo = t & ~31u;
+        unsigned b = 0;
+        for (unsigned i = 0; i < 32 && lo + i < n; ++i)
+            if (stamp[p][lo + i] == rd && slot[p][lo + i].lo == slot[p][t].lo && slot[p][lo + i].hi == slot[p][t].hi)
+                b |= 1u << i;
+        return b;
+    }
     unsigned lanes(unsigned t) const {  // which lanes of t's warp published
         const unsigned p = rd & 1, lo = t & ~31u;
         unsigned b = 0;
@@ -258,6 +266,7 @@ static inline T fx_shfl_xor(const Block& b, unsigned t, int lane_mask, int width
 }
 static inline unsigned fx_ballot(const Block& b, unsigned t, unsigned mask) { return b.ballot(t) & mask; }
 static inline int fx_any(const Block& b, unsigned t, unsigned mask) { return (b.ballot(t) & mask) != 0; }
+static inline unsigned fx_match_any(const Block& b, unsigned t, unsigned mask) { return b.match(t) & mask; }
 static inline int fx_all(const Block& b, unsigned t, unsigned mask) {
     return (b.lanes(t) & mask & ~b.ballot(t)) == 0;
 }

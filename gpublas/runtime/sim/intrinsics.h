@@ -1,8 +1,8 @@
 // intrinsics.h: CUDA's warp-level intrinsics, atomics and math functions on the CPU.
 //
 // Emulates: __shfl_sync / _up / _down / _xor (any width that divides 32), __ballot_sync,
-// __any_sync, __all_sync, __syncwarp and __activemask as warp barriers on the scheduler's per-warp
-// slots (fibers.h: warp_exchange); __threadfence*; atomicAdd/Sub/And/Or/Xor/Exch/CAS/Max/Min on
+// __any_sync, __all_sync, __match_any_sync, __syncwarp and __activemask as warp barriers on the
+// scheduler's per-warp slots (fibers.h: warp_exchange); __threadfence*; atomicAdd/Sub/And/Or/Xor/Exch/CAS/Max/Min on
 // int, unsigned and unsigned long long and atomicAdd/Max/Min/Exch on float (Add on double) as real
 // CPU atomics (blocks run on several OS threads); the fast-math intrinsics (__expf, __fdividef,
 // __saturatef, the __*_rn roundings), the float overloads of exp, tanh, sqrt ... in the global
@@ -60,6 +60,16 @@ static inline unsigned __ballot_sync(unsigned mask, int pred) {
     return ballot & mask;
 }
 static inline int __any_sync(unsigned mask, int pred) { return __ballot_sync(mask, pred) != 0; }
+// the lanes (within mask) whose value equals this lane's (sm_70's __match_any_sync; integer values)
+template <class T>
+static inline unsigned __match_any_sync(unsigned mask, T value) {
+    static_assert(std::is_integral<T>::value, "__match_any_sync takes an integer value");
+    unsigned stamp, lane, match = 0;
+    gpublas_sim::WarpSlot* s = gpublas_sim::warp_exchange(gpublas_sim::to_bits(value), stamp, lane);
+    for (unsigned i = 0; i < 32; ++i)
+        if (s[i].stamp == stamp && s[i].value == s[lane].value) match |= 1u << i;
+    return match & mask;
+}
 static inline int __all_sync(unsigned mask, int pred) {
     unsigned stamp, lane, all = 1;
     gpublas_sim::WarpSlot* s = gpublas_sim::warp_exchange(pred != 0, stamp, lane);
