@@ -24,7 +24,7 @@ constexpr int ATT_PITCH = ATT_DP + ATT_VW;
 // had cost as much as the tile's products at D = 128.
 template <int ROWS>
 __device__ __forceinline__ void att_load_rows(real* s, const real* g, long long ld, int rows_left, int D) {
-#if defined(__CUDA_ARCH_SIM__)
+#if defined(__CUDA_ARCH_SIM__) && !defined(ATT_CP_ASYNC)  // ATT_CP_ASYNC: the GPU's copies on the simulator (tests)
     for (int r = threadIdx.x; r < ROWS; r += ATT_THREADS) {
         real* row = s + r * ATT_PITCH;
         const int n = r < rows_left ? D : 0;

@@ -8,6 +8,7 @@ import pytest
 import gpublas
 import nn
 from nn.kernels import attention as KA
+from nn.layers.attention_unfused import UnfusedAttention
 from reference import PackedAttention
 
 torch = pytest.importorskip("torch")
@@ -44,15 +45,38 @@ def test_float64_matches_torch(rng, B, H, Tq, Tk, D, causal, scale):
         np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12, err_msg=name)
 
 
+def _gpu_tiles_cp_async(dtype, dp):
+    """KA.gpu_tiles built with ATT_CP_ASYNC: att_load_rows' 16-byte cp.async copies with zero fill (which the
+    simulator checks for alignment) instead of the simulator's whole-row copies."""
+    t = KA.gpu_tiles(dtype, dp)
+    tile_defines = t.defines
+    t.defines = lambda dp: {**tile_defines(dp), "ATT_CP_ASYNC": 1}
+    return t
+
+
+# (dtype, tolerance, case): float64 D 64 and float32 D 128 causal (Tk > Tq: key blocks past the last query tile skip
+# the loop), float32 at D <= 64 (BK 64) and float64 at D > 64 (BK 16), both non-causal
+GPU_TILE_CASES = [(np.float64, 1e-10, CASES[1]), (np.float32, 2e-5, CASES[3]),
+                  (np.float32, 2e-5, (1, 1, 37, 21, 48, False, None)), (np.float64, 1e-10, (1, 1, 21, 37, 80, False, 0.5))]
+
+
 def test_gpu_tiles_on_the_simulator(rng, monkeypatch):
-    """The GPU's configuration (8 x 16 threads, cp.async stages, K row-major) built and run on the simulator:
-    the code a GPU runs, against torch, float64 and float32."""
-    monkeypatch.setattr(KA, "tiles", KA.gpu_tiles)
-    for dtype, tol, (B, H, Tq, Tk, D, causal, scale) in ((np.float64, 1e-10, CASES[1]), (np.float32, 2e-5, CASES[3])):
+    """The GPU's configuration (8 x 16 threads, cp.async stages, K row-major, ATT_CP_ASYNC's copies) built and run
+    on the simulator: the code a GPU runs, against torch, float64 and float32; and its dropout build (ATT_DROPOUT)
+    against the unfused path drawing the same mask."""
+    monkeypatch.setattr(KA, "tiles", _gpu_tiles_cp_async)
+    for dtype, tol, (B, H, Tq, Tk, D, causal, scale) in GPU_TILE_CASES:
         q, k, v, g = inputs(rng, B, H, Tq, Tk, D)
         for name, got, want in zip(("y", "dq", "dk", "dv"), ours(q, k, v, g, causal, scale, dtype),
                                    torch_sdpa(q, k, v, g, causal, scale)):
-            np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=f"{np.dtype(dtype)} {name}")
+            np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=f"{np.dtype(dtype)} D {D} {name}")
+    fused = nn.ScaledDotProductAttention(is_causal=True, dropout_p=0.25, scale=0.6)
+    unfused = UnfusedAttention(is_causal=True, dropout_p=0.25, scale=0.6)
+    unfused.seed = fused.seed
+    q, k, v, g = (gpublas.to_device(a) for a in inputs(rng, 1, 2, 19, 23, 16))
+    for name, a, b in zip(("y", "dq", "dk", "dv"), [fused(q, k, v), *fused.backward(g)],
+                          [unfused(q, k, v), *unfused.backward(g)]):
+        np.testing.assert_allclose(a.get(), b.get(), rtol=1e-12, atol=1e-12, err_msg=f"dropout: {name}")
 
 
 def test_strided_views_and_three_dims(rng):

@@ -14,8 +14,9 @@ pytestmark = pytest.mark.nvcc
 # (root, family) for gpublas' kernels in cuda_src/ and nn's in nn/cuda/; ids read "blas1", "nn/conv"
 FAMILIES = [(None, f) for f in source.families()] + [(NN_KERNELS, f) for f in source.families(NN_KERNELS)]
 IDS = [f if root is None else f"nn/{f}" for root, f in FAMILIES]
-_ENTRY = re.compile(r"Function properties for (\w+)\n\s*(\d+) bytes stack frame, (\d+) bytes spill stores")
-_REGS = re.compile(r"Compiling entry function '(\w+)' for '(sm_\d+)'.*?Used (\d+) registers", re.S)
+_ENTRY = re.compile(r"Function properties for (\w+)\n\s*(\d+) bytes stack frame, (\d+) bytes spill stores, "
+                    r"(\d+) bytes spill loads")
+_REGS = re.compile(r"Compiling entry function '(\w+)' for '(sm_\d+a?)'.*?Used (\d+) registers", re.S)
 
 
 # double builds only for the families whose double code differs from their float code beyond the type
@@ -45,8 +46,8 @@ def test_family_compiles_with_nvcc(root, family, real, tmp_path, archs=None, def
     assert kernels <= compiled, f"kernels missing from the nvcc build: {kernels - compiled}"
     for name, arch, regs in _REGS.findall(log):
         print(f"{family}.cu real={real} {arch} {name}: {regs} registers")
-    spills = [(n, int(s)) for n, _, s in _ENTRY.findall(log) if int(s)]
-    assert not spills, f"{family}.cu real={real}: kernels spill registers (bytes of spill stores): {spills}"
+    spills = [(n, int(s), int(ld)) for n, _, s, ld in _ENTRY.findall(log) if int(s) or int(ld)]
+    assert not spills, f"{family}.cu real={real}: kernels spill registers (bytes of spill stores, loads): {spills}"
 
 
 # The other element types the array layer builds: int32, int64 and uint64 arithmetic, bitwise operators and

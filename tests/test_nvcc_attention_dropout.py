@@ -3,6 +3,7 @@ loops) compile with nvcc for sm_80 and sm_90 without spills: float and double at
 head dim 128 (the most registers a lane). The no-dropout builds are tests/test_nvcc.py's."""
 import shutil
 
+import numpy as np
 import pytest
 
 from nn.kernels import attention as kernels_attention
@@ -18,3 +19,15 @@ pytestmark = pytest.mark.nvcc
 def test_attention_dropout_builds_compile_without_spills(family, real, tmp_path):
     tiles = kernels_attention.half_tiles(128).defines(128) if family == "attention_half" else {}
     compiles_with_nvcc(NN_KERNELS, family, real, tmp_path, archs=(80, 90), defines={**tiles, "ATT_DROPOUT": 1})
+
+
+# The builds nearest the 255-register cap (nvcc 13, sm_90a, as the cuda backend builds for an H100 / H200): float
+# D = 128 forward with dropout (254 registers), float backward D = 64 with dropout (254), attention_half forward with
+# dropout (254 at D = 128). No spill stores or loads (ptxas -v), so an edit that pushes one over the cap fails here.
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
+@pytest.mark.parametrize("family, real, D", [("attention", "float", 128), ("attention", "float", 64),
+                                             ("attention_half", "__half", 128)])
+def test_attention_dropout_builds_near_the_register_cap_for_sm_90a(family, real, D, tmp_path):
+    tiles = (kernels_attention.half_tiles(D) if family == "attention_half"
+             else kernels_attention.gpu_tiles(np.float32, D)).defines(D)
+    compiles_with_nvcc(NN_KERNELS, family, real, tmp_path, archs=("90a",), defines={**tiles, "ATT_DROPOUT": 1})

@@ -492,6 +492,7 @@ attention_backward(const real* __restrict__ q, const real* __restrict__ k, const
             if (qi < Tq) att_add_row(dq_acc + (long long)qi * D, dqa[a], scale, D, tx);
         }
     }
+    __pipeline_wait_prior(0);  // a block whose keys no query tile sees (u0 >= nu) still has K and V in flight
 #pragma unroll
     for (int i = 0; i < RK; ++i) {
         const int r = ty + TY * i;

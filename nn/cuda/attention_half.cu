@@ -403,6 +403,7 @@ attention_half_backward(const real* __restrict__ q, const real* __restrict__ k, 
                         if (qi < Tq && d < D) atomicAdd(dq_acc + (long long)qi * D + d, dqa[i][x][e] * scale);
                     }
         }
+        __pipeline_wait_prior(0);  // a block whose keys no query tile sees (u0 >= nu) still has K and V in flight
         // dk (times scale) and dv, rounded once: rows wk + g + 8 r, columns 8j + 2t, + 1
         dk += ((long long)blockIdx.y * Tk) * D;
         dv += ((long long)blockIdx.y * Tk) * D;
