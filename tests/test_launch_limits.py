@@ -18,6 +18,13 @@ extern "C" __global__ void dyn_reverse(const float* x, float* y, int n) {
     __syncthreads();
     for (int i = t; i < n; i += blockDim.x) y[i] = buf[n - 1 - i];
 }
+#ifndef BOUND
+#define BOUND 96
+#endif
+extern "C" __global__ void __launch_bounds__(BOUND, 2) bounded(float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = 1.f;
+}
 """
 
 
@@ -50,6 +57,18 @@ def test_limits_are_inclusive_and_empty_grids_do_nothing():
     k((1, 0), 32, y, 4)  # an empty grid is not an error
     assert not y.get().any()
     k((1, 1, 1), (4, 1, 64), y, 4)  # block.z = 64 and 256 threads are allowed
+    np.testing.assert_array_equal(y.get(), np.ones(4, np.float32))
+
+
+@pytest.mark.parametrize("defines, bound", [(None, 96), ({"BOUND": 64}, 64)])
+def test_a_block_past_the_kernels_launch_bounds_is_refused(defines, bound):
+    # a GPU refuses the launch (too many resources requested), the simulator reads the bound from the source
+    k = load_source(SRC, defines, "limits_check.cu").get("bounded")
+    y = gpublas.zeros((4,), np.float32)
+    with pytest.raises(gpublas.LaunchError, match=rf"kernel 'bounded' .*: {bound + 32} threads per block exceeds "
+                                                  rf"{bound}, .*__launch_bounds__"):
+        k(1, bound + 32, y, 4)
+    k(1, bound, y, 4)
     np.testing.assert_array_equal(y.get(), np.ones(4, np.float32))
 
 

@@ -218,7 +218,7 @@ class Kernel:
                 return what + f"block.{axis} = {b} is outside 1..{most}"
         if threads > self.max_threads:
             why = "the most a block can have" if self.max_threads == MAX_THREADS_PER_BLOCK else \
-                "the most this kernel can launch with (its registers per thread limit it)"
+                "the most this kernel can launch with (its __launch_bounds__ or registers per thread limit it)"
             return what + f"{threads} threads per block exceeds {self.max_threads}, {why}"
         for axis, g, most in zip("xyz", grid, MAX_GRID):
             if not 0 <= g <= most:

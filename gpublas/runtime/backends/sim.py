@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import config, dtypes
 from ..errors import IllegalAddressError, LaunchError
-from . import sim_build, sim_graph
+from . import sim_build, sim_cparse, sim_graph
 from .sim_build import _cpu_name
 from .base import Backend
 
@@ -115,6 +115,8 @@ class SimModule:
         self.lib, self.fibers, self.name = lib, fibers, name
         self.fission = fission or {}  # barrier kernel -> None (has a fissioned block function) or why not
         self.spread = {}  # kernel -> [16] once Kernel.spread_blocks was called (record.h's flag bit 4), else [0]
+        self.bounds = None  # kernel -> its __launch_bounds__' threads (read from the source at the first kernel_limits)
+        self.source = None  # (text, defines)
 
 
 class SimBackend(Backend):
@@ -281,7 +283,19 @@ class SimBackend(Backend):
     def compile(self, text, defines, source_name, kernels=None):
         _build_runtime_beside()
         path, barrier, report = sim_build.build_module(text, defines, source_name, kernels)
-        return SimModule(_load_module(path), barrier, source_name, report)
+        module = SimModule(_load_module(path), barrier, source_name, report)
+        module.source = (text, defines)
+        return module
+
+    def kernel_limits(self, module, name):
+        """A GPU's limits where the source tells them: a block no larger than the kernel's __launch_bounds__ (its
+        static shared memory is not known here: 0, so only the dynamic bytes count against the 48 KB default)."""
+        limits = super().kernel_limits(module, name)
+        if module.bounds is None:
+            module.bounds = sim_cparse.launch_bounds(*module.source) if module.source else {}
+        if name in module.bounds:
+            limits["max_threads"] = min(limits["max_threads"], module.bounds[name])
+        return limits
 
     def set_spread_blocks(self, module, name):
         module.spread.setdefault(name, [0])[0] = 16  # read by the launch closure prepare made

@@ -456,6 +456,23 @@ def kernels_needing_fibers(text, defines=None):
     return barrier
 
 
+_BOUNDS = re.compile(r"__launch_bounds__\s*\(\s*(?P<threads>\w+)\s*(?:,[^()]*)?\)\s*(?P<name>\w+)\s*\(")
+_INT_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)[ \t]+(\d+)[uUlL]*[ \t]*(?://.*)?$", re.M)
+
+
+def launch_bounds(text, defines=None):
+    """{kernel: the most threads a block of it may have} from the __launch_bounds__ of the kernels of `text`,
+    where the bound is an integer or a macro with an integer value (the build's defines first, then the text's
+    #defines); a GPU refuses a larger block, and so does the simulator (its kernel_limits)."""
+    values = {**dict(_INT_DEFINE.findall(text)), **{k: str(v) for k, v in (defines or {}).items()}}
+    found = {}
+    for m in _BOUNDS.finditer(source.strip_comments(text)):
+        threads = values.get(m["threads"], m["threads"])
+        if threads.isdigit():
+            found[m["name"]] = int(threads)
+    return found
+
+
 def translate(text):
     """The .cu text as the host compiler sees it: `extern __shared__ T name[];` becomes a pointer to
     the block's dynamic shared memory (same line count, so compiler messages keep their lines)."""
