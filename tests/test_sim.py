@@ -340,3 +340,36 @@ def test_fast_path_threads_get_their_index_in_each_order(sim_order):
     want = t if sim_order == "forward" else t[::-1]  # the thread order the simulator promises
     assert seq.get().tolist() == want.tolist()
     assert idx.get().reshape(30, 3).tolist() == [[i % 5, i // 5 % 3, i // 15] for i in t]
+
+
+MASK_SRC = """
+extern "C" __global__ void masked_shuffles(const int* x, int* out) {
+    const int t = threadIdx.x;
+    const int v = x[t];
+    __syncthreads();  // a barrier kernel: fissioned, or on fibers
+    out[t] = __shfl_xor_sync(0x0000ffffu, v, 16);              // lanes 0-15 read lanes 16-31: outside the mask
+    out[64 + t] = __shfl_down_sync(0xffffffffu, v, 8);         // a full mask: lanes past the warp keep their own
+}
+"""
+
+
+def test_a_shuffle_reads_no_lane_outside_its_mask():
+    """A lane outside a shuffle's mask hands over all one bits (a GPU's value there is undefined), on fibers and
+    fissioned alike; lanes past the block's threads keep the caller's value, as before."""
+    if gpublas.backend() != "sim":
+        pytest.skip("the simulator's model of masks")
+    backend = gpublas.backends.current()
+    k = gpublas.load_source(MASK_SRC, None, "masked_shuffles.cu").get("masked_shuffles")
+    x = np.arange(100, 140, dtype=np.int32)
+    for fission in (False, True):
+        out = gpublas.zeros(128, np.int32)
+        try:
+            backend.fission = fission
+            k(1, 40, gpublas.to_device(x), out)
+        finally:
+            backend.fission = os.environ.get("GPUBLAS_SIM_FISSION", "1") not in ("", "0")
+        got = out.get()
+        np.testing.assert_array_equal(got[:16], -1, err_msg=f"fission {fission}")  # lanes 16-31: not in the mask
+        np.testing.assert_array_equal(got[16:32], x[:16])
+        np.testing.assert_array_equal(got[32:40], x[32:40])  # warp 1 has 8 lanes: lanes 16-23 do not exist
+        np.testing.assert_array_equal(got[64:104], np.r_[x[8:32], x[24:32], x[32:40]])

@@ -342,7 +342,7 @@ class Fission:
                 raise Unsupported(f"{name} with {len(args)} arguments")
             value = args[1]
             read = [f"gpublas_sim::{SHUFFLES[name]}", "<", "std::decay_t", "<", "decltype", "(", *value, ")", ">",
-                    ">", "(", B, ",", T, ",", *[x for a in args[2:] for x in a + [","]][:-1], ")"]
+                    ">", "(", B, ",", T, ",", *args[0], ",", *[x for a in args[2:] for x in a + [","]][:-1], ")"]
         else:
             if len(args) != 2:
                 raise Unsupported(f"{name} with {len(args)} arguments")

@@ -327,11 +327,19 @@ static inline uint64_t to_bits(T v) {
 }
 template <class T>
 static inline T from_bits(uint64_t b) { T v; std::memcpy(&v, &b, sizeof(T)); return v; }
+// The value a lane outside a shuffle's mask hands over: undefined on a GPU, all one bits here (NaN, -1), so a kernel
+// that uses it shows (a lane past the warp's width or the block's threads keeps its own value, as before).
 template <class T>
-static inline T shuffle(T var, int src, bool valid, int) {
+static inline T unmasked_lane() {
+    uint64_t ones = ~uint64_t(0);
+    return from_bits<T>(ones);
+}
+template <class T>
+static inline T shuffle(T var, int src, bool valid, unsigned mask) {
     unsigned stamp, lane;
     WarpSlot* s = warp_exchange(to_bits(var), stamp, lane);
     if (!valid || src < 0 || src > 31 || s[src].stamp != stamp) return var;
+    if (!(mask >> src & 1u)) return unmasked_lane<T>();
     return from_bits<T>(s[src].value);
 }
 }  // namespace gpublas_sim

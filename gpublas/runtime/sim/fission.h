@@ -178,6 +178,10 @@ struct Block {
         if (valid && src >= 0 && src < 32 && from < n && stamp[p][from] == rd) return from_lane_bits<T>(slot[p][from]);
         return from_lane_bits<T>(slot[p][t]);
     }
+    bool published(unsigned t, int src) const {  // lane src of t's warp published in the exchange being read
+        const unsigned from = (t & ~31u) + unsigned(src);
+        return from < n && stamp[rd & 1][from] == rd;
+    }
     unsigned ballot(unsigned t) const {
         const unsigned p = rd & 1, lo = t & ~31u;
         unsigned b = 0;
@@ -243,26 +247,33 @@ static inline void run_fissioned(void (*f)(A...), const char* rec) {
     invoke(f, rec);
 }
 
-// Warp intrinsics, read side (the value was published at the end of the previous region).
+// Warp intrinsics, read side (the value was published at the end of the previous region). A source lane
+// outside the mask hands over fibers.h's unmasked_lane, as on fibers.
 template <class T>
-static inline T fx_shfl(const Block& b, unsigned t, int src_lane, int width = 32) {
+static inline T fx_read(const Block& b, unsigned t, unsigned mask, int src, bool valid) {
+    if (valid && src >= 0 && src < 32 && !(mask >> src & 1u) && b.published(t, src))
+        return from_lane_bits<T>(LaneBits{~uint64_t(0), ~uint64_t(0)});
+    return b.read<T>(t, src, valid);
+}
+template <class T>
+static inline T fx_shfl(const Block& b, unsigned t, unsigned mask, int src_lane, int width = 32) {
     const int lane = int(t & 31), base = lane & ~(width - 1);
-    return b.read<T>(t, base + (src_lane & (width - 1)), true);
+    return fx_read<T>(b, t, mask, base + (src_lane & (width - 1)), true);
 }
 template <class T>
-static inline T fx_shfl_down(const Block& b, unsigned t, unsigned delta, int width = 32) {
+static inline T fx_shfl_down(const Block& b, unsigned t, unsigned mask, unsigned delta, int width = 32) {
     const int lane = int(t & 31), base = lane & ~(width - 1), src = lane + int(delta);
-    return b.read<T>(t, src, src < base + width);
+    return fx_read<T>(b, t, mask, src, src < base + width);
 }
 template <class T>
-static inline T fx_shfl_up(const Block& b, unsigned t, unsigned delta, int width = 32) {
+static inline T fx_shfl_up(const Block& b, unsigned t, unsigned mask, unsigned delta, int width = 32) {
     const int lane = int(t & 31), base = lane & ~(width - 1), src = lane - int(delta);
-    return b.read<T>(t, src, src >= base);
+    return fx_read<T>(b, t, mask, src, src >= base);
 }
 template <class T>
-static inline T fx_shfl_xor(const Block& b, unsigned t, int lane_mask, int width = 32) {
+static inline T fx_shfl_xor(const Block& b, unsigned t, unsigned mask, int lane_mask, int width = 32) {
     const int lane = int(t & 31), base = lane & ~(width - 1), src = lane ^ lane_mask;
-    return b.read<T>(t, src, src >= base && src < base + width);
+    return fx_read<T>(b, t, mask, src, src >= base && src < base + width);
 }
 static inline unsigned fx_ballot(const Block& b, unsigned t, unsigned mask) { return b.ballot(t) & mask; }
 static inline int fx_any(const Block& b, unsigned t, unsigned mask) { return (b.ballot(t) & mask) != 0; }

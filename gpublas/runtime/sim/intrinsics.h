@@ -8,8 +8,8 @@
 // __saturatef, the __*_rn roundings), the float overloads of exp, tanh, sqrt ... in the global
 // namespace (CUDA's math API), bit tricks (__popc, __clz, __brev, __umulhi ...), the
 // __float_as_int family, __ldg, and CUDA's by-value min/max overloads.
-// Limits: shuffle masks are ignored (every live lane of the warp takes part, as in cuda_src/'s
-// full-warp use); a shuffle moves at most 8 bytes; the fast intrinsics are the exact libm
+// Limits: a shuffle's mask only says whose values may be read (a lane outside it hands over all one
+// bits, fibers.h's unmasked_lane; every live lane of the warp still meets at the exchange); a shuffle moves at most 8 bytes; the fast intrinsics are the exact libm
 // functions (the GPU's approximations can differ from them in the last bits), tanhf the simulator's own
 // (within 1 ulp);
 // the explicit-rounding intrinsics other than round-to-nearest are not provided; there are no half,
@@ -33,24 +33,24 @@ static inline unsigned gpublas_lane() {
 }
 
 template <class T>
-static inline T __shfl_sync(unsigned, T var, int src_lane, int width = 32) {
+static inline T __shfl_sync(unsigned mask, T var, int src_lane, int width = 32) {
     int lane = int(gpublas_lane()), base = lane & ~(width - 1);
-    return gpublas_sim::shuffle(var, base + (src_lane & (width - 1)), true, width);
+    return gpublas_sim::shuffle(var, base + (src_lane & (width - 1)), true, mask);
 }
 template <class T>
-static inline T __shfl_down_sync(unsigned, T var, unsigned delta, int width = 32) {
+static inline T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = 32) {
     int lane = int(gpublas_lane()), base = lane & ~(width - 1), src = lane + int(delta);
-    return gpublas_sim::shuffle(var, src, src < base + width, width);
+    return gpublas_sim::shuffle(var, src, src < base + width, mask);
 }
 template <class T>
-static inline T __shfl_up_sync(unsigned, T var, unsigned delta, int width = 32) {
+static inline T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = 32) {
     int lane = int(gpublas_lane()), base = lane & ~(width - 1), src = lane - int(delta);
-    return gpublas_sim::shuffle(var, src, src >= base, width);
+    return gpublas_sim::shuffle(var, src, src >= base, mask);
 }
 template <class T>
-static inline T __shfl_xor_sync(unsigned, T var, int lane_mask, int width = 32) {
+static inline T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = 32) {
     int lane = int(gpublas_lane()), base = lane & ~(width - 1), src = lane ^ lane_mask;
-    return gpublas_sim::shuffle(var, src, src >= base && src < base + width, width);
+    return gpublas_sim::shuffle(var, src, src >= base && src < base + width, mask);
 }
 static inline unsigned __ballot_sync(unsigned mask, int pred) {
     unsigned stamp, lane, ballot = 0;
