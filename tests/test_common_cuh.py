@@ -56,7 +56,8 @@ def test_ceil_log2(form):
         pytest.skip("the GPU's form is what the cuda backend runs anyway")
     d = np.unique(np.concatenate([np.arange(1, 70), [2**k + e for k in range(2, 31) for e in (-1, 0, 1)],
                                   [2**31 - 1]])).astype(np.uint32)
-    k = load_source(LOG2_SRC, {"CEIL_LOG2_CLZ": 1} if form == "gpu" else None, "ceil_log2_check.cu").get("ceil_log2_check")
+    defines = {"CEIL_LOG2_CLZ": 1} if form == "gpu" else None
+    k = load_source(LOG2_SRC, defines, "ceil_log2_check.cu").get("ceil_log2_check")
     out = gpublas.empty(d.shape, np.int32)
     k(2, 128, gpublas.to_device(d), out, d.size)
     np.testing.assert_array_equal(out.get(), [(int(v) - 1).bit_length() for v in d])
@@ -197,7 +198,9 @@ def test_block_reduce_gives_the_bits_of_the_shuffle_tree(dtype, rng, sim_order, 
     # block_reduce itself built in the GPU's form (BLOCK_REDUCE_SERIAL=0: shuffles, a warp's part in shared memory)
     if form == "gpu" and gpublas.backend() != "sim":
         pytest.skip("the GPU's form is what the cuda backend runs anyway")
-    defines = {"real": "float" if dtype == np.float32 else "double", **({"BLOCK_REDUCE_SERIAL": 0} if form == "gpu" else {})}
+    defines = {"real": "float" if dtype == np.float32 else "double"}
+    if form == "gpu":
+        defines["BLOCK_REDUCE_SERIAL"] = 0
     k = load_source(REDUCE_SRC, defines, "block_reduce_check.cu")
     k = k.get("block_reduce_check")
     backend, sim = gpublas.runtime.backends.current(), gpublas.backend() == "sim"

@@ -57,7 +57,8 @@ def _gpu_tiles_cp_async(dtype, dp):
 # (dtype, tolerance, case): float64 D 64 and float32 D 128 causal (Tk > Tq: key blocks past the last query tile skip
 # the loop), float32 at D <= 64 (BK 64) and float64 at D > 64 (BK 16), both non-causal
 GPU_TILE_CASES = [(np.float64, 1e-10, CASES[1]), (np.float32, 2e-5, CASES[3]),
-                  (np.float32, 2e-5, (1, 1, 37, 21, 48, False, None)), (np.float64, 1e-10, (1, 1, 21, 37, 80, False, 0.5))]
+                  (np.float32, 2e-5, (1, 1, 37, 21, 48, False, None)),
+                  (np.float64, 1e-10, (1, 1, 21, 37, 80, False, 0.5))]
 
 
 def test_gpu_tiles_on_the_simulator(rng, monkeypatch):

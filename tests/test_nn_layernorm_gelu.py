@@ -83,8 +83,9 @@ def test_layernorm_row_sums_follow_the_warp_tree(rng, dtype):
 
 
 def _ln_kernels(rng, dtype, rows, C, lanes, **defines):
-    """layernorm.cu's two kernels launched directly with `lanes` lanes a row (2 units a block, grids smaller than the
-    rows: the grid-stride loop); (y, mean, rstd, dx, dw_part, db_part), the backward with G = 5 units (fewer for fewer rows)."""
+    """layernorm.cu's two kernels launched directly with `lanes` lanes a row (2 units a block, grids smaller than
+    the rows: the grid-stride loop); (y, mean, rstd, dx, dw_part, db_part), the backward with G = 5 units (fewer
+    for fewer rows)."""
     root = Path(nn.__file__).parent / "cuda"
     fwd, bwd = (gpublas.get_kernel("layernorm", f"layernorm_{k}", dtype, root=root, **defines)
                 for k in ("forward", "backward"))

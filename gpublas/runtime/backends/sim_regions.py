@@ -8,7 +8,8 @@ from .sim_cparse import Stmt, Unsupported
 
 SHUFFLES = {"__shfl_sync": "fx_shfl", "__shfl_down_sync": "fx_shfl_down", "__shfl_up_sync": "fx_shfl_up",
             "__shfl_xor_sync": "fx_shfl_xor"}
-VOTES = {"__ballot_sync": "fx_ballot", "__any_sync": "fx_any", "__all_sync": "fx_all", "__match_any_sync": "fx_match_any"}
+VOTES = {"__ballot_sync": "fx_ballot", "__any_sync": "fx_any", "__all_sync": "fx_all",
+         "__match_any_sync": "fx_match_any"}
 BARRIERS = {"__syncthreads", "__syncwarp", *SHUFFLES, *VOTES}
 REFUSED = {"__syncthreads_count", "__syncthreads_and", "__syncthreads_or", "__activemask", "wmma"}
 UNIFORM_BUILTINS = {"blockIdx", "blockDim", "gridDim", "warpSize"}

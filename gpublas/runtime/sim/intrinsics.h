@@ -8,8 +8,9 @@
 // __saturatef, the __*_rn roundings), the float overloads of exp, tanh, sqrt ... in the global
 // namespace (CUDA's math API), bit tricks (__popc, __clz, __brev, __umulhi ...), the
 // __float_as_int family, __ldg, and CUDA's by-value min/max overloads.
-// Limits: a shuffle's mask only says whose values may be read (a lane outside it hands over all one
-// bits, fibers.h's unmasked_lane; every live lane of the warp still meets at the exchange); a shuffle moves at most 8 bytes; the fast intrinsics are the exact libm
+// Limits: a shuffle's mask only says whose values may be read (a lane outside it hands over all
+// one bits, fibers.h's unmasked_lane; every live lane of the warp still meets at the exchange); a
+// shuffle moves at most 8 bytes; the fast intrinsics are the exact libm
 // functions (the GPU's approximations can differ from them in the last bits), tanhf the simulator's own
 // (within 1 ulp);
 // the explicit-rounding intrinsics other than round-to-nearest are not provided; there are no half,
