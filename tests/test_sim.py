@@ -358,7 +358,7 @@ def test_a_shuffle_reads_no_lane_outside_its_mask():
     fissioned alike; lanes past the block's threads keep the caller's value, as before."""
     if gpublas.backend() != "sim":
         pytest.skip("the simulator's model of masks")
-    backend = gpublas.backends.current()
+    backend = gpublas.runtime.backends.current()
     k = gpublas.load_source(MASK_SRC, None, "masked_shuffles.cu").get("masked_shuffles")
     x = np.arange(100, 140, dtype=np.int32)
     for fission in (False, True):

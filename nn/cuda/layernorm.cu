@@ -26,7 +26,7 @@
 // ... in order, then the butterfly. Called by this name in both forms: the simulator's front end reads the branch
 // of the build (a warp's shuffles need its fibers; one thread's loop takes the fast path).
 #if defined(__CUDA_ARCH_SIM__) && !defined(LN_GPU_FORM)
-#define LN_LANES 1  // lanes per row unit (the launcher, nn/transformer_kernels.py, asks the backend instead)
+#define LN_LANES 1  // lanes per row unit (the launcher, nn/kernels/layernorm.py, asks the backend instead)
 // one thread: every lane's partial sum, then the tree lane 0 of the butterfly computes
 template <class F>
 __device__ __forceinline__ acc_real lanes_sum(F f, int C, int) {

@@ -361,7 +361,7 @@ def function_bodies(text):
 
 
 _CONDITIONAL = re.compile(r"^[ \t]*#[ \t]*(?P<kw>if|ifdef|ifndef|elif|else|endif)\b(?P<cond>[^\n]*)$", re.M)
-_DEFINED_ON_THE_SIM = {"__CUDA_ARCH_SIM__": True, "__CUDA_ARCH__": False}  # gpublas/sim/dialect.h's
+_DEFINED_ON_THE_SIM = {"__CUDA_ARCH_SIM__": True, "__CUDA_ARCH__": False}  # gpublas/runtime/sim/dialect.h's
 
 
 def _condition(cond, defines, set_in_text):
