@@ -36,19 +36,22 @@
 // imaginary part 0, so that the value comparisons below (lexicographic for complex) order it as a real number
 template <class T> __device__ __forceinline__ T abs_real(T v) { return abs1(v); }
 template <class R> __device__ __forceinline__ gcomplex<R> abs_real(gcomplex<R> v) { return gcomplex<R>(abs1(v), (R)0); }
+template <class T> __device__ __forceinline__ T square(T v) { return v * v; }
 
 // ---------------------------------------------------------------------------------------------------
 // Element-wise kernels
 // ---------------------------------------------------------------------------------------------------
 extern "C" __global__ void axpy_real(long long n, real alpha, const real* __restrict__ x, long long incx,
                                      real* __restrict__ y, long long incy) {
-    GRID_STRIDE_LOOP(long long, i, n)
-        y[i * incy] += alpha * x[i * incx];
+    UNIT_STRIDES(incx == 1 && incy == 1,
+        GRID_STRIDE_LOOP(long long, i, n)
+            y[i * incy] += alpha * x[i * incx];)
 }
 
 extern "C" __global__ void scal_real(long long n, real alpha, real* __restrict__ x, long long incx) {
-    GRID_STRIDE_LOOP(long long, i, n)
-        x[i * incx] *= alpha;
+    UNIT_STRIDES(incx == 1,
+        GRID_STRIDE_LOOP(long long, i, n)
+            x[i * incx] *= alpha;)
 }
 
 extern "C" __global__ void scal_beta(long long n, real beta, real* __restrict__ x) {
@@ -58,26 +61,29 @@ extern "C" __global__ void scal_beta(long long n, real beta, real* __restrict__ 
 
 extern "C" __global__ void copy_real(long long n, const real* __restrict__ x, long long incx, real* __restrict__ y,
                                      long long incy) {
-    GRID_STRIDE_LOOP(long long, i, n)
-        y[i * incy] = x[i * incx];
+    UNIT_STRIDES(incx == 1 && incy == 1,
+        GRID_STRIDE_LOOP(long long, i, n)
+            y[i * incy] = x[i * incx];)
 }
 
 extern "C" __global__ void swap_real(long long n, real* __restrict__ x, long long incx, real* __restrict__ y,
                                      long long incy) {
-    GRID_STRIDE_LOOP(long long, i, n) {
-        const real t = x[i * incx];
-        x[i * incx] = y[i * incy];
-        y[i * incy] = t;
-    }
+    UNIT_STRIDES(incx == 1 && incy == 1,
+        GRID_STRIDE_LOOP(long long, i, n) {
+            const real t = x[i * incx];
+            x[i * incx] = y[i * incy];
+            y[i * incy] = t;
+        })
 }
 
 extern "C" __global__ void rotm_real(long long n, real* __restrict__ x, long long incx, real* __restrict__ y,
                                      long long incy, real h11, real h21, real h12, real h22) {
-    GRID_STRIDE_LOOP(long long, i, n) {
-        const real xi = x[i * incx], yi = y[i * incy];
-        x[i * incx] = h11 * xi + h12 * yi;
-        y[i * incy] = h21 * xi + h22 * yi;
-    }
+    UNIT_STRIDES(incx == 1 && incy == 1,
+        GRID_STRIDE_LOOP(long long, i, n) {
+            const real xi = x[i * incx], yi = y[i * incy];
+            x[i * incx] = h11 * xi + h12 * yi;
+            y[i * incy] = h21 * xi + h22 * yi;
+        })
 }
 
 // (value, index) pairs for iamax / iamin: the larger (smaller) value wins, equal values go to the lower index.
@@ -105,8 +111,8 @@ extern "C" __global__ void dot_partial(long long n, const real* __restrict__ x, 
                                        const real* __restrict__ y, long long incy, int conjugate,
                                        real* __restrict__ partial) {
     real s = 0;
-    GRID_STRIDE_LOOP(long long, i, n)
-        s += (conjugate ? conj(x[i * incx]) : x[i * incx]) * y[i * incy];
+    UNIT_STRIDES(incx == 1 && incy == 1,
+        GRID_STRIDE_FOLD(long long, i, n, s, SumOp<real>(), (conjugate ? conj(x[i * incx]) : x[i * incx]) * y[i * incy]);)
     s = block_reduce(s, SumOp<real>(), (real)0);
     if (threadIdx.x == 0) partial[blockIdx.x] = s;
 }
@@ -114,8 +120,7 @@ extern "C" __global__ void dot_partial(long long n, const real* __restrict__ x, 
 extern "C" __global__ void asum_partial(long long n, const real* __restrict__ x, long long incx,
                                         real* __restrict__ partial) {
     real s = 0;
-    GRID_STRIDE_LOOP(long long, i, n)
-        s += abs_real(x[i * incx]);
+    UNIT_STRIDES(incx == 1, GRID_STRIDE_FOLD(long long, i, n, s, SumOp<real>(), abs_real(x[i * incx]));)
     s = block_reduce(s, SumOp<real>(), (real)0);
     if (threadIdx.x == 0) partial[blockIdx.x] = s;
 }
@@ -123,8 +128,7 @@ extern "C" __global__ void asum_partial(long long n, const real* __restrict__ x,
 extern "C" __global__ void amax_partial(long long n, const real* __restrict__ x, long long incx,
                                         real* __restrict__ partial) {
     real m = 0;
-    GRID_STRIDE_LOOP(long long, i, n)
-        m = MaxOp<real>()(abs_real(x[i * incx]), m);
+    UNIT_STRIDES(incx == 1, GRID_STRIDE_FOLD(long long, i, n, m, MaxOp<real>(), abs_real(x[i * incx]));)
     m = block_reduce(m, MaxOp<real>(), (real)0);
     if (threadIdx.x == 0) partial[blockIdx.x] = m;
 }
@@ -135,10 +139,7 @@ extern "C" __global__ void nrm2_partial(long long n, const real* __restrict__ x,
     const real m = *scale;
     real s = 0;
     if (m > (real)0 && m - m == (real)0)  // finite and nonzero; otherwise nrm2_final decides alone
-        GRID_STRIDE_LOOP(long long, i, n) {
-            const real v = x[i * incx] / m;
-            s += v * v;
-        }
+        UNIT_STRIDES(incx == 1, GRID_STRIDE_FOLD(long long, i, n, s, SumOp<real>(), square(x[i * incx] / m));)
     s = block_reduce(s, SumOp<real>(), (real)0);
     if (threadIdx.x == 0) partial[blockIdx.x] = s;
 }

@@ -4,7 +4,15 @@
 //   ceil_div(a, b)                   a / b rounded up, host and device
 //   GRID_STRIDE_LOOP(I, i, n)        for i in [0, n) in a grid-stride loop of index type I: long long,
 //                                    or unsigned where small_index(n) holds (n < 2^31, so i + stride
-//                                    cannot wrap) and the loop body's index math runs in 32 bits
+//                                    cannot wrap) and the loop body's index math runs in 32 bits. On the
+//                                    simulator each thread walks one contiguous run instead (see below)
+//   GRID_STRIDE_FOLD(I, i, n, acc, op, expr)   acc = op(expr, acc) for every i of GRID_STRIDE_LOOP; on the
+//                                    simulator in SIM_FOLD_LANES independent partials added in a fixed tree
+//   STRIDED_FOLD(I, i, begin, end, me, count, acc, op, expr)   the same for worker `me` of `count` over
+//                                    [begin, end): i = begin + me, step count on a GPU; a run on the simulator
+//   UNIT_STRIDES(cond, ...)          the statements `...`, and on the simulator a second copy of them taken
+//                                    when cond holds, with incx = incy = 1 as constants (g++ vectorizes
+//                                    unit-stride loops only); a GPU compiles the statements alone
 //   compute_t<T>, load_as(x)         the type a kernel computes in for storage type T (float for
 //   convert<T>(v), acc_real          __half and __nv_bfloat16, T itself otherwise) and an element read
 //                                    as it; v (any storage or compute type) as a T, rounded once to
@@ -70,8 +78,66 @@ __host__ __device__ __forceinline__ long long ceil_div(long long a, long long b)
 // True when every index below n fits a 32-bit int (the fast path of the index helpers).
 __host__ __device__ __forceinline__ bool small_index(long long n) { return n < 0x7fffffffLL; }
 
+// The grid-stride loop. A GPU wants neighbouring threads on neighbouring elements (coalesced loads), each
+// thread stepping by the grid's width. A CPU running the threads one after another wants the opposite: a
+// simulated thread takes one contiguous run [g * run, (g + 1) * run) of the n elements (g its index in the
+// grid, run = ceil(n / threads) rounded up to 16), so its loop has unit stride, stays in its cache lines and
+// is vectorized by g++; the launchers give flat kernels about a thousand elements a thread there
+// (gpublas.runtime.launch.SIM_RUN). Each element is still visited once, by one thread, in increasing order
+// within the thread. GRID_STRIDE_GPU_FORM builds the GPU's form on the simulator (the tests run both).
+#if defined(__CUDA_ARCH_SIM__) && !defined(GRID_STRIDE_GPU_FORM)
+// Worker `me` of `count` over [begin, end): its run [begin + me * run, ...), run = ceil(len / count) rounded
+// up to 16 elements (whole 64-byte lines of floats), cut at end.
+template <class I> __device__ __forceinline__ I sim_run_length(I len, I count) {
+    return ((len + count - 1) / count + 15) / 16 * 16;
+}
+template <class I> __device__ __forceinline__ I sim_run_end(I at, I run, I end) {
+    return at < end ? (end - at < run ? end : at + run) : at;
+}
+#define GRID_STRIDE_LOOP(I, i, n) \
+    for (I i##_run = sim_run_length<I>((I)(n), (I)gridDim.x * blockDim.x), \
+           i = ((I)blockIdx.x * blockDim.x + threadIdx.x) * i##_run, i##_end = sim_run_end<I>(i, i##_run, (I)(n)); \
+         i < i##_end; ++i)
+// acc = op(expr(i), acc) over the worker's run in SIM_FOLD_LANES partials (64 bytes of floats), element i
+// going to partial (i - run start) % SIM_FOLD_LANES, the partials then combined pairwise (0 with 8, 1 with
+// 9, ..., then 0 with 4, ...) into acc: independent chains g++ vectorizes, the order fixed by the shape and
+// the launch alone. acc holds op's identity on entry.
+#define SIM_FOLD_LANES 16
+#define STRIDED_FOLD(I, i, begin, end, me, count, acc, op, expr) \
+    do { \
+        const I i##_run = sim_run_length<I>((I)(end) - (I)(begin), (I)(count)); \
+        const I i##_begin = (I)(begin) + (I)(me) * i##_run; \
+        const I i##_end = sim_run_end<I>(i##_begin, i##_run, (I)(end)); \
+        const auto i##_op = op; \
+        decltype(acc) i##_lanes[SIM_FOLD_LANES]; \
+        for (int l_ = 0; l_ < SIM_FOLD_LANES; ++l_) i##_lanes[l_] = acc; \
+        I i##_at = i##_begin; \
+        for (; i##_at + SIM_FOLD_LANES <= i##_end; i##_at += SIM_FOLD_LANES) \
+            for (int l_ = 0; l_ < SIM_FOLD_LANES; ++l_) { \
+                const I i = i##_at + l_; \
+                i##_lanes[l_] = i##_op(expr, i##_lanes[l_]); \
+            } \
+        for (int l_ = 0; i##_at + l_ < i##_end; ++l_) { \
+            const I i = i##_at + l_; \
+            i##_lanes[l_] = i##_op(expr, i##_lanes[l_]); \
+        } \
+        for (int w_ = SIM_FOLD_LANES / 2; w_ > 0; w_ /= 2) \
+            for (int l_ = 0; l_ < w_; ++l_) i##_lanes[l_] = i##_op(i##_lanes[l_ + w_], i##_lanes[l_]); \
+        acc = i##_lanes[0]; \
+    } while (0)
+#define GRID_STRIDE_FOLD(I, i, n, acc, op, expr) \
+    STRIDED_FOLD(I, i, 0, n, (I)blockIdx.x * blockDim.x + threadIdx.x, (I)gridDim.x * blockDim.x, acc, op, expr)
+#define UNIT_STRIDES(cond, ...) \
+    if (cond) { constexpr long long incx = 1, incy = 1; (void)incx; (void)incy; __VA_ARGS__ } else { __VA_ARGS__ }
+#else
 #define GRID_STRIDE_LOOP(I, i, n) \
     for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < (I)(n); i += (I)gridDim.x * blockDim.x)
+#define GRID_STRIDE_FOLD(I, i, n, acc, op, expr) \
+    GRID_STRIDE_LOOP(I, i, n) acc = op(expr, acc)
+#define STRIDED_FOLD(I, i, begin, end, me, count, acc, op, expr) \
+    for (I i = (I)(begin) + (me); i < (I)(end); i += (count)) acc = op(expr, acc)
+#define UNIT_STRIDES(cond, ...) __VA_ARGS__
+#endif
 
 // A device-side index check (gpublas/runtime/device_checks.py): a kernel that meets an index outside [0, limit)
 // records it in check[0..2] = {site, position << 32 | (unsigned)value, limit} and carries on; the host

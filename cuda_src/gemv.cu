@@ -5,6 +5,8 @@
 // gemv_n_warp:      y = alpha * A @ x + beta * y (y has M elements). Block 256 threads = 8 warps, one warp
 //                   per row: the 32 lanes walk the row with stride 32 (coalesced), then a shuffle
 //                   reduction (common.cuh's warp_reduce) gives lane 0 the row's sum; lane 0 writes y[row].
+//                   On the simulator (unless GEMV_GPU_FORM): a thread per run of rows, each row's sum in
+//                   STRIDED_FOLD's lanes, no shuffle (the launcher gives it geometry_1d's threads there).
 // gemv_t_partial:   first pass of y = alpha * A^T @ x + beta * y (y has N elements). Block 32x8: threadIdx.x
 //                   runs along the columns (coalesced rows of A), threadIdx.y over the rows of this block's
 //                   row chunk (blockIdx.y; rows_per_chunk rows) with stride 8. The 8 partial sums of a
@@ -19,6 +21,17 @@
 
 extern "C" __global__ void gemv_n_warp(int M, int N, real alpha, const real* __restrict__ A, int lda,
                                        const real* __restrict__ x, real beta, real* __restrict__ y, int conjugate) {
+#if defined(__CUDA_ARCH_SIM__) && !defined(GEMV_GPU_FORM)
+    // the simulator: a thread per run of rows (any launch shape), each row summed in common.cuh's
+    // STRIDED_FOLD lanes: vector adds along the row, no shuffle rounds
+    GRID_STRIDE_LOOP(int, row, M) {
+        const real* __restrict__ a = A + (long long)row * lda;
+        real s = 0;
+        STRIDED_FOLD(int, j, 0, N, 0, 1, s, SumOp<real>(), (conjugate ? conj(a[j]) : a[j]) * x[j]);
+        y[row] = beta == (real)0 ? alpha * s : alpha * s + beta * y[row];
+    }
+    return;
+#endif
     const int lane = threadIdx.x % 32;
     const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     if (row >= M) return;  // the whole warp leaves together

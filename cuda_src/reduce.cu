@@ -7,8 +7,8 @@
 // The array is seen as (rows, n) for a reduction over its last axis and as (outer, n, inner) otherwise.
 //
 // reduce_rows:    block 32..256 threads (x), block b reduces part (b % parts) of row (b / parts) of a
-//                 (rows, n) array: each thread walks the part with stride blockDim.x, then a block
-//                 reduce. With parts > 1 it writes partials and a second launch (parts = 1, with
+//                 (rows, n) array: each thread walks the part with stride blockDim.x (on the simulator a
+//                 contiguous run of it, a sum in common.cuh's STRIDED_FOLD lanes), then a block reduce. With parts > 1 it writes partials and a second launch (parts = 1, with
 //                 xidx = the partial indices) finishes them. op RED_SUM writes the sum times `scale`
 //                 (1/n for a mean); RED_MAX / RED_MIN write the value and/or its first index.
 // reduce_cols:    block 32x8: threadIdx.x walks inner (coalesced), threadIdx.y splits the reduced axis
@@ -23,7 +23,7 @@
 //                 takes one output per thread whatever cols is); on the simulator SERIAL_COLS: a run's chains
 //                 advance together (a few vector adds per k) instead of one latency-bound chain at a time (a
 //                 row's short last run goes 8, then 1 output at a time). Every output's sum has the same
-//                 order either way.
+//                 order either way, but for row sums (inner 1) on the simulator: STRIDED_FOLD's 16 lanes.
 //                 For short reduced axes, where a block or warp reduce would idle most of its threads and
 //                 pay its barriers for a few elements (the simulator runs it without fibers), and on the
 //                 simulator for column sums (bias gradients). Writes as reduce_cols.
@@ -98,7 +98,7 @@ extern "C" __global__ void reduce_rows(const real* x, const int* xidx, compute_t
     const real* xr = x + row * n;
     if (op == RED_SUM) {
         acc_real acc = (acc_real)0;
-        for (long long k = start + threadIdx.x; k < stop; k += blockDim.x) acc += load_as(xr[k]);
+        STRIDED_FOLD(long long, k, start, stop, threadIdx.x, blockDim.x, acc, SumOp<acc_real>(), load_as(xr[k]));
         acc = block_reduce(acc, SumOp<acc_real>(), (acc_real)0);
         if (threadIdx.x == 0) val[blockIdx.x] = acc * scale;
         return;
@@ -179,6 +179,15 @@ extern "C" __global__ void reduce_serial(const real* x, compute_t<real>* val, in
                                          long long n, long long inner, int cols, compute_t<real> scale,
                                          compute_t<real> beta) {
 #if defined(__CUDA_ARCH_SIM__) && !defined(REDUCE_GPU_FORM)  // REDUCE_GPU_FORM: the GPU's form on the simulator (tests)
+    if (inner == 1 && op == RED_SUM) {  // row sums: each row in STRIDED_FOLD's lanes (g++'s vector adds)
+        GRID_STRIDE_LOOP(long long, o, outer) {
+            const real* xo = x + o * n;
+            acc_real s = (acc_real)0;
+            STRIDED_FOLD(long long, k, 0, n, 0, 1, s, SumOp<acc_real>(), load_as(xo[k]));
+            store_result(val, idx, o, s, NO_INDEX, op, scale, beta);
+        }
+        return;
+    }
     const long long runs = (inner + cols - 1) / cols;  // per outer index
     GRID_STRIDE_LOOP(long long, r, outer * runs) {
         const long long o = r / runs, j = (r % runs) * cols, at = o * inner + j;

@@ -208,6 +208,7 @@ def test_bitwise_identical_across_thread_orders(rng):
 
 # -- each kernel, whichever the dispatcher picks on this backend ----------------------------------
 from gpublas.core import reduction as R  # noqa: E402
+from gpublas.runtime import launch  # noqa: E402
 
 
 def _launch(kernel, op, x, outer, n, inner, val, idx, scale=1, beta=0):
@@ -259,16 +260,31 @@ def test_short_axes_take_the_serial_kernel():
     assert {e.name for e in p.key_averages() if e.kind == "kernel"} == {"reduce_rows"}
 
 
+def lane_fold(row, lanes=16):
+    """common.cuh's STRIDED_FOLD of a sum on the simulator, in row's dtype: element k into partial k % 16,
+    then the partials added pairwise (0 with 8, 1 with 9, ..., 0 with 4, ...)."""
+    part = [row.dtype.type(0)] * lanes
+    for k, v in enumerate(row):
+        part[k % lanes] = v + part[k % lanes]
+    w = lanes // 2
+    while w:
+        part[:w] = [part[i + w] + part[i] for i in range(w)]
+        w //= 2
+    return part[0]
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_serial_runs_keep_each_outputs_order(dtype, rng, sim_order):
     """reduce_serial with runs of SIM_SERIAL_COLS outputs a thread (the sim's choice; runs of 8 and single
     outputs end a row) gives the bits of one output a thread: each sum in the order k = 0..n-1 (cumsum's)."""
     k = R.get_kernel("reduce", "reduce_serial", dtype)
-    for outer, n, inner in [(1, 37, 45), (3, 5, 13), (2, 33, 64), (1, 2, 71), (2, 3, 1)]:
+    for outer, n, inner in [(1, 37, 45), (3, 5, 13), (2, 33, 64), (1, 2, 71), (2, 3, 1), (2, 53, 1)]:
         x = rng.standard_normal((outer, n, inner)).astype(dtype)
         x[0, n // 2, 0] = x[0, 0, 0]  # a tie: the first index wins
         d = dev(x)
         serial = x.cumsum(axis=1, dtype=dtype)[:, -1, :]  # sequential, in dtype
+        if inner == 1 and launch.simulated():  # row sums on the sim: common.cuh's STRIDED_FOLD lanes
+            serial = np.array([[lane_fold(row)] for row in x[:, :, 0]], dtype)
         for cols in (1, 8, R.SIM_SERIAL_COLS):
             runs = outer * -(-inner // cols)
             val, idx = gpublas.empty((outer, inner), dtype), gpublas.empty((outer, inner), np.int32)

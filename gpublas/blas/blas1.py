@@ -22,11 +22,11 @@ import numpy as np
 from ..runtime import dtypes
 from ..core.array import DeviceArray, empty
 from ..core.checks import FLOATS, check_operands, contiguous, vector, write_back
-from ..runtime.launch import BLOCK, ceil_div, geometry_1d, get_kernel, simulated
+from ..runtime.launch import BLOCK, SIM_RUN, ceil_div, flat_geometry, get_kernel, simulated
 from ..runtime.stream import refuse_in_capture
 
 MAX_PARTIALS = 1024   # reductions: partials per pass-1 launch
-SIM_PARTIALS = 16     # ... on the sim backend
+SIM_PARTIALS = 16     # ... on the sim backend (blocks of SIM_RUN-element runs: 2^22 elements fill them)
 
 
 BLAS1_TYPES = FLOATS + dtypes.COMPLEX  # axpy, scal, copy, swap, dot, dotc, asum, nrm2
@@ -46,7 +46,7 @@ def axpy(alpha, x, y, stream=None):
     if y.size == 0 or alpha == 0:
         return y
     (xv, incx), (yv, incy) = vector(x, stream), vector(y, stream)
-    get_kernel("blas1", "axpy_real", dtype)(*geometry_1d(y.size), y.size, alpha, xv, incx, yv, incy, stream=stream,
+    get_kernel("blas1", "axpy_real", dtype)(*flat_geometry(y.size), y.size, alpha, xv, incx, yv, incy, stream=stream,
                                             views=True)
     return write_back(y, yv, stream)
 
@@ -56,7 +56,7 @@ def scal(alpha, x, stream=None):
     dtype = check_operands("scal", BLAS1_TYPES, x=x)
     if x.size:
         xv, incx = vector(x, stream)
-        get_kernel("blas1", "scal_real", dtype)(*geometry_1d(x.size), x.size, alpha, xv, incx, stream=stream,
+        get_kernel("blas1", "scal_real", dtype)(*flat_geometry(x.size), x.size, alpha, xv, incx, stream=stream,
                                                 views=True)
         write_back(x, xv, stream)
     return x
@@ -68,7 +68,7 @@ def scale_output(x, beta, stream=None):
         return x.fill(0, stream)
     if x.size:
         xc = contiguous(x, stream)
-        get_kernel("blas1", "scal_beta", x.dtype)(*geometry_1d(x.size), x.size, beta, xc, stream=stream)
+        get_kernel("blas1", "scal_beta", x.dtype)(*flat_geometry(x.size), x.size, beta, xc, stream=stream)
         write_back(x, xc, stream)
     return x
 
@@ -78,7 +78,7 @@ def copy(x, y, stream=None):
     dtype = _check_pair("copy", x, y)
     if y.size:
         (xv, incx), (yv, incy) = vector(x, stream), vector(y, stream)
-        get_kernel("blas1", "copy_real", dtype)(*geometry_1d(y.size), y.size, xv, incx, yv, incy, stream=stream,
+        get_kernel("blas1", "copy_real", dtype)(*flat_geometry(y.size), y.size, xv, incx, yv, incy, stream=stream,
                                                 views=True)
         write_back(y, yv, stream)
     return y
@@ -89,7 +89,7 @@ def swap(x, y, stream=None):
     dtype = _check_pair("swap", x, y)
     if y.size:
         (xv, incx), (yv, incy) = vector(x, stream), vector(y, stream)
-        get_kernel("blas1", "swap_real", dtype)(*geometry_1d(y.size), y.size, xv, incx, yv, incy, stream=stream,
+        get_kernel("blas1", "swap_real", dtype)(*flat_geometry(y.size), y.size, xv, incx, yv, incy, stream=stream,
                                                 views=True)
         write_back(x, xv, stream)
         write_back(y, yv, stream)
@@ -97,19 +97,31 @@ def swap(x, y, stream=None):
 
 
 # -- reductions -----------------------------------------------------------------------------------
-def _nparts(n):
-    """Blocks of the first reduction pass; on the sim a few per core (the grid-stride loop is
-    cheap there, the block reduction's barriers are not)."""
-    return max(1, min(ceil_div(n, BLOCK), SIM_PARTIALS if simulated() else MAX_PARTIALS))
+def _parts(n):
+    """(blocks, threads) of the first reduction pass: up to MAX_PARTIALS blocks of BLOCK threads; on the sim
+    one block for each BLOCK runs of SIM_RUN elements (at most SIM_PARTIALS), of fewer threads (whole warps)
+    when n needs fewer runs: its block reductions cost a barrier round per block, its threads a call each."""
+    if simulated():
+        runs = ceil_div(n, SIM_RUN)
+        return max(1, min(ceil_div(runs, BLOCK), SIM_PARTIALS)), min(BLOCK, max(1, ceil_div(runs, 32)) * 32)
+    return max(1, min(ceil_div(n, BLOCK), MAX_PARTIALS)), BLOCK
+
+
+def _final_threads(nparts):
+    """Threads of the one-block second pass over nparts partials (whole warps, at most BLOCK)."""
+    return min(BLOCK, ceil_div(nparts, 32) * 32) if simulated() else BLOCK
 
 
 def _sum_of(partial_kernel, dtype, n, *arrays, stream=None, out=None):
-    """Runs `<partial_kernel>` over n elements then sum_final; returns the sum as a Python float, or
-    with `out` (one element on the device) writes it there and returns out without waiting."""
-    nparts = _nparts(n)
-    partial, result = empty(nparts, dtype), (empty(1, dtype) if out is None else out)
-    get_kernel("blas1", partial_kernel, dtype)(nparts, BLOCK, n, *arrays, partial, stream=stream, views=True)
-    get_kernel("blas1", "sum_final", dtype)(1, BLOCK, nparts, partial, result, stream=stream)
+    """Runs `<partial_kernel>` over n elements then sum_final (one block: the partial is the sum, no second
+    pass); returns the sum as a Python float, or with `out` (one element on the device) writes it there and
+    returns out without waiting."""
+    nparts, threads = _parts(n)
+    result = empty(1, dtype) if out is None else out
+    partial = result if nparts == 1 else empty(nparts, dtype)
+    get_kernel("blas1", partial_kernel, dtype)(nparts, threads, n, *arrays, partial, stream=stream, views=True)
+    if nparts > 1:
+        get_kernel("blas1", "sum_final", dtype)(1, _final_threads(nparts), nparts, partial, result, stream=stream)
     return result if out is not None else _read(result, stream, partial_kernel.split("_")[0]).item()
 
 
@@ -152,10 +164,11 @@ def asum(x, stream=None):
 
 def _amax_into(x, incx, out, stream=None):
     """out[0] = max |x| (NaN if any element is NaN), on the device."""
-    nparts = _nparts(x.size)
-    partial = empty(nparts, x.dtype)
-    get_kernel("blas1", "amax_partial", x.dtype)(nparts, BLOCK, x.size, x, incx, partial, stream=stream, views=True)
-    get_kernel("blas1", "amax_final", x.dtype)(1, BLOCK, nparts, partial, out, stream=stream)
+    nparts, threads = _parts(x.size)
+    partial = out if nparts == 1 else empty(nparts, x.dtype)
+    get_kernel("blas1", "amax_partial", x.dtype)(nparts, threads, x.size, x, incx, partial, stream=stream, views=True)
+    if nparts > 1:
+        get_kernel("blas1", "amax_final", x.dtype)(1, _final_threads(nparts), nparts, partial, out, stream=stream)
     return out
 
 
@@ -176,11 +189,11 @@ def nrm2(x, stream=None, out=None):
         return 0.0 if out is None else out.fill(0, stream)
     x, incx = vector(x, stream)
     scale = _amax_into(x, incx, empty(1, dtype), stream=stream)
-    nparts = _nparts(x.size)
+    nparts, threads = _parts(x.size)
     partial, result = empty(nparts, dtype), empty(1, dtype) if out is None else out.reshape(1)
-    get_kernel("blas1", "nrm2_partial", dtype)(nparts, BLOCK, x.size, x, incx, scale, partial, stream=stream,
+    get_kernel("blas1", "nrm2_partial", dtype)(nparts, threads, x.size, x, incx, scale, partial, stream=stream,
                                                views=True)
-    get_kernel("blas1", "nrm2_final", dtype)(1, BLOCK, nparts, partial, scale, result, stream=stream)
+    get_kernel("blas1", "nrm2_final", dtype)(1, _final_threads(nparts), nparts, partial, scale, result, stream=stream)
     return out if out is not None else float(_read(result, stream, "nrm2"))
 
 
@@ -189,11 +202,14 @@ def _arg_index(routine, x, stream):
     if x.size == 0:
         raise ValueError(f"{routine}: x has shape {x.shape} and no elements")
     x, incx = vector(x, stream)
-    nparts = _nparts(x.size)
-    part_v, part_i, out = empty(nparts, dtype), empty(nparts, np.int64), empty(1, np.int64)
-    get_kernel("blas1", f"{routine}_partial", dtype)(nparts, BLOCK, x.size, x, incx, part_v, part_i, stream=stream,
+    nparts, threads = _parts(x.size)
+    part_v, part_i = empty(nparts, dtype), empty(nparts, np.int64)
+    out = part_i if nparts == 1 else empty(1, np.int64)
+    get_kernel("blas1", f"{routine}_partial", dtype)(nparts, threads, x.size, x, incx, part_v, part_i, stream=stream,
                                                      views=True)
-    get_kernel("blas1", f"{routine}_final", dtype)(1, BLOCK, nparts, part_v, part_i, out, stream=stream)
+    if nparts > 1:
+        get_kernel("blas1", f"{routine}_final", dtype)(1, _final_threads(nparts), nparts, part_v, part_i, out,
+                                                       stream=stream)
     i = int(_read(out, stream, routine))
     return i if i < x.size else 0
 
@@ -228,7 +244,7 @@ def _plane(x, y, h11, h21, h12, h22, stream):
     """(x, y) = (h11 x + h12 y, h21 x + h22 y) in place (rotm_real: rot's and rotm's one kernel)."""
     if y.size:
         (xv, incx), (yv, incy) = vector(x, stream), vector(y, stream)
-        get_kernel("blas1", "rotm_real", x.dtype)(*geometry_1d(y.size), y.size, xv, incx, yv, incy, h11, h21, h12,
+        get_kernel("blas1", "rotm_real", x.dtype)(*flat_geometry(y.size), y.size, xv, incx, yv, incy, h11, h21, h12,
                                                   h22, stream=stream, views=True)
         write_back(x, xv, stream)
         write_back(y, yv, stream)

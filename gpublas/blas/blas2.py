@@ -15,7 +15,7 @@ from ..core.array import empty
 from .blas1 import scale_output
 from ..core.checks import FLOATS, blas_matrix, check_operands, contiguous, write_back
 from .gemm_complex import trans_op
-from ..runtime.launch import BLOCK, ceil_div, get_kernel, grid_1d
+from ..runtime.launch import BLOCK, SIM_RUN, ceil_div, geometry_1d, get_kernel, grid_1d, simulated
 from ..core.layout import may_share_memory
 
 WARPS_PER_BLOCK = 8      # gemv_n_warp: one warp per row
@@ -71,8 +71,10 @@ def gemv(a, x, y=None, *, alpha=1.0, beta=0.0, trans=False, stream=None):
 def _launch_gemv_n(a, lda, x, y, alpha, beta, conjugate, stream):
     m, n = a.shape
     k = get_kernel("gemv", "gemv_n_warp", a.dtype)
-    k(ceil_div(m, WARPS_PER_BLOCK), 32 * WARPS_PER_BLOCK, m, n, alpha, a, lda, x, beta, y, conjugate, stream=stream,
-      views=True)
+    # the sim's form: a thread per run of rows, about SIM_RUN elements each
+    grid = geometry_1d(m, sim_run=max(1, SIM_RUN // n)) if simulated() else \
+        (ceil_div(m, WARPS_PER_BLOCK), 32 * WARPS_PER_BLOCK)
+    k(*grid, m, n, alpha, a, lda, x, beta, y, conjugate, stream=stream, views=True)
 
 
 def _launch_gemv_t(a, lda, x, y, alpha, beta, conjugate, stream):

@@ -24,7 +24,7 @@ from . import layout, promotion
 from ..runtime import dtypes, source
 from .array import DeviceArray, impl, provide
 from .checks import as_array, common_dtype, is_scalar, make_out
-from ..runtime.launch import BLOCK, fast_divisor, geometry_1d, get_kernel, grid_1d as grid_for
+from ..runtime.launch import BLOCK, fast_divisor, flat_geometry, get_kernel, grid_1d as grid_for
 
 FLOATS = dtypes.FLOATS  # float32, float64, float16, bfloat16
 COMPLEX = dtypes.COMPLEX  # complex64, complex128: the opcodes COMPLEX_BINARY, COMPLEX_COMPARE name
@@ -146,7 +146,7 @@ def launch_unary(op, x, y, p0=0.0, p1=0.0):
     if n:
         p0, p1 = _scalar(p0, y.dtype), _scalar(p1, y.dtype)
         kind, args = plan(y.shape, x, y)
-        get_kernel("elementwise", f"unary{kind}_real", y.dtype)(*geometry_1d(n), x, y, op, p0, p1, *args,
+        get_kernel("elementwise", f"unary{kind}_real", y.dtype)(*flat_geometry(n), x, y, op, p0, p1, *args,
                                                                  views=True)
     return y
 
@@ -156,7 +156,7 @@ def launch_binary(op, a, b, out):
     n = out.size
     if n:
         kind, args = plan(out.shape, a, b, out)
-        get_kernel("elementwise", f"binary{kind}_real", out.dtype)(*geometry_1d(n), a, b, out, op, *args,
+        get_kernel("elementwise", f"binary{kind}_real", out.dtype)(*flat_geometry(n), a, b, out, op, *args,
                                                                    views=True)
     return out
 
@@ -168,7 +168,7 @@ def launch_compare(op, a, b, out):
         scalar = not isinstance(b, DeviceArray)
         p0 = _scalar(b, a.dtype) if scalar else 0
         kind, args = plan(out.shape, a, a if scalar else b, out, flat=False)
-        get_kernel("elementwise", f"compare{kind}_real", a.dtype)(*geometry_1d(n), a, None if scalar else b, p0,
+        get_kernel("elementwise", f"compare{kind}_real", a.dtype)(*flat_geometry(n), a, None if scalar else b, p0,
                                                                  out, op, *args, views=True)
     return out
 
@@ -178,7 +178,7 @@ def launch_where(cond, x, y, out):
     n = out.size
     if n:
         kind, args = plan(out.shape, cond, x, y, out, flat=False)
-        get_kernel("elementwise", f"where{kind}_real", out.dtype)(*geometry_1d(n), cond, x, y, out, *args,
+        get_kernel("elementwise", f"where{kind}_real", out.dtype)(*flat_geometry(n), cond, x, y, out, *args,
                                                                   views=True)
     return out
 
@@ -186,7 +186,7 @@ def launch_where(cond, x, y, out):
 def launch_axpby(a, x, b, y, out):
     n = out.size
     if n:
-        get_kernel("elementwise", "axpby_real", out.dtype)(*geometry_1d(n), a, x, b, y, out, n)
+        get_kernel("elementwise", "axpby_real", out.dtype)(*flat_geometry(n), a, x, b, y, out, n)
     return out
 
 

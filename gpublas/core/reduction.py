@@ -21,7 +21,7 @@ from . import promotion
 from ..runtime import dtypes, source
 from .array import DeviceArray, impl, provide
 from .checks import as_array, check_float, normalize_axes
-from ..runtime.launch import ceil_div, geometry_1d, get_kernel, simulated
+from ..runtime.launch import SIM_RUN, ceil_div, geometry_1d, get_kernel, simulated
 
 _OPS = source.int_defines("reduce.cu", "RED_")
 SUM, MAX, MIN = _OPS["RED_SUM"], _OPS["RED_MAX"], _OPS["RED_MIN"]
@@ -30,6 +30,7 @@ SUM, MAX, MIN = _OPS["RED_SUM"], _OPS["RED_MAX"], _OPS["RED_MIN"]
 # summed over rows: 183 -> 12 and 20 -> 6.3 us of CPU; 8 a thread: 27 and 7.7, 16: 14.4); one on a GPU
 SIM_SERIAL_COLS = source.int_defines("reduce.cu", "SERIAL_")["SERIAL_COLS"]
 PART = 4096        # elements per block before a row is split into parts (two passes)
+SIM_PART = 256 * SIM_RUN  # ... on the sim: a block of 256 threads, each a contiguous run of SIM_RUN
 MAX_BLOCKS = 512   # parts are added only while rows * parts stays below this
 SERIAL_N = 32      # a reduced axis this short takes reduce_serial (one thread per output) on every backend
 
@@ -68,7 +69,8 @@ def launch_reduce(op, x, outer, n, inner, val, idx, scale=1, beta=0):
 def launch_reduce_rows(op, x, rows, n, val, idx, scale=1):
     """Reduces each row of x seen as (rows, n) into val[row] (and/or the index into idx[row]). Long
     rows of few-row arrays are split into parts reduced by separate blocks, then a second pass."""
-    parts = builtins.max(1, builtins.min(ceil_div(n, PART), MAX_BLOCKS // rows))
+    part = SIM_PART if simulated() else PART
+    parts = builtins.max(1, builtins.min(ceil_div(n, part), MAX_BLOCKS // rows))
     k = get_kernel("reduce", "reduce_rows", x.dtype)
     if parts == 1:
         k(rows, _row_block(n), x, None, val, idx, op, n, 1, scale)

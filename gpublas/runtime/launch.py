@@ -22,8 +22,11 @@ SHARED_DEFAULT = 48 * 1024  # static + dynamic shared memory per block without a
 BLOCK = 256              # threads per block of every 1-D kernel launch
 GRID_STRIDE_BLOCKS = 4096  # a grid-stride loop needs no more blocks than keep a GPU busy
 # On the sim backend a thread costs far more than an element (a function call per thread), so its
-# grid-stride loops get 8 elements per thread: the same kernels, an eighth of the threads.
+# grid-stride loops get 8 elements per thread: the same kernels, an eighth of the threads. Flat kernels over
+# memory (BLAS-1, elementwise, reductions) ask for SIM_RUN: a simulated thread then walks one contiguous run
+# of about that many elements (common.cuh's GRID_STRIDE_LOOP on the sim), which g++ vectorizes.
 SIM_ELEMENTS_PER_THREAD = 8
+SIM_RUN = 1024
 REAL = {d: row.c for d, row in dtypes.TABLE.items()}  # the C type `real` stands for, per dtype
 
 
@@ -31,21 +34,27 @@ def ceil_div(a, b):
     return -(-a // b)
 
 
-def grid_1d(n, block=BLOCK, cap=GRID_STRIDE_BLOCKS):
+def grid_1d(n, block=BLOCK, cap=GRID_STRIDE_BLOCKS, sim_run=SIM_ELEMENTS_PER_THREAD):
     """Blocks of `block` threads for a grid-stride loop over n elements: enough for one element per
-    thread (eight on the sim), at most `cap`; 0 for n == 0 (the launch is skipped)."""
-    blocks = -(-int(n) // (block * SIM_ELEMENTS_PER_THREAD if simulated() else block))  # ceil_div, at every launch
+    thread (`sim_run` on the sim), at most `cap`; 0 for n == 0 (the launch is skipped)."""
+    blocks = -(-int(n) // (block * sim_run if simulated() else block))  # ceil_div, at every launch
     return blocks if blocks < cap else cap
 
 
-def geometry_1d(n, cap=GRID_STRIDE_BLOCKS):
+def geometry_1d(n, cap=GRID_STRIDE_BLOCKS, sim_run=SIM_ELEMENTS_PER_THREAD):
     """(grid, block) for a grid-stride loop over n elements whose kernel takes any block size: BLOCK
-    threads per block, except on the sim when n needs fewer threads than a block (eight elements
+    threads per block, except on the sim when n needs fewer threads than a block (`sim_run` elements
     each): then as few whole warps as cover n. A simulated thread costs a function call whether or
     not it finds an element (x + y of 1 element: 256 calls, half of the launch's 2 us run)."""
-    if n < BLOCK * SIM_ELEMENTS_PER_THREAD and simulated():
-        return (1 if n else 0), (-(-int(n) // (32 * SIM_ELEMENTS_PER_THREAD)) or 1) * 32
-    return grid_1d(n, BLOCK, cap), BLOCK
+    if n < BLOCK * sim_run and simulated():
+        return (1 if n else 0), (-(-int(n) // (32 * sim_run)) or 1) * 32
+    return grid_1d(n, BLOCK, cap, sim_run), BLOCK
+
+
+def flat_geometry(n):
+    """geometry_1d for a flat kernel over memory (BLAS-1, elementwise): on the sim a thread walks one
+    contiguous run of about SIM_RUN elements, which g++ vectorizes."""
+    return geometry_1d(n, sim_run=SIM_RUN)
 
 
 def fast_divisor(d):

@@ -1,0 +1,96 @@
+"""The simulator's loop shape (common.cuh): GRID_STRIDE_LOOP gives a simulated thread one contiguous run,
+GRID_STRIDE_FOLD and STRIDED_FOLD sum in 16 lanes, UNIT_STRIDES adds a unit-stride copy of a loop. A GPU
+runs the grid-stride form; GRID_STRIDE_GPU_FORM builds that form on the simulator, so the GPU's loops stay
+under test here: the same kernels, both builds, against NumPy, with strides, odd sizes and grids of every
+shape (a thread with no element, a run cut at n)."""
+import numpy as np
+import pytest
+
+import gpublas
+from gpublas.runtime import launch
+from gpublas.runtime.launch import get_kernel
+
+FORMS = [{}, {"GRID_STRIDE_GPU_FORM": 1}]
+SIZES = [1, 37, 1000, 4099]
+GRIDS = [(1, 32), (3, 64), (7, 256)]  # (blocks, threads): threads without an element, runs cut at n
+
+
+@pytest.mark.parametrize("form", FORMS, ids=["sim", "gpu"])
+def test_axpy_and_copy_visit_every_element_once(form, rng):
+    axpy = get_kernel("blas1", "axpy_real", np.float64, **form)
+    copy = get_kernel("blas1", "copy_real", np.float64, **form)
+    for n in SIZES:
+        for inc in (1, 2, -1):
+            x = rng.standard_normal(n * abs(inc))
+            y = rng.standard_normal(n * abs(inc))
+            for grid, block in GRIDS:
+                dx, dy = gpublas.to_device(x), gpublas.to_device(y)
+                xv, yv = dx[::inc], dy[::inc]  # inc < 0: the view starts at the last element, as BLAS's
+                axpy(grid, block, n, 0.5, xv, inc, yv, inc, views=True)
+                want = y.copy()
+                want[::abs(inc)] += 0.5 * x[::abs(inc)]
+                np.testing.assert_array_equal(dy.get(), want, err_msg=f"n {n}, inc {inc}, grid {grid}x{block}")
+                copy(grid, block, n, xv, inc, yv, inc, views=True)
+                want[::abs(inc)] = x[::abs(inc)]
+                np.testing.assert_array_equal(dy.get(), want)
+
+
+@pytest.mark.parametrize("form", FORMS, ids=["sim", "gpu"])
+def test_folds_sum_and_max_every_element(form, rng):
+    """dot_partial and amax_partial (GRID_STRIDE_FOLD), then sum_final / amax_final; reduce_rows' parts
+    (STRIDED_FOLD): within the sum's rounding of NumPy's float64 result, the max exactly; a NaN wins."""
+    dtype = np.float32
+    dot = get_kernel("blas1", "dot_partial", dtype, **form)
+    amax = get_kernel("blas1", "amax_partial", dtype, **form)
+    rows = get_kernel("reduce", "reduce_rows", dtype, **form)
+    for n in SIZES:
+        x = rng.standard_normal(n).astype(dtype)
+        y = rng.standard_normal(n).astype(dtype)
+        dx, dy = gpublas.to_device(x), gpublas.to_device(y)
+        for grid, block in GRIDS:
+            part = gpublas.empty(grid, dtype)
+            dot(grid, block, n, dx, 1, dy, 1, 0, part)
+            want = x.astype(np.float64) @ y.astype(np.float64)
+            bound = 4 * n * np.finfo(dtype).eps * (np.abs(x.astype(np.float64)) @ np.abs(y))
+            assert abs(part.get().astype(np.float64).sum() - want) <= bound, (n, grid, block)
+            amax(grid, block, n, dx, 1, part)
+            assert part.get().max() == np.abs(x).max()
+            val = gpublas.empty(grid, dtype)
+            rows(grid, block, dx, None, val, None, 0, n, grid, 1)  # RED_SUM, `grid` parts of one row
+            assert abs(val.get().astype(np.float64).sum() - x.astype(np.float64).sum()) <= \
+                4 * n * np.finfo(dtype).eps * np.abs(x).astype(np.float64).sum()
+        x[n // 2] = np.nan
+        amax(3, 64, n, gpublas.to_device(x), 1, part := gpublas.empty(3, dtype))
+        assert np.isnan(part.get()).any()
+
+
+def test_sim_runs_are_contiguous_and_fold_in_lanes(rng):
+    """On the simulator thread g of T gets [g * run, (g + 1) * run), run = ceil(n / T) rounded up to 16:
+    a dot whose x holds one 1 at position p lands in partial p // (256 * run) of 256-thread blocks, where
+    the GPU's form (thread p % (blocks * 256)) puts it in block (p % (blocks * 256)) // 256."""
+    if not launch.simulated():
+        pytest.skip("the simulator's loop shape")
+    n, blocks = 40000, 4
+    run = -(-(-(-n // (blocks * 256))) // 16) * 16
+    for p in (0, 17, 5000, 39999):
+        x = np.zeros(n, np.float32)
+        x[p] = 1
+        dx, ones = gpublas.to_device(x), gpublas.ones(n, np.float32)
+        for form, block_of in ((FORMS[0], p // (256 * run)), (FORMS[1], (p % (blocks * 256)) // 256)):
+            part = gpublas.empty(blocks, np.float32)
+            get_kernel("blas1", "dot_partial", np.float32, **form)(blocks, 256, n, dx, 1, ones, 1, 0, part)
+            assert part.get().tolist() == [float(b == block_of) for b in range(blocks)], (p, form)
+
+
+@pytest.mark.parametrize("form", [{}, {"GEMV_GPU_FORM": 1}], ids=["sim", "gpu"])
+def test_gemv_n_both_forms(form, rng):
+    """gemv_n_warp: the simulator's thread per run of rows (any launch shape) and the GPU's warp per row
+    with its shuffle tree (8 warps a block), against NumPy; beta == 0 never reads y (NaN there stays out)."""
+    k = get_kernel("gemv", "gemv_n_warp", np.float64, **form)
+    for m, n in [(1, 1), (37, 5), (9, 300)]:
+        a, x, y = rng.standard_normal((m, n)), rng.standard_normal(n), rng.standard_normal(m)
+        for beta in (0.0, 0.5):
+            dy = gpublas.to_device(y if beta else np.full(m, np.nan))
+            grid = ((m + 7) // 8, 256) if form else launch.geometry_1d(m)
+            k(*grid, m, n, 2.0, gpublas.to_device(a), n, gpublas.to_device(x), beta, dy, 0)
+            np.testing.assert_allclose(dy.get(), 2 * a @ x + beta * y, rtol=1e-13, atol=1e-13)
