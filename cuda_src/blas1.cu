@@ -45,13 +45,13 @@ extern "C" __global__ void axpy_real(long long n, real alpha, const real* __rest
                                      real* __restrict__ y, long long incy) {
     UNIT_STRIDES(incx == 1 && incy == 1,
         GRID_STRIDE_LOOP(long long, i, n)
-            y[i * incy] += alpha * x[i * incx];)
+            y[i * incy] += alpha * x[i * incx];);
 }
 
 extern "C" __global__ void scal_real(long long n, real alpha, real* __restrict__ x, long long incx) {
     UNIT_STRIDES(incx == 1,
         GRID_STRIDE_LOOP(long long, i, n)
-            x[i * incx] *= alpha;)
+            x[i * incx] *= alpha;);
 }
 
 extern "C" __global__ void scal_beta(long long n, real beta, real* __restrict__ x) {
@@ -63,7 +63,7 @@ extern "C" __global__ void copy_real(long long n, const real* __restrict__ x, lo
                                      long long incy) {
     UNIT_STRIDES(incx == 1 && incy == 1,
         GRID_STRIDE_LOOP(long long, i, n)
-            y[i * incy] = x[i * incx];)
+            y[i * incy] = x[i * incx];);
 }
 
 extern "C" __global__ void swap_real(long long n, real* __restrict__ x, long long incx, real* __restrict__ y,
@@ -73,7 +73,7 @@ extern "C" __global__ void swap_real(long long n, real* __restrict__ x, long lon
             const real t = x[i * incx];
             x[i * incx] = y[i * incy];
             y[i * incy] = t;
-        })
+        });
 }
 
 extern "C" __global__ void rotm_real(long long n, real* __restrict__ x, long long incx, real* __restrict__ y,
@@ -83,7 +83,7 @@ extern "C" __global__ void rotm_real(long long n, real* __restrict__ x, long lon
             const real xi = x[i * incx], yi = y[i * incy];
             x[i * incx] = h11 * xi + h12 * yi;
             y[i * incy] = h21 * xi + h22 * yi;
-        })
+        });
 }
 
 // (value, index) pairs for iamax / iamin: the larger (smaller) value wins, equal values go to the lower index.
@@ -112,7 +112,7 @@ extern "C" __global__ void dot_partial(long long n, const real* __restrict__ x, 
                                        real* __restrict__ partial) {
     real s = 0;
     UNIT_STRIDES(incx == 1 && incy == 1,
-        GRID_STRIDE_FOLD(long long, i, n, s, SumOp<real>(), (conjugate ? conj(x[i * incx]) : x[i * incx]) * y[i * incy]);)
+        GRID_STRIDE_FOLD(long long, i, n, s, SumOp<real>(), (conjugate ? conj(x[i * incx]) : x[i * incx]) * y[i * incy]););
     s = block_reduce(s, SumOp<real>(), (real)0);
     if (threadIdx.x == 0) partial[blockIdx.x] = s;
 }
@@ -120,7 +120,7 @@ extern "C" __global__ void dot_partial(long long n, const real* __restrict__ x, 
 extern "C" __global__ void asum_partial(long long n, const real* __restrict__ x, long long incx,
                                         real* __restrict__ partial) {
     real s = 0;
-    UNIT_STRIDES(incx == 1, GRID_STRIDE_FOLD(long long, i, n, s, SumOp<real>(), abs_real(x[i * incx]));)
+    UNIT_STRIDES(incx == 1, GRID_STRIDE_FOLD(long long, i, n, s, SumOp<real>(), abs_real(x[i * incx])););
     s = block_reduce(s, SumOp<real>(), (real)0);
     if (threadIdx.x == 0) partial[blockIdx.x] = s;
 }
@@ -128,7 +128,7 @@ extern "C" __global__ void asum_partial(long long n, const real* __restrict__ x,
 extern "C" __global__ void amax_partial(long long n, const real* __restrict__ x, long long incx,
                                         real* __restrict__ partial) {
     real m = 0;
-    UNIT_STRIDES(incx == 1, GRID_STRIDE_FOLD(long long, i, n, m, MaxOp<real>(), abs_real(x[i * incx]));)
+    UNIT_STRIDES(incx == 1, GRID_STRIDE_FOLD(long long, i, n, m, MaxOp<real>(), abs_real(x[i * incx])););
     m = block_reduce(m, MaxOp<real>(), (real)0);
     if (threadIdx.x == 0) partial[blockIdx.x] = m;
 }
@@ -139,7 +139,7 @@ extern "C" __global__ void nrm2_partial(long long n, const real* __restrict__ x,
     const real m = *scale;
     real s = 0;
     if (m > (real)0 && m - m == (real)0)  // finite and nonzero; otherwise nrm2_final decides alone
-        UNIT_STRIDES(incx == 1, GRID_STRIDE_FOLD(long long, i, n, s, SumOp<real>(), square(x[i * incx] / m));)
+        UNIT_STRIDES(incx == 1, GRID_STRIDE_FOLD(long long, i, n, s, SumOp<real>(), square(x[i * incx] / m)););
     s = block_reduce(s, SumOp<real>(), (real)0);
     if (threadIdx.x == 0) partial[blockIdx.x] = s;
 }

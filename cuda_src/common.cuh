@@ -10,7 +10,7 @@
 //                                    simulator in SIM_FOLD_LANES independent partials added in a fixed tree
 //   STRIDED_FOLD(I, i, begin, end, me, count, acc, op, expr)   the same for worker `me` of `count` over
 //                                    [begin, end): i = begin + me, step count on a GPU; a run on the simulator
-//   UNIT_STRIDES(cond, ...)          the statements `...`, and on the simulator a second copy of them taken
+//   UNIT_STRIDES(cond, ...);         the statements `...`, and on the simulator a second copy of them taken
 //                                    when cond holds, with incx = incy = 1 as constants (g++ vectorizes
 //                                    unit-stride loops only); a GPU compiles the statements alone
 //   compute_t<T>, load_as(x)         the type a kernel computes in for storage type T (float for

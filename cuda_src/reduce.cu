@@ -23,7 +23,8 @@
 //                 takes one output per thread whatever cols is); on the simulator SERIAL_COLS: a run's chains
 //                 advance together (a few vector adds per k) instead of one latency-bound chain at a time (a
 //                 row's short last run goes 8, then 1 output at a time). Every output's sum has the same
-//                 order either way, but for row sums (inner 1) on the simulator: STRIDED_FOLD's 16 lanes.
+//                 order either way, but for rows (inner 1) of SERIAL_LANES_MIN or more on the simulator:
+//                 STRIDED_FOLD's 16 lanes.
 //                 For short reduced axes, where a block or warp reduce would idle most of its threads and
 //                 pay its barriers for a few elements (the simulator runs it without fibers), and on the
 //                 simulator for column sums (bias gradients). Writes as reduce_cols.
@@ -43,6 +44,7 @@
 #define RED_MIN 2
 #define NO_INDEX 0x7fffffff
 #define SERIAL_COLS 32  // reduce_serial's outputs per thread on the simulator (gpublas.core.reduction reads it)
+#define SERIAL_LANES_MIN 256  // ... and the shortest row it sums in lanes there (rows of inner 1)
 
 // The identities of max (lowest) and min (highest): infinities for floats, the limits for the int
 // builds (-Dreal=int or long long: sum, max, min, argmax, argmin; unsigned long long: max, min, argmax, argmin;
@@ -179,7 +181,9 @@ extern "C" __global__ void reduce_serial(const real* x, compute_t<real>* val, in
                                          long long n, long long inner, int cols, compute_t<real> scale,
                                          compute_t<real> beta) {
 #if defined(__CUDA_ARCH_SIM__) && !defined(REDUCE_GPU_FORM)  // REDUCE_GPU_FORM: the GPU's form on the simulator (tests)
-    if (inner == 1 && op == RED_SUM) {  // row sums: each row in STRIDED_FOLD's lanes (g++'s vector adds)
+    // long row sums in STRIDED_FOLD's lanes (g++'s vector adds); rows under SERIAL_LANES_MIN keep the order
+    // k = 0..n-1 (the GPU's), where one chain's latency costs little
+    if (inner == 1 && op == RED_SUM && n >= SERIAL_LANES_MIN) {
         GRID_STRIDE_LOOP(long long, o, outer) {
             const real* xo = x + o * n;
             acc_real s = (acc_real)0;

@@ -64,15 +64,17 @@ def test_cached_plan_behaves_as_a_fresh_launch():
         k(3, 256, a, 1.0)                         # a cached shape still checks its arguments
 
 
-@pytest.mark.parametrize("n", [1, 255, 256, 257, 2047, 2048, 2049])
+@pytest.mark.parametrize("n", [1, 255, 256, 257, 2047, 2048, 2049, 32768, 32769, 262144, 262145])
 def test_elementwise_blocks_shrink_to_whole_warps_on_the_sim(n):
     x = gpublas.to_device(np.arange(n, dtype=np.float32))
     y = gpublas.to_device(np.full(n, 0.5, np.float32))
     with gpublas.profile() as p:
         z = x + y
-    grid, block = launch.geometry_1d(n)
-    if gpublas.backend() == "sim":  # as few whole warps as cover n at 8 elements a thread, then full blocks
-        want = ((1, 1, 1), (-(-n // 256) * 32, 1, 1)) if n < 2048 else ((grid_for(n), 1, 1), (256, 1, 1))
+    grid, block = launch.flat_geometry(n)
+    if gpublas.backend() == "sim":  # as few whole warps as cover n at SIM_RUN elements a thread, then full blocks
+        run = launch.SIM_RUN
+        want = ((1, 1, 1), (-(-n // (32 * run)) * 32, 1, 1)) if n < 256 * run else \
+            ((grid_for(n, sim_run=run), 1, 1), (256, 1, 1))
     else:
         want = ((grid_for(n), 1, 1), (256, 1, 1))
     assert (grid, block) == (want[0][0], want[1][0])

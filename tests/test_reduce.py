@@ -278,12 +278,12 @@ def test_serial_runs_keep_each_outputs_order(dtype, rng, sim_order):
     """reduce_serial with runs of SIM_SERIAL_COLS outputs a thread (the sim's choice; runs of 8 and single
     outputs end a row) gives the bits of one output a thread: each sum in the order k = 0..n-1 (cumsum's)."""
     k = R.get_kernel("reduce", "reduce_serial", dtype)
-    for outer, n, inner in [(1, 37, 45), (3, 5, 13), (2, 33, 64), (1, 2, 71), (2, 3, 1), (2, 53, 1)]:
+    for outer, n, inner in [(1, 37, 45), (3, 5, 13), (2, 33, 64), (1, 2, 71), (2, 3, 1), (2, 255, 1), (2, 301, 1)]:
         x = rng.standard_normal((outer, n, inner)).astype(dtype)
         x[0, n // 2, 0] = x[0, 0, 0]  # a tie: the first index wins
         d = dev(x)
         serial = x.cumsum(axis=1, dtype=dtype)[:, -1, :]  # sequential, in dtype
-        if inner == 1 and launch.simulated():  # row sums on the sim: common.cuh's STRIDED_FOLD lanes
+        if inner == 1 and n >= R.SIM_SERIAL_LANES_MIN and launch.simulated():  # long rows: STRIDED_FOLD's lanes
             serial = np.array([[lane_fold(row)] for row in x[:, :, 0]], dtype)
         for cols in (1, 8, R.SIM_SERIAL_COLS):
             runs = outer * -(-inner // cols)

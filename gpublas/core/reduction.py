@@ -28,7 +28,9 @@ SUM, MAX, MIN = _OPS["RED_SUM"], _OPS["RED_MAX"], _OPS["RED_MIN"]
 # reduce_serial's adjacent outputs per thread on the sim: their chains advance together as vector adds
 # instead of one latency-bound chain at a time (the LSTM example's bias gradients, 768 x 256 and 768 x 45
 # summed over rows: 183 -> 12 and 20 -> 6.3 us of CPU; 8 a thread: 27 and 7.7, 16: 14.4); one on a GPU
-SIM_SERIAL_COLS = source.int_defines("reduce.cu", "SERIAL_")["SERIAL_COLS"]
+_SERIAL = source.int_defines("reduce.cu", "SERIAL_")
+SIM_SERIAL_COLS = _SERIAL["SERIAL_COLS"]
+SIM_SERIAL_LANES_MIN = _SERIAL["SERIAL_LANES_MIN"]  # the sim sums rows this long in lanes (reduce.cu)
 PART = 4096        # elements per block before a row is split into parts (two passes)
 SIM_PART = 256 * SIM_RUN  # ... on the sim: a block of 256 threads, each a contiguous run of SIM_RUN
 MAX_BLOCKS = 512   # parts are added only while rows * parts stays below this
