@@ -30,8 +30,7 @@ extern "C" __global__ void gemv_n_warp(int M, int N, real alpha, const real* __r
         STRIDED_FOLD(int, j, 0, N, 0, 1, s, SumOp<real>(), (conjugate ? conj(a[j]) : a[j]) * x[j]);
         y[row] = beta == (real)0 ? alpha * s : alpha * s + beta * y[row];
     }
-    return;
-#endif
+#else
     const int lane = threadIdx.x % 32;
     const int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     if (row >= M) return;  // the whole warp leaves together
@@ -40,6 +39,7 @@ extern "C" __global__ void gemv_n_warp(int M, int N, real alpha, const real* __r
     for (int j = lane; j < N; j += 32) s += (conjugate ? conj(a[j]) : a[j]) * x[j];
     s = warp_reduce(s, SumOp<real>());
     if (lane == 0) y[row] = beta == (real)0 ? alpha * s : alpha * s + beta * y[row];
+#endif
 }
 
 extern "C" __global__ void gemv_t_partial(int M, int N, const real* __restrict__ A, int lda,
