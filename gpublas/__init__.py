@@ -62,7 +62,8 @@ from .numpy_api.contract import einsum, outer, tensordot, trace
 from .numpy_api import linalg  # noqa: E402 (gpublas.linalg.norm)
 from .numpy_api.predicates import allclose, around, array_equal, isclose, isfinite, isinf, isnan, nan_to_num, round
 # --- BLAS levels 1-3 (issue: BLAS) ---
-from .blas.blas1 import asum, axpy, copy, dot, dotc, iamax, iamin, nrm2, rot, rotg, rotm, rotmg, scal, swap
+from .blas.blas1 import asum, axpy, copy, dotc, iamax, iamin, nrm2, rot, rotg, rotm, rotmg, scal, swap
+from .numpy_api.contract import blas_dot as dot  # BLAS's on 1-D vectors, NumPy's (cupy.dot's) otherwise
 from .blas.blas2 import gemv, ger, gerc
 from .blas.blas3 import gemm, gemm_batched, matmul
 # --- triangular and symmetric routines, cuBLAS's extensions, batched LU (issue 23) ---

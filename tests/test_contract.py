@@ -60,6 +60,14 @@ def test_tensordot_dot_outer_trace(rng):
     assert np.dot(da[0, 0], da[0, 0]).get() == pytest.approx(np.dot(a[0, 0], a[0, 0]))   # 1-D . 1-D: a 0-d array
     np.testing.assert_allclose((da.dot(2.0)).get(), a * 2)
     assert gpublas.dot(da[0, 0], da[0, 0]) == pytest.approx(np.dot(a[0, 0], a[0, 0]))  # BLAS's, unchanged
+    for x, y in [(a, b), (a[0], b[0]), (a, b[0, :, 0]), (a[0, 0], b[:, :, 1].T), (a[1], 3.0)]:
+        got = gpublas.dot(gpublas.to_device(x), y if np.isscalar(y) else gpublas.to_device(y))  # NumPy's, as cupy.dot
+        assert isinstance(got, gpublas.DeviceArray) and got.shape == np.dot(x, y).shape, (np.shape(x), np.shape(y))
+        np.testing.assert_allclose(got.get(), np.dot(x, y))
+    out = gpublas.empty((4, 2), np.float64)
+    assert gpublas.dot(da[0], db[0], out=out) is out and np.allclose(out.get(), a[0] @ b[0])
+    with pytest.raises(ValueError, match="shape-mismatch"):
+        gpublas.dot(da, da)
     ints = rng.integers(-3, 4, (3, 4)).astype(np.int32)
     got = np.dot(gpublas.to_device(ints), gpublas.to_device(ints.T))
     assert got.dtype == np.int32 and np.array_equal(got.get(), ints @ ints.T)

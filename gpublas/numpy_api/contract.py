@@ -18,7 +18,7 @@ import string
 
 import numpy as np
 
-from ..blas import blas3
+from ..blas import blas1, blas3
 from ..core import elementwise as ew, reduction, views
 from ..core.array import DeviceArray
 from ..core.checks import as_array, is_scalar, normalize_axes
@@ -188,6 +188,17 @@ def dot(a, b, out=None):
         b_ndim = b.ndim if isinstance(b, DeviceArray) else np.ndim(b)
         r = tensordot(a, b, ([-1], [max(b_ndim - 2, 0)]))
     return r if out is None else copy_to(out, r)
+
+
+def blas_dot(a, b, stream=None, out=None):
+    """gpublas.dot: BLAS's dot of two 1-D vectors (a Python float; with `out`, a one-element DeviceArray, the
+    result stays on the device), else NumPy's dot as cupy.dot takes it: the matrix product for 2-D operands,
+    the sum over a's last axis and b's second-to-last for more, a product with a 0-d or scalar operand."""
+    if getattr(a, "ndim", None) == 1 and getattr(b, "ndim", None) == 1:
+        return blas1.dot(a, b, stream, out)
+    if stream is not None:
+        raise ValueError("gpublas.dot: stream= is BLAS's, for two 1-D vectors; these operands take NumPy's dot")
+    return dot(a, b, out)
 
 
 def outer(a, b, out=None):
