@@ -17,7 +17,7 @@ import numpy as np
 import gpublas
 
 from . import compute_tri, peers
-from .harness import Report, measure, measure_host, parse_shape, progress
+from .harness import Report, measure, measure_host, measure_pair, parse_shape, progress
 
 DESCRIPTION = "GEMM / GEMV / elementwise / reduction throughput vs NumPy (and cuBLAS on a GPU)"
 F32 = np.float32
@@ -37,10 +37,11 @@ def cases(ctx):
         complex_gemms = [(n, n, n) for n in square] + ctx.pick(gpu=[(8192, 1024, 1024)], sim=[(32, 256, 128)],
                                                                 quick=[])
     gemvs = ctx.pick(gpu=[(4096, 4096), (8192, 1024)], sim=[(256, 256), (512, 128)], quick=[(256, 256)])
-    vectors = ctx.pick(gpu=[2**20, 2**24, 2**26], sim=[2**16, 2**20], quick=[2**18])
+    # the simulator's vector rows, quick or not: a small call, in cache, and from memory, in both precisions
+    vectors = [2**10, 2**18, 2**22] if ctx.simulated else ctx.pick(gpu=[2**20, 2**24, 2**26], sim=None, quick=[2**18])
     out = [("gemm", s) for s in gemms] + [(p + "gemm", s) for p in "cz" for s in complex_gemms]
     out += [("gemv", s) for s in gemvs]
-    for op in ("axpy", "add", "sum", "dot"):
+    for op in ("axpy", "add", "sum", "dot") + (F64_VECTOR_OPS if ctx.simulated else ()):
         out += [(op, (n,)) for n in vectors]
     # with --sizes, the triangular / symmetric rows run at each square size given (no batched LU)
     squares = [m for m, n, k in gemms if m == n == k] if ctx.sizes else None
@@ -89,14 +90,14 @@ def _gemv(shape, rng):
                 flops=2.0 * m * n, bytes=4.0 * (m * n + n + m), peer=peer)
 
 
-def _axpy(shape, rng):
+def _axpy(shape, rng, dtype=F32):
     (n,), alpha = shape, 0.5
-    x, y = rng.uniform(-1, 1, n).astype(F32), rng.uniform(-1, 1, n).astype(F32)
+    x, y = rng.uniform(-1, 1, n).astype(dtype), rng.uniform(-1, 1, n).astype(dtype)
     dx, dy = gpublas.to_device(x), gpublas.to_device(y)
     hy = y.copy()
 
     def host():  # NumPy's idiom; it makes a temporary for alpha * x
-        hy.__iadd__(F32(alpha) * x)
+        hy.__iadd__(dtype(alpha) * x)
 
     def peer(p):
         px, py = p.array(x), p.array(y)
@@ -104,12 +105,12 @@ def _axpy(shape, rng):
 
     return dict(gpu=lambda: gpublas.axpy(alpha, dx, dy), host=host, result=lambda: dy,
                 ref=alpha * x.astype(np.float64) + y, tol=(1e-6, 1e-6),
-                flops=2.0 * n, bytes=4.0 * 3 * n, peer=peer)
+                flops=2.0 * n, bytes=np.dtype(dtype).itemsize * 3 * n, peer=peer)
 
 
-def _add(shape, rng):
+def _add(shape, rng, dtype=F32):
     (n,) = shape
-    x, y = rng.uniform(-1, 1, n).astype(F32), rng.uniform(-1, 1, n).astype(F32)
+    x, y = rng.uniform(-1, 1, n).astype(dtype), rng.uniform(-1, 1, n).astype(dtype)
     dx, dy = gpublas.to_device(x), gpublas.to_device(y)
 
     def peer(p):
@@ -117,12 +118,12 @@ def _add(shape, rng):
         return lambda: p.add(px, py)
 
     return dict(gpu=lambda: dx + dy, host=lambda: x + y, ref=x.astype(np.float64) + y, tol=(1e-6, 1e-7),
-                flops=1.0 * n, bytes=4.0 * 3 * n, peer=peer)
+                flops=1.0 * n, bytes=np.dtype(dtype).itemsize * 3 * n, peer=peer)
 
 
-def _sum(shape, rng):
+def _sum(shape, rng, dtype=F32):
     (n,) = shape
-    x = rng.uniform(-1, 1, n).astype(F32)
+    x = rng.uniform(-1, 1, n).astype(dtype)
     dx = gpublas.to_device(x)
 
     def peer(p):
@@ -131,12 +132,12 @@ def _sum(shape, rng):
 
     return dict(gpu=lambda: gpublas.sum(dx), host=lambda: x.sum(), ref=x.astype(np.float64).sum(),
                 tol=(1e-5, 1e-7 * math.log2(n) * np.abs(x).sum()),
-                flops=1.0 * n, bytes=4.0 * (n + 1), peer=peer)
+                flops=1.0 * n, bytes=np.dtype(dtype).itemsize * (n + 1), peer=peer)
 
 
-def _dot(shape, rng):
+def _dot(shape, rng, dtype=F32):
     (n,) = shape
-    x, y = rng.uniform(-1, 1, n).astype(F32), rng.uniform(-1, 1, n).astype(F32)
+    x, y = rng.uniform(-1, 1, n).astype(dtype), rng.uniform(-1, 1, n).astype(dtype)
     dx, dy = gpublas.to_device(x), gpublas.to_device(y)
 
     def peer(p):
@@ -145,19 +146,22 @@ def _dot(shape, rng):
 
     return dict(gpu=lambda: gpublas.dot(dx, dy), host=lambda: np.dot(x, y),
                 ref=x.astype(np.float64) @ y, tol=(1e-5, 1e-7 * math.log2(n) * np.abs(x * y).sum()),
-                flops=2.0 * n, bytes=4.0 * (2 * n + 1), peer=peer)
+                flops=2.0 * n, bytes=np.dtype(dtype).itemsize * (2 * n + 1), peer=peer)
 
 
 BUILDERS = {"gemm": _gemm, "cgemm": lambda shape, rng: _gemm(shape, rng, np.complex64),
             "zgemm": lambda shape, rng: _gemm(shape, rng, np.complex128), "gemv": _gemv, "axpy": _axpy, "add": _add,
-            "sum": _sum, "dot": _dot, **compute_tri.BUILDERS}
+            "sum": _sum, "dot": _dot, **compute_tri.BUILDERS,
+            **{"d" + op: (lambda f: lambda shape, rng: f(shape, rng, np.float64))(f)
+               for op, f in (("axpy", _axpy), ("add", _add), ("sum", _sum), ("dot", _dot))}}
+F64_VECTOR_OPS = ("daxpy", "dadd", "dsum", "ddot")  # the vector ops' float64 rows (BLAS's d prefix)
 # the ops whose headline figure is GFLOP/s; the others' is GB/s
 COMPUTE_BOUND = {"gemm", "cgemm", "zgemm", *compute_tri.OPS, *compute_tri.COMPLEX_OPS}
 
 
 def missing(op):
     """The gpublas pieces `op` needs that are not there yet (another issue lands them)."""
-    op = compute_tri.routine(op)[0]  # 'ztrsm' needs gpublas.trsm
+    op = op[1:] if op in F64_VECTOR_OPS else compute_tri.routine(op)[0]  # 'ztrsm' needs gpublas.trsm
     needs = {"gemm": ("gemm",), "gemv": ("gemv",), "axpy": ("axpy",), "add": (), "sum": ("sum",),
              "dot": ("dot",)}.get(op, (op,))
     out = [f"gpublas.{n}" for n in needs if not hasattr(gpublas, n)]
@@ -189,7 +193,11 @@ def measure_op(report, ctx, op, shape, peer=None, rng=None, host=True):
     rtol, atol = case["tol"]
     if not report.check(label, got, case["ref"], rtol=rtol, atol=atol):
         return None
-    t = measure(case["gpu"], ctx)
+    th = None
+    if host and ctx.simulated:  # gpublas and NumPy share the CPU: their samples alternate (measure_pair)
+        t, th = measure_pair(case["gpu"], case["host"], ctx)
+    else:
+        t = measure(case["gpu"], ctx)
     row = report.add(op=op, shape=shape_label(op, shape), dims=list(shape), flops=case["flops"],
                      bytes=case["bytes"], gflops=case["flops"] / t.median_ms / 1e6,
                      gbps=case["bytes"] / t.median_ms / 1e6, **t.as_row())
@@ -200,8 +208,10 @@ def measure_op(report, ctx, op, shape, peer=None, rng=None, host=True):
         tt = measure(case["twin"], ctx)
         row.update(real_ms=tt.median_ms, vs_real=t.median_ms / tt.median_ms)
     if host:
-        th = measure_host(case["host"], ctx)
-        row.update(numpy_ms=th.median_ms, numpy_spread_pct=th.spread_pct, vs_numpy=th.median_ms / t.median_ms)
+        th = th or measure_host(case["host"], ctx)
+        # on the sim the ratio of the two minimums (the least disturbed samples of one CPU), else of the medians
+        ratio = th.min_ms / t.min_ms if ctx.simulated else th.median_ms / t.median_ms
+        row.update(numpy_ms=th.median_ms, numpy_spread_pct=th.spread_pct, vs_numpy=ratio)
         row["numpy_rate"] = row["rate"] / row["vs_numpy"]
     if peer is not None and "peer" in case:
         try:

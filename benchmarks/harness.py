@@ -123,7 +123,11 @@ def measure(fn, ctx, clock=None, inner=None):
     if inner is None:
         first = sample(1)
         inner = max(1, min(ctx.max_inner, math.ceil(ctx.min_sample_ms / max(first, 1e-4))))
-    samples = sorted(sample(inner) for _ in range(ctx.repeats))
+    return _timing(sorted(sample(inner) for _ in range(ctx.repeats)), inner)
+
+
+def _timing(samples, inner):
+    """Timing of sorted samples (ms each, `inner` calls a sample)."""
     med = statistics.median(samples)
     q1, q3 = (np.percentile(samples, [25, 75]) if len(samples) > 1 else (med, med))
     return Timing(med, samples[0], samples[-1], 100.0 * (q3 - q1) / med if med > 0 else 0.0,
@@ -132,6 +136,30 @@ def measure(fn, ctx, clock=None, inner=None):
 
 def measure_host(fn, ctx, inner=None):
     return measure(fn, ctx, HostClock(), inner)
+
+
+def measure_pair(fn, host_fn, ctx, rounds=None):
+    """(Timing of fn, Timing of host_fn) from samples taken in turn, fn then host_fn, `rounds` times (at least
+    9): on the simulator both run on the same CPU, so a slow moment of the machine falls on both rather than
+    on whichever was timed then (the `compute` suite's ratios swung 2-5x run to run timed one after the other)."""
+    clocks = DeviceClock(), HostClock()
+    for f in (fn, host_fn):
+        for _ in range(ctx.warmup):
+            f()
+
+    def sample(f, clock, k):
+        clock.start()
+        for _ in range(k):
+            f()
+        return clock.stop() / k
+
+    inner = [max(1, min(ctx.max_inner, math.ceil(ctx.min_sample_ms / max(sample(f, c, 1), 1e-4))))
+             for f, c in zip((fn, host_fn), clocks)]
+    samples = ([], [])
+    for _ in range(max(9, rounds or ctx.repeats)):
+        for s, f, c, k in zip(samples, (fn, host_fn), clocks, inner):
+            s.append(sample(f, c, k))
+    return tuple(_timing(sorted(s), k) for s, k in zip(samples, inner))
 
 
 # -- results --------------------------------------------------------------------------------------
