@@ -28,7 +28,8 @@ from .layers.embedding import Embedding
 from .layers.lstm import LSTM
 from .layers.norm import BatchNorm1d, BatchNorm2d, LayerNorm
 from .layers.pool import AvgPool2d, MaxPool2d
-from .layers.transformer import MultiheadAttention, TransformerEncoderLayer
+from .layers.multihead import MultiheadAttention
+from .layers.transformer import TransformerDecoderLayer, TransformerEncoderLayer
 from .loss import CrossEntropyLoss, MSELoss, SoftmaxCrossEntropy
 from .module import Module, Parameter
 from .optim import SGD, Adam, AdamW, CosineLR, StepLR, clip_grad_norm
@@ -39,5 +40,5 @@ __all__ = ["Adam", "AdamW", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv2d",
            "Dense", "Dropout", "Embedding", "Flatten", "GELU", "GradcheckError", "LSTM", "LayerNorm", "Linear",
            "MSELoss", "MaxPool2d", "Module", "MultiheadAttention", "Parameter", "ReLU", "SGD",
            "ScaledDotProductAttention", "Sequential", "Sigmoid", "SoftmaxCrossEntropy", "StepLR", "Tanh",
-           "TransformerEncoderLayer", "autocast", "clip_grad_norm", "gradcheck", "load", "manual_seed", "models",
+           "TransformerDecoderLayer", "TransformerEncoderLayer", "autocast", "clip_grad_norm", "gradcheck", "load", "manual_seed", "models",
            "prefetch", "save"]

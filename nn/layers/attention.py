@@ -28,12 +28,14 @@ from .. import init
 from .. import kernels as K
 from ..kernels import attention as KA
 from ..module import Module
+from . import masks
+from .attention_unfused import UnfusedAttention
 from .dropout import DeviceDraw
 
 
-def _check(q, k, v, what):
-    """q, k, v as 4-D (B, H, T, D) float DeviceArrays of one dtype that the fused kernels take, else a
-    ValueError / TypeError naming the problem."""
+def _check(q, k, v, what, fused=True):
+    """q, k, v as 4-D (B, H, T, D) float DeviceArrays of one dtype, else a ValueError / TypeError naming the
+    problem; with fused, also one head dim the fused kernels take."""
     arrays = []
     for name, x in (("query", q), ("key", k), ("value", v)):
         if not isinstance(x, gpublas.DeviceArray):
@@ -46,18 +48,32 @@ def _check(q, k, v, what):
     q, k, v = arrays
     if not (q.dtype == k.dtype == v.dtype) or not dtypes.is_float(q.dtype):
         raise TypeError(f"{what}: query, key and value must share one float dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
-    if not (q.shape[-1] == k.shape[-1] == v.shape[-1]):
+    if q.shape[-1] != k.shape[-1] or (fused and k.shape[-1] != v.shape[-1]):
         raise ValueError(f"{what}: mismatched head dims: query {q.shape[-1]}, key {k.shape[-1]}, value "
-                         f"{v.shape[-1]} (the fused kernels take one head dim D for all three)")
+                         f"{v.shape[-1]}")
     if q.shape[:2] != k.shape[:2] or k.shape[:3] != v.shape[:3]:
         raise ValueError(f"{what}: query {q.shape}, key {k.shape} and value {v.shape} must be (B, H, Tq, D), "
-                         f"(B, H, Tk, D), (B, H, Tk, D)")
+                         f"(B, H, Tk, D), (B, H, Tk, Dv)")
     if k.shape[2] == 0:
         raise ValueError(f"{what}: key and value have no positions (Tk = 0)")
-    KA.check_head_dim(q.shape[-1], what)
-    if q.dtype in dtypes.HALVES:
-        KA.require_tensor_cores(q.dtype, what)
+    if fused:
+        KA.check_head_dim(q.shape[-1], what)
+        if q.dtype in dtypes.HALVES:
+            KA.require_tensor_cores(q.dtype, what)
     return q, k, v
+
+
+def fused_takes(D, dtype, Dv=None):
+    """Whether the fused kernels take head dim D (and value dim Dv) of dtype here (16-bit data: on the tensor
+    cores); elsewhere the unfused path runs, as PyTorch's SDPA falls back to its math backend."""
+    if D not in KA.HEAD_DIMS or (Dv is not None and Dv != D):
+        return False
+    if dtype in dtypes.HALVES:
+        try:
+            KA.require_tensor_cores(dtype)
+        except KA.NoTensorCoresError:
+            return False
+    return True
 
 
 def _scale(scale, D):
@@ -87,20 +103,36 @@ def _forward(q, k, v, scale, causal, dropout=None):
     return y, lse
 
 
-def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
-    """softmax(scale query key^T [causal]) value for query (B, H, Tq, D), key and value (B, H, Tk, D) (or
-    (B, T, D)): torch.nn.functional.scaled_dot_product_attention's forward, fused. scale defaults to
-    1 / sqrt(D); is_causal masks key j > query i (top-left, as PyTorch). dropout_p > 0 drops probabilities
-    (always, as torch's functional form), with a fresh seed from nn's generator (nn.manual_seed). No attn_mask."""
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """softmax(scale query key^T + mask) value for query (B, H, Tq, D), key (B, H, Tk, D) and value
+    (B, H, Tk, Dv) (or 3-D, one head): torch.nn.functional.scaled_dot_product_attention's forward. scale
+    defaults to 1 / sqrt(D); is_causal masks key j > query i (top-left, as PyTorch); attn_mask broadcastable to
+    (B, H, Tq, Tk), boolean (True: takes part, SDPA's convention) or float (added). The fused kernels run
+    where they take the head dim and the mask is none or causal; the unfused path (the T x T scores in memory)
+    elsewhere. dropout_p > 0 drops probabilities (always, as torch's functional form), with a fresh seed from
+    nn's generator (nn.manual_seed)."""
     what = "scaled_dot_product_attention"
-    if attn_mask is not None:
-        raise NotImplementedError(f"{what}: attn_mask is not supported by the fused kernels (is_causal is)")
+    if enable_gqa:
+        raise NotImplementedError(f"{what}: enable_gqa (grouped-query attention) is not supported")
     p = _check_p(dropout_p, what)
-    q, k, v = _check(query, key, value, what)
-    dropout = None
-    if p:
-        dropout = KA.Dropout(p, init.next_seed(), gpublas.zeros((1,), np.int64))
-    y, _ = _forward(q, k, v, _scale(scale, q.shape[-1]), is_causal, dropout)
+    q, k, v = _check(query, key, value, what, fused=False)
+    B, H, Tq, D = q.shape
+    Tk, Dv = k.shape[2], v.shape[3]
+    causal, mask = bool(is_causal), None
+    if attn_mask is not None:
+        if causal:
+            raise ValueError(f"{what}: pass attn_mask or is_causal=True, not both (as PyTorch)")
+        if masks.is_causal(attn_mask, Tq, Tk, true_masks=False):
+            causal = True
+        else:
+            mask = masks.attn_mask_4d(attn_mask, B, H, Tq, Tk, q.dtype, what, true_masks=False)
+    if mask is None and fused_takes(D, q.dtype, Dv):
+        q, k, v = _check(q, k, v, what)
+        dropout = KA.Dropout(p, init.next_seed(), gpublas.zeros((1,), np.int64)) if p else None
+        y, _ = _forward(q, k, v, _scale(scale, D), causal, dropout)
+    else:
+        y = UnfusedAttention(is_causal=causal, scale=scale, dropout_p=p)(q, k, v, mask)
     return y if query.ndim == 4 else y[:, 0]
 
 
@@ -127,25 +159,63 @@ class ScaledDotProductAttention(DeviceDraw, Module):
     def extra_repr(self):
         return f"is_causal={self.is_causal}, scale={self.scale}, dropout_p={self.dropout_p}"
 
-    def forward(self, q, k, v):
+    def _fallback(self):
+        """The unfused path for a head dim the fused kernels decline: the same causal flag, scale, dropout and
+        draw (seed and counter), made on first use and not registered (it holds nothing to save)."""
+        f = self.__dict__.get("unfused")
+        if f is None:
+            f = UnfusedAttention(self.is_causal, self.scale, self.dropout_p)
+            object.__setattr__(self, "unfused", f)
+        f.is_causal, f.scale, f.dropout_p, f.training = self.is_causal, self.scale, self.dropout_p, self.training
+        f.seed, f.counter = self.seed, self.counter
+        return f
+
+    def forward(self, q, k, v, lengths=None):
         # q: (B, H, Tq, D) or (B, Tq, D); k, v: (B, H, Tk, D) or (B, Tk, D) -> y: q's shape
+        # lengths: [L_b], sequence b attends to its first L_b keys only (a key-padding mask that pads at the end)
         squeeze = getattr(q, "ndim", 4) == 3
+        q, k, v = _check(q, k, v, self.describe(), fused=False)
+        if not fused_takes(q.shape[-1], q.dtype, v.shape[-1]):
+            if lengths is not None:
+                raise ValueError(f"{self.describe()}: lengths need the fused kernels (head dim 16..128 step 8)")
+            y = self._fallback()(q, k, v)
+            self.saved = ("unfused", squeeze)
+            return y[:, 0] if squeeze else y
         q, k, v = _check(q, k, v, self.describe())
         scale = _scale(self.scale, q.shape[-1])
-        dropout = None
-        if self.training and self.dropout_p:
-            B, H, Tq = q.shape[:3]
-            dropout = _draw(self.dropout_p, self.seed, self.counter, B * H * Tq * k.shape[2])
-        y, lse = _forward(q, k, v, scale, self.is_causal, dropout)
+        B, H, Tq = q.shape[:3]
+        lengths = [k.shape[2]] * B if lengths is None else [int(n) for n in lengths]
+        if len(lengths) != B or not all(1 <= n <= k.shape[2] for n in lengths):
+            raise ValueError(f"{self.describe()}: lengths must be {B} key counts in [1, {k.shape[2]}], got {lengths}")
+        runs = []
+        if all(n == k.shape[2] for n in lengths):
+            runs.append((slice(0, B), k.shape[2]))
+        else:   # each sequence on its first L_b keys: one launch each
+            runs = [(slice(b, b + 1), n) for b, n in enumerate(lengths)]
+        y = gpublas.empty(q.shape, q.dtype)
+        saved = []
+        for rows, n in runs:
+            dropout = None
+            if self.training and self.dropout_p:
+                dropout = _draw(self.dropout_p, self.seed, self.counter, (rows.stop - rows.start) * H * Tq * n)
+            lse = gpublas.empty(((rows.stop - rows.start) * H * Tq,), dtypes.TABLE[q.dtype].compute)
+            KA.forward(q[rows], k[rows, :, :n], v[rows, :, :n], y[rows], lse, scale, self.is_causal, dropout)
+            saved.append((rows, n, lse, dropout))
         # cached: the inputs and the output (delta = rowsum(dy y)), and the rows' logsumexp, from which
         # backward recomputes P = exp(scale q k^T - lse) tile by tile: O(T) memory, no T x T matrix; with
-        # dropout its seed and offset (one scalar), from which backward redraws the mask
-        self.saved = (q, k, v, y, lse, scale, squeeze, dropout)
+        # dropout its seed and offset (one scalar), from which backward redraws the mask; per run of
+        # sequences the keys it saw
+        self.saved = (q, k, v, y, saved, scale, squeeze)
         return y[:, 0] if squeeze else y
 
     def backward(self, dy):
         # dy: y's shape -> (dq, dk, dv): the shapes of q, k, v
-        q, k, v, y, lse, scale, squeeze, dropout = self._cached("saved")
+        saved = self._cached("saved")
+        if saved[0] == "unfused":
+            squeeze = saved[1]
+            grads = self.unfused.backward(dy[:, None] if squeeze and getattr(dy, "ndim", 0) == 3 else dy)
+            return tuple(g[:, 0] for g in grads) if squeeze else grads
+        q, k, v, y, runs, scale, squeeze = saved
         dy = self._grad_dtype(dy, y.dtype)
         if squeeze and getattr(dy, "ndim", 0) == 3:
             dy = dy[:, None]
@@ -153,8 +223,16 @@ class ScaledDotProductAttention(DeviceDraw, Module):
         B, H, Tk, D = k.shape
         # dV = P^T dY;  dP = dY V^T;  dS = P * (dP - rowsum(dY * Y));  dQ = scale dS K;  dK = scale dS^T Q
         dq = gpublas.empty(q.shape, dtypes.TABLE[q.dtype].compute)
-        dk, dv = gpublas.empty((B, H, Tk, D), q.dtype), gpublas.empty((B, H, Tk, D), q.dtype)
-        KA.backward(q, k, v, y, dy, lse, dq, dk, dv, scale, self.is_causal, dropout)
+        if len(runs) == 1:
+            dk, dv = gpublas.empty((B, H, Tk, D), q.dtype), gpublas.empty((B, H, Tk, D), q.dtype)
+            KA.backward(q, k, v, y, dy, runs[0][2], dq, dk, dv, scale, self.is_causal, runs[0][3])
+        else:   # padded keys get no gradient
+            dk, dv = gpublas.zeros((B, H, Tk, D), q.dtype), gpublas.zeros((B, H, Tk, D), q.dtype)
+            for rows, n, lse, dropout in runs:
+                dkb, dvb = gpublas.empty((1, H, n, D), q.dtype), gpublas.empty((1, H, n, D), q.dtype)
+                KA.backward(q[rows], k[rows, :, :n], v[rows, :, :n], y[rows], dy[rows], lse, dq[rows], dkb, dvb,
+                            scale, self.is_causal, dropout)
+                dk[rows, :, :n], dv[rows, :, :n] = dkb, dvb
         if dq.dtype != q.dtype:
             dq = dq.astype(q.dtype)
         return (dq[:, 0], dk[:, 0], dv[:, 0]) if squeeze else (dq, dk, dv)
