@@ -18,9 +18,9 @@ from .amp import autocast
 from .checkpoint import load, save
 from .gradcheck import GradcheckError, gradcheck
 from .init import manual_seed
-from .layers.activation import GELU, Flatten, ReLU, Sigmoid, Tanh
+from .layers.activation import GELU, Flatten, Identity, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
 from .layers.attention import ScaledDotProductAttention
-from .layers.container import Sequential
+from .layers.container import ModuleList, Sequential
 from .layers.conv import Conv2d
 from .layers.dense import Dense, Linear
 from .layers.dropout import Dropout
@@ -30,6 +30,7 @@ from .layers.norm import BatchNorm1d, BatchNorm2d, LayerNorm
 from .layers.pool import AvgPool2d, MaxPool2d
 from .layers.multihead import MultiheadAttention
 from .layers.transformer import TransformerDecoderLayer, TransformerEncoderLayer
+from .layers.transformer_stack import Transformer, TransformerDecoder, TransformerEncoder
 from .loss import CrossEntropyLoss, MSELoss, SoftmaxCrossEntropy
 from .module import Module, Parameter
 from .optim import SGD, Adam, AdamW, CosineLR, StepLR, clip_grad_norm
@@ -37,8 +38,9 @@ from .kernels.prefetch import prefetch
 from . import models  # noqa: E402 (after the layers it builds on)
 
 __all__ = ["Adam", "AdamW", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv2d", "CosineLR", "CrossEntropyLoss",
-           "Dense", "Dropout", "Embedding", "Flatten", "GELU", "GradcheckError", "LSTM", "LayerNorm", "Linear",
-           "MSELoss", "MaxPool2d", "Module", "MultiheadAttention", "Parameter", "ReLU", "SGD",
-           "ScaledDotProductAttention", "Sequential", "Sigmoid", "SoftmaxCrossEntropy", "StepLR", "Tanh",
-           "TransformerDecoderLayer", "TransformerEncoderLayer", "autocast", "clip_grad_norm", "gradcheck", "load", "manual_seed", "models",
+           "Dense", "Dropout", "Embedding", "Flatten", "GELU", "GradcheckError", "Identity", "LSTM", "LayerNorm", "Linear",
+           "LogSoftmax", "MSELoss", "MaxPool2d", "Module", "ModuleList", "MultiheadAttention", "Parameter", "ReLU", "SGD",
+           "ScaledDotProductAttention", "Sequential", "Sigmoid", "Softmax", "SoftmaxCrossEntropy", "StepLR", "Tanh",
+           "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder",
+           "TransformerEncoderLayer", "autocast", "clip_grad_norm", "gradcheck", "load", "manual_seed", "models",
            "prefetch", "save"]

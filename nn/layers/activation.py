@@ -100,3 +100,76 @@ def _size(shape):
     for s in shape:
         n *= s
     return n
+
+
+class Identity(Module):
+    """torch.nn.Identity: y = x (any constructor arguments are ignored, as torch's); dx = dy."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def forward(self, input):
+        return input
+
+    def backward(self, dy):
+        return dy
+
+
+def softmax_dim(ndim, dim):
+    """torch's implicit dim for dim=None (0 for 0-, 1- and 3-D input, else 1), and a negative dim made positive."""
+    if dim is None:
+        dim = 0 if ndim in (0, 1, 3) else 1
+    if not -ndim <= dim < ndim:
+        raise ValueError(f"softmax: dim {dim} is out of range for a {ndim}-D input")
+    return dim % ndim
+
+
+class Softmax(Module):
+    """torch.nn.Softmax(dim=None): y = exp(x) / sum(exp(x)) along dim (gpublas.softmax); keeps y, since
+    dx = y (dy - sum(dy y)) along dim."""
+    kernel_families = ("reduce", "elementwise")
+
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim, self.y = dim, None
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+    def forward(self, input):
+        # input: any shape; y: the same
+        x = self._input(input)
+        self.axis = softmax_dim(x.ndim, self.dim)
+        self.y = gpublas.softmax(x, axis=self.axis)  # cached: the output (the derivative's only argument)
+        return self.y
+
+    def backward(self, dy):
+        # y = softmax(x)  =>  dx = y (dy - sum(dy y))
+        y = self._cached("y")
+        dy = self._grad_input(dy, y.shape, y.dtype)
+        return y * (dy - (dy * y).sum(axis=self.axis, keepdims=True))
+
+
+class LogSoftmax(Module):
+    """torch.nn.LogSoftmax(dim=None): y = x - logsumexp(x) along dim; keeps y, since dx = dy - exp(y) sum(dy)."""
+    kernel_families = ("reduce", "elementwise")
+
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim, self.y = dim, None
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+    def forward(self, input):
+        # input: any shape; y: the same
+        x = self._input(input)
+        self.axis = softmax_dim(x.ndim, self.dim)
+        self.y = x - gpublas.logsumexp(x, axis=self.axis, keepdims=True)  # cached: the output
+        return self.y
+
+    def backward(self, dy):
+        # y = x - logsumexp(x)  =>  dx = dy - softmax(x) sum(dy), softmax(x) = exp(y)
+        y = self._cached("y")
+        dy = self._grad_input(dy, y.shape, y.dtype)
+        return dy - gpublas.exp(y) * dy.sum(axis=self.axis, keepdims=True)
