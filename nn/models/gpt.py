@@ -23,13 +23,16 @@ from ..layers.dropout import Dropout
 from ..layers.embedding import Embedding
 from ..layers.norm import LayerNorm
 from ..layers.transformer import TransformerEncoderLayer
+from ..loss import SoftmaxCrossEntropy
 from ..module import Module
 from ..optim import AdamW
+from . import gpt_io
 
 
 class GPT(Module):
-    """forward(idx) on (B, T) token ids (T <= block_size) returns logits (B, T, vocab_size); backward(dlogits)
-    adds every parameter's gradient and returns None (ids have no gradient)."""
+    """forward(idx, targets=None) on (B, T) token ids (T <= block_size) returns logits (B, T, vocab_size), or with
+    targets (B, T) (logits, loss): the mean cross-entropy (a float; targets -1 ignored), as nanoGPT's;
+    backward(dlogits=None) adds every parameter's gradient (dlogits None: the loss's) and returns None."""
     # nn.prefetch: the example's training step launches these besides the layers' own (residual adds,
     # the embeddings' sum, casts; measured with a Module.get hook)
     kernel_families = ("elementwise:binary_real", "elementwise:unary_real", "memory:cast_nd3_real",
@@ -49,6 +52,8 @@ class GPT(Module):
         self.drop = Dropout(dropout)
         self.h = Sequential(*(TransformerEncoderLayer(C, n_head, 4 * C, dropout, "gelu_tanh", 1e-5, True, True, bias,
                                                       dtype=dtype) for _ in range(n_layer)))
+        for block in self.h:  # nanoGPT's Block: dropout on the attention probabilities and on each residual
+            block.dropout.p = 0.0  # branch's output, none between the GELU and the second Linear
         self.ln_f = LayerNorm(C, bias=bias, dtype=dtype)
         self._init_weights()
         self.x = None
@@ -69,8 +74,16 @@ class GPT(Module):
     def num_parameters(self):
         return sum(p.data.size for p in self.parameters())
 
-    def forward(self, idx):
-        # idx: (B, T) ints; logits: (B, T, V)
+    def forward(self, idx, targets=None):
+        # idx: (B, T) ints; logits: (B, T, V); targets: (B, T) ints (-1: ignored), as nanoGPT's
+        logits = self._logits(idx)
+        if targets is None:
+            self.crit = None
+            return logits
+        self.crit = SoftmaxCrossEntropy(ignore_index=-1)
+        return logits, self.crit(logits, targets)
+
+    def _logits(self, idx):
         shape = idx.shape
         if len(shape) != 2 or shape[1] < 1:
             raise ValueError(f"{self.describe()}: expected token ids (B, T), got shape {shape}")
@@ -88,9 +101,14 @@ class GPT(Module):
         self.x, self.bt = x2, (B, T)  # cached: the final LayerNorm's output, for the head's weight gradient
         return logits.reshape(B, T, self.vocab_size)
 
-    def backward(self, dlogits):
-        # dlogits: (B, T, V) -> None; adds every parameter's gradient (wte's: the head's and the embedding's)
+    def backward(self, dlogits=None):
+        # dlogits: (B, T, V) -> None; adds every parameter's gradient (wte's: the head's and the embedding's).
+        # After model(idx, targets), dlogits None is the loss's gradient.
         x2 = self._cached("x")
+        if dlogits is None:
+            if getattr(self, "crit", None) is None:
+                raise RuntimeError(f"{self.describe()}: backward() without dlogits needs a forward with targets")
+            dlogits = self.crit.backward()
         B, T = self.bt
         d2 = self._grad_input(dlogits, (B, T, self.vocab_size), x2.dtype).reshape(B * T, self.vocab_size)
         w = self.wte.weight
@@ -102,6 +120,26 @@ class GPT(Module):
         self.wpe.backward(gpublas.sum(dx, axis=0))          # x = tok + pos[t]  =>  dpos = the sum over B
         self.wte.backward(dx)
         return None
+
+    @classmethod
+    def from_pretrained(cls, path, dtype=None):
+        """A GPT from a transformers GPT-2 directory (config.json, model.safetensors or pytorch_model.bin): the
+        Conv1D (in, out) weights transposed into nn's (out, in), lm_head tied to wte; no torch needed for
+        safetensors, no network. dtype None keeps the file's. A bad file raises GPTLoadError (nn/models/gpt_io.py)."""
+        return gpt_io.from_pretrained(cls, path, dtype)
+
+    def save_pretrained(self, path, safe_serialization=True):
+        """This model as a transformers GPT-2 directory (GPT2LMHeadModel.from_pretrained reads it)."""
+        return gpt_io.save_pretrained(self, path, safe_serialization)
+
+    @classmethod
+    def from_llmc(cls, path, dtype=np.float32):
+        """A GPT from llm.c's checkpoint file (gpt2_124M.bin: version 3 float32 or 5 bfloat16)."""
+        return gpt_io.from_llmc(cls, path, dtype)
+
+    def save_llmc(self, path, dtype="float32"):
+        """This model as llm.c's checkpoint (train_gpt2.c / train_gpt2.cu read it), float32 or bfloat16."""
+        return gpt_io.save_llmc(self, path, dtype)
 
     def configure_optimizers(self, weight_decay=0.1, learning_rate=6e-4, betas=(0.9, 0.95), eps=1e-8):
         """AdamW with nanoGPT's groups: weight decay on the 2-D weights (matrices and embeddings) only,
