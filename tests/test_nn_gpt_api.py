@@ -43,3 +43,58 @@ def test_dropout_is_nanogpts_block():
           if type(m).__name__ in ("Dropout", "ScaledDotProductAttention", "UnfusedAttention")}
     assert ps == {"drop": 0.2, "h.0.self_attn.attn": 0.2, "h.0.self_attn.attn_unfused": 0.2, "h.0.dropout": 0.0,
                   "h.0.dropout1": 0.2, "h.0.dropout2": 0.2}
+
+
+def _lively(model, rng):
+    """Weights N(0, 0.5): greedy decoding then varies from token to token (the 0.02 init repeats one)."""
+    for p in model.parameters():
+        if p.data.ndim == 2:
+            p.data.set(0.5 * rng.standard_normal(p.shape))
+    return model
+
+
+def test_cached_generation_is_uncached_generation(gpt, rng, monkeypatch):
+    """Greedy: the same tokens with and without the cache, sliding past block_size (3 + 12 > 8); the cached
+    run never calls forward on the whole context; a 1-D prompt gives a 1-D sequence; sampling with top_p and
+    the same generator gives the same draw both ways."""
+    _lively(gpt, rng)
+    prompt = rng.integers(0, V, (2, 3))
+    plain = gpt.generate(prompt, 12, top_k=1, use_cache=False)
+    assert len(set(plain[0, 3:])) > 2
+    calls = []
+    monkeypatch.setattr(type(gpt), "forward", lambda self, *a, **k: calls.append(1))
+    np.testing.assert_array_equal(gpt.generate(prompt, 12, top_k=1), plain)
+    assert not calls
+    monkeypatch.undo()
+    one = gpt.generate(prompt[1], 5, top_p=0.8, rng=np.random.default_rng(1))
+    assert one.shape == (8,)
+    np.testing.assert_array_equal(one, gpt.generate(prompt[1], 5, top_p=0.8, use_cache=False,
+                                                    rng=np.random.default_rng(1)))
+    assert gpt.training
+
+
+def test_top_p_keeps_the_smallest_set_reaching_p():
+    from nn.models.gpt_generate import sample
+    import gpublas
+    logits = gpublas.to_device(np.log(np.array([[0.5, 0.3, 0.15, 0.05]])))
+    for p, allowed in ((0.4, {0}), (0.6, {0, 1}), (0.79, {0, 1}), (0.81, {0, 1, 2})):
+        got = {int(sample(logits, 1.0, None, p, np.random.default_rng(s)).get()[0]) for s in range(40)}
+        assert got == allowed, p
+    with pytest.raises(ValueError, match=r"top_p must be in \(0, 1\]"):
+        nn.models.GPT(V, BS, 1, H, C).generate(np.array([1]), 1, top_p=0)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("B, H, T, D", [(2, 3, 5, 8), (1, 2, 300, 20), (1, 1, 1, 3)])
+def test_decode_kernel_against_numpy(rng, dtype, B, H, T, D):
+    """attention_decode.cu on views of a larger cache (strided over t), chunks of keys combined."""
+    import gpublas
+    from nn.kernels import attention_decode as KD
+    cache = gpublas.to_device(rng.standard_normal((2, B, H, T + 7, D)).astype(dtype))
+    k, v = cache[0][:, :, :T], cache[1][:, :, :T]
+    q = gpublas.to_device(rng.standard_normal((B, H, 1, D)).astype(dtype))
+    s = 0.3 * q.get() @ k.get().transpose(0, 1, 3, 2)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    want = (p / p.sum(-1, keepdims=True)) @ v.get()
+    np.testing.assert_allclose(KD.decode(q, k, v, 0.3).get(), want, rtol=1e-12 if dtype == np.float64 else 2e-5,
+                               atol=1e-14 if dtype == np.float64 else 1e-6)

@@ -26,7 +26,7 @@ from ..layers.transformer import TransformerEncoderLayer
 from ..loss import SoftmaxCrossEntropy
 from ..module import Module
 from ..optim import AdamW
-from . import gpt_io
+from . import gpt_generate, gpt_io
 
 
 class GPT(Module):
@@ -150,38 +150,14 @@ class GPT(Module):
         return AdamW([{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
                      lr=learning_rate, betas=betas, eps=eps)
 
-    def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None, rng=None):
-        """idx (B, T) extended by max_new_tokens sampled tokens, each from softmax(logits / temperature) of
-        the last position (the context cropped to block_size): the Gumbel-max draw argmax(logits /
-        temperature + g) on the device, g = -log(-log(u)) with u from nn's generator (or `rng`); top_k keeps the
-        k largest logits of each row (gpublas.topk's k-th value as the threshold), as nanoGPT."""
-        if top_k is not None and top_k < 1:
-            raise ValueError(f"GPT.generate: top_k must be a positive int or None, got {top_k}")
-        if temperature <= 0:
-            raise ValueError(f"GPT.generate: temperature must be positive, got {temperature}")
-        rng = rng or init.generator()
-        idx = np.array(idx.get() if isinstance(idx, gpublas.DeviceArray) else idx, dtype=np.int64)
-        training = self.training
-        self.eval()
-        try:
-            for _ in range(max_new_tokens):
-                ctx = idx[:, -self.block_size:]
-                logits = self(ctx)[:, -1, :]                               # (B, V)
-                if top_k is not None and top_k < self.vocab_size:
-                    kth = gpublas.topk(logits, int(top_k))[0][:, -1:]      # (B, 1): the k-th largest
-                    logits = gpublas.where(logits < kth, -np.inf, logits)
-                u = rng.uniform(np.finfo(np.float64).tiny, 1.0, logits.shape)
-                g = gpublas.to_device((-np.log(-np.log(u))).astype(logits.dtype))
-                nxt = (logits * (1.0 / temperature) + g).argmax(axis=-1)   # (B,) on the device
-                idx = np.concatenate([idx, nxt.get().astype(np.int64)[:, None]], axis=1)
-        finally:
-            self.train(training)
-        return idx
+    def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None, use_cache=True, rng=None):
+        """idx (B, T) (or a 1-D prompt (T,)) extended by max_new_tokens tokens, each drawn from softmax(logits /
+        temperature) of the last position, top_k keeping the k largest logits and top_p the smallest set of
+        tokens whose probability reaches top_p (nanoGPT's and transformers' sampling), the draw on the device
+        with nn's generator (or `rng`). use_cache keeps each block's K and V in a device cache: a prefill, then
+        one position per token through the blocks (nn/models/gpt_generate.py); past block_size the context
+        slides as nanoGPT's. top_k=1 is greedy decoding (the same tokens with and without the cache)."""
+        return gpt_generate.generate(self, idx, max_new_tokens, temperature, top_k, top_p, use_cache, rng)
 
 
-def _positions(T, _cache={}):
-    """The position ids 0 .. T-1 as an int32 device array (made once per length and backend)."""
-    key = (T, gpublas.backend())
-    if key not in _cache:
-        _cache[key] = gpublas.to_device(np.arange(T, dtype=np.int32))
-    return _cache[key]
+_positions = gpt_generate.positions

@@ -1,0 +1,84 @@
+// attention_decode.cu: attention of one query per (batch, head) against a key/value cache, for generation
+// (nn/models/gpt_generate.py): y = softmax(scale q k^T) v with q (B, H, 1, D) and k, v (B, H, Tk, D) views of
+// the cache (any b, h, t strides, d contiguous). No mask: every cached key precedes the query. Split-K as
+// flash-decoding: the keys are cut into chunks, one block a chunk, so that a batch of one still fills the GPU
+// (the fused forward kernel would run one block per head, 63 of its 64 query rows idle); a second kernel
+// combines the chunks' partial results. `real` is the storage type; sums in acc_real (float for 16-bit data).
+//
+// attention_decode_partial: grid (S = ceil(Tk / chunk), B * H), block DEC_THREADS (1-D). Block (s, bh) takes
+//   keys j0 = s chunk .. j0 + n - 1 (n <= chunk <= DEC_CHUNK): q to shared memory; thread t computes the scores
+//   of keys t, t + DEC_THREADS, ... (a whole row of k each, the dot product over d) into shared memory; the
+//   block's max m (block_allreduce); p = e^(s - m) in place and the block's sum l; then thread t sums
+//   p_j v[j, d] over the chunk's keys for columns d = t, t + DEC_THREADS, ... (consecutive threads read
+//   consecutive columns of a v row) into part_o[bh, s, d], unnormalized, and thread 0 writes (m, l).
+// attention_decode_combine: grid-stride loop, one thread per output element (bh, d): M = max_s m_s,
+//   y = sum_s e^(m_s - M) o_s[d] / sum_s e^(m_s - M) l_s, rounded once to `real`.
+#include "common.cuh"
+
+#define DEC_THREADS 128
+#define DEC_CHUNK 256   // the largest chunk (the scores' shared array)
+#define DEC_MAX_D 256   // the largest head dim (q's shared copy)
+
+extern "C" __global__ void __launch_bounds__(DEC_THREADS)
+attention_decode_partial(const real* __restrict__ q, const real* __restrict__ k, const real* __restrict__ v,
+                         compute_t<real>* __restrict__ part_o, compute_t<real>* __restrict__ part_ml, int H,
+                         int Tk, int D, int chunk, compute_t<real> scale, long long qsb, long long qsh,
+                         long long ksb, long long ksh, long long kst, long long vsb, long long vsh, long long vst) {
+    __shared__ acc_real qs[DEC_MAX_D];
+    __shared__ acc_real ps[DEC_CHUNK];
+    const int s = blockIdx.x, bh = blockIdx.y, S = gridDim.x;
+    const int b = bh / H, h = bh % H;
+    const int j0 = s * chunk;
+    const int n = min(chunk, Tk - j0);
+    const real* qr = q + b * qsb + h * qsh;
+    const real* kr = k + b * ksb + h * ksh + (long long)j0 * kst;
+    const real* vr = v + b * vsb + h * vsh + (long long)j0 * vst;
+    for (int d = threadIdx.x; d < D; d += DEC_THREADS) qs[d] = load_as(qr[d]);
+    __syncthreads();
+    acc_real m = -INFINITY;
+    for (int j = threadIdx.x; j < n; j += DEC_THREADS) {
+        const real* kj = kr + (long long)j * kst;
+        acc_real dot = 0;
+        for (int d = 0; d < D; ++d) dot += qs[d] * load_as(kj[d]);
+        dot *= scale;
+        ps[j] = dot;
+        m = dot > m ? dot : m;
+    }
+    m = block_allreduce(m, MaxOp<acc_real>(), (acc_real)-INFINITY);
+    acc_real l = 0;
+    for (int j = threadIdx.x; j < n; j += DEC_THREADS) {
+        const acc_real p = exp(ps[j] - m);
+        ps[j] = p;
+        l += p;
+    }
+    l = block_allreduce(l, SumOp<acc_real>(), (acc_real)0);   // its barriers also publish ps
+    acc_real* o = part_o + ((long long)bh * S + s) * D;
+    for (int d = threadIdx.x; d < D; d += DEC_THREADS) {
+        acc_real acc = 0;
+        for (int j = 0; j < n; ++j) acc += ps[j] * load_as(vr[(long long)j * vst + d]);
+        o[d] = acc;
+    }
+    if (threadIdx.x == 0) {
+        part_ml[2 * ((long long)bh * S + s)] = m;
+        part_ml[2 * ((long long)bh * S + s) + 1] = l;
+    }
+}
+
+extern "C" __global__ void attention_decode_combine(const compute_t<real>* __restrict__ part_o,
+                                                    const compute_t<real>* __restrict__ part_ml, real* __restrict__ y,
+                                                    int S, int D, long long total) {
+    GRID_STRIDE_LOOP(long long, e, total) {
+        const long long bh = e / D;
+        const int d = (int)(e % D);
+        const acc_real* ml = part_ml + 2 * bh * S;
+        acc_real M = -INFINITY;
+        for (int s = 0; s < S; ++s) M = ml[2 * s] > M ? ml[2 * s] : M;
+        acc_real num = 0, den = 0;
+        for (int s = 0; s < S; ++s) {
+            const acc_real w = exp(ml[2 * s] - M);
+            num += w * part_o[(bh * S + s) * D + d];
+            den += w * ml[2 * s + 1];
+        }
+        y[e] = convert<real>(num / den);
+    }
+}
