@@ -1,11 +1,15 @@
 """nn.models.GPT as nanoGPT users call it: model(idx, targets) -> (logits, loss) and backward() from that loss,
 dropout where nanoGPT's Block puts it, and generate with its KV cache (greedy: the same tokens as without it;
 a 1-D prompt; past block_size the context slides)."""
+import os
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 import nn
 
+ROOT = Path(__file__).resolve().parent.parent
 F64 = np.float64
 V, BS, L, H, C = 13, 8, 2, 2, 32
 
@@ -98,3 +102,74 @@ def test_decode_kernel_against_numpy(rng, dtype, B, H, T, D):
     want = (p / p.sum(-1, keepdims=True)) @ v.get()
     np.testing.assert_allclose(KD.decode(q, k, v, 0.3).get(), want, rtol=1e-12 if dtype == np.float64 else 2e-5,
                                atol=1e-14 if dtype == np.float64 else 1e-6)
+
+
+def test_example_ranks_draw_different_windows():
+    """--distributed: one global batch a step, each rank its own slice (the ranks' windows differ, and together
+    they are the batch one process draws)."""
+    from nn.examples.gpt import windows
+    data = np.arange(1000)
+    whole = windows(np.random.default_rng(3), data, 8, 6)[0]
+    parts = [windows(np.random.default_rng(3), data, 8, 6, rank, 2)[0] for rank in (0, 1)]
+    assert not np.array_equal(parts[0], parts[1])
+    np.testing.assert_array_equal(np.concatenate(parts), whole)
+
+
+SMALL = ["--n-layer", "1", "--n-embd", "32", "--n-head", "2", "--block-size", "16", "--batch-size", "2"]
+
+
+@pytest.mark.parametrize("flag", ["--steps", "--eval-every"])
+def test_example_refuses_zero(flag, capsys):
+    from nn.examples import gpt as example
+    with pytest.raises(SystemExit):
+        example.main(SMALL + [flag, "0"])
+    assert f"argument {flag}: invalid positive value: '0'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("tokenizer", [False, True])
+def test_example_fine_tunes_a_gpt2_directory(tmp_path, capsys, monkeypatch, tokenizer):
+    """--init DIR (characters, or the tokenizer.json there) trains, --export DIR writes a directory that loads
+    back; the sample reports its tokens/s; a cold kernel cache prints the 'compiling' line."""
+    pytest.importorskip("safetensors")
+    from nn.examples import gpt as example
+    vocab = 120
+    if tokenizer:
+        tokenizers = pytest.importorskip("tokenizers")
+        tok = tokenizers.Tokenizer(tokenizers.models.BPE(unk_token="?"))
+        tok.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel()
+        tok.decoder = tokenizers.decoders.ByteLevel()
+        trainer = tokenizers.trainers.BpeTrainer(vocab_size=300, special_tokens=["?"])
+        tok.train_from_iterator([example.corpus_text()[0][:20000]], trainer)
+        vocab = tok.get_vocab_size()
+    nn.manual_seed(0)
+    init, out = str(tmp_path / "init"), str(tmp_path / "out")
+    nn.models.GPT(vocab, 16, 1, 2, 32).save_pretrained(init)
+    if tokenizer:
+        tok.save(init + "/tokenizer.json")
+    monkeypatch.setattr(nn, "prefetch", lambda *a: 3)
+    assert example.main(["--init", init, "--export", out, "--steps", "2", "--batch-size", "2"]) == 0
+    io = capsys.readouterr()
+    assert "gpt: compiling 3 kernel modules" in io.err and "tokens/s (KV cache)" in io.err
+    assert ("tokens of" if tokenizer else "characters of") in io.out
+    again = nn.models.GPT.from_pretrained(out)
+    assert again.vocab_size == vocab and (tmp_path / "out" / "tokenizer.json").exists() == tokenizer
+
+
+def test_distributed_example_trains_as_one_process_on_the_global_batch(tmp_path):
+    """mpiexec -n 2 ... --distributed: the ranks' windows differ (slices of one global batch), so two ranks train
+    the weights one process trains on the whole batch (float32 sums in another order)."""
+    import subprocess
+    import sys
+    from test_distributed import mpi_ready, mpiexec
+    why = mpi_ready()
+    if why:
+        pytest.skip(why)
+    args = ["-m", "nn.examples.gpt", "--quiet", "--steps", "3", "--batch-size", "4"] + SMALL[:-2]
+    one, two = str(tmp_path / "one.npz"), str(tmp_path / "two.npz")
+    subprocess.run([sys.executable, *args, "--save", one], check=True, capture_output=True,
+                   env=dict(os.environ, GPUBLAS_BACKEND="sim"), cwd=ROOT)
+    run = mpiexec(2, *args, "--distributed", "--save", two)
+    assert run.returncode == 0, run.stderr
+    with np.load(one) as a, np.load(two) as b:
+        for k in a.files:
+            np.testing.assert_allclose(b[k], a[k], rtol=0, atol=1e-5, err_msg=k)

@@ -8,11 +8,15 @@ character of random 64-character windows of a fixed, sorted list of standard-lib
 cosine learning rate and gradient clipping. Prints the train loss as it falls, the validation loss against
 the loss of predicting the characters' frequencies, and a sample generated from the trained model.
 --save / --load keep the weights (nn.save's PyTorch names); --sample generates from a loaded checkpoint
-without training; --graph replays the captured step; --precision bf16 / fp16 runs the Dense layers' GEMMs
-in 16 bits (nn.autocast).
+without training (with the KV cache, printing tokens/s); --graph replays the captured step; --precision bf16 /
+fp16 runs the Dense layers' GEMMs in 16 bits (nn.autocast). --init DIR fine-tunes a transformers GPT-2 directory
+(GPT.from_pretrained; with a tokenizer.json there the tokenizers package encodes the text, else characters are
+the tokens) and --export DIR writes the result as one (GPT.save_pretrained, tokenizer.json copied).
+--distributed (under mpiexec) draws one global batch of windows a step and gives each rank its own slice.
 """
 import math
 import os
+import shutil
 import sys
 import sysconfig
 import time
@@ -33,8 +37,8 @@ MODULES = ("abc.py", "bisect.py", "colorsys.py", "copy.py", "fnmatch.py", "gener
 CHARS = "\n" + "".join(chr(c) for c in range(32, 127))   # printable ASCII; anything else becomes '?'
 
 
-def corpus():
-    """The modules' text (characters outside CHARS as '?'), as int32 ids into CHARS, and the file count."""
+def corpus_text():
+    """The modules' text and the file count."""
     root = sysconfig.get_paths()["stdlib"]
     texts = []
     for name in sorted(MODULES):
@@ -42,21 +46,62 @@ def corpus():
         if os.path.exists(path):
             with open(path, encoding="utf-8", errors="replace") as f:
                 texts.append(f.read())
-    text = "".join(texts)
+    return "".join(texts), len(texts)
+
+
+def corpus():
+    """The modules' text (characters outside CHARS as '?'), as int32 ids into CHARS, and the file count."""
+    text, files = corpus_text()
+    return encode_chars(text), files
+
+
+def encode_chars(text):
     lut = np.full(0x110000, CHARS.index("?"), np.int32)
     lut[[ord(c) for c in CHARS]] = np.arange(len(CHARS))
-    return lut[np.frombuffer(text.encode("utf-32-le"), np.uint32)], len(texts)
+    return lut[np.frombuffer(text.encode("utf-32-le"), np.uint32)]
 
 
-def frequency_loss(train, val):
-    """Cross-entropy of predicting val's characters by train's character frequencies (add-one smoothed)."""
-    p = (np.bincount(train, minlength=len(CHARS)) + 1.0) / (train.size + len(CHARS))
+class Tokens:
+    """The text's tokens: characters (CHARS), or a tokenizers.Tokenizer's (--init DIR with a tokenizer.json)."""
+
+    def __init__(self, tokenizer=None):
+        self.tokenizer = tokenizer
+        self.vocab = len(CHARS) if tokenizer is None else tokenizer.get_vocab_size()
+
+    @classmethod
+    def of(cls, directory):
+        path = os.path.join(directory, "tokenizer.json") if directory else None
+        if path is None or not os.path.exists(path):
+            return cls()
+        try:
+            import tokenizers
+        except ImportError:
+            raise SystemExit(f"{path}: encoding with it needs the tokenizers package (pip install 'gpublas[hf]')")
+        return cls(tokenizers.Tokenizer.from_file(path))
+
+    def encode(self, text):
+        if self.tokenizer is None:
+            return encode_chars(text)
+        return np.array(self.tokenizer.encode(text).ids, np.int32)
+
+    def decode(self, ids):
+        if self.tokenizer is None:   # a GPT-2 vocabulary is larger: ids past CHARS print as '?'
+            return "".join(CHARS[i] if i < len(CHARS) else "?" for i in ids)
+        return self.tokenizer.decode([int(i) for i in ids])
+
+
+def frequency_loss(train, val, vocab=len(CHARS)):
+    """Cross-entropy of predicting val's tokens by train's token frequencies (add-one smoothed)."""
+    p = (np.bincount(train, minlength=vocab) + 1.0) / (train.size + vocab)
     return float(-np.log(p[val]).mean())
 
 
-def windows(rng, data, T, N):
-    """N random windows (N, T) and the characters after each (N, T)."""
+def windows(rng, data, T, N, rank=0, ranks=1):
+    """This rank's share of N random windows (N / ranks, T) and the tokens after each: every rank draws the same
+    global batch of N (one generator, one seed) and takes rows rank N / ranks .. (rank + 1) N / ranks, so that
+    ranks see different windows and together the batch one process would see."""
     i = rng.integers(0, data.size - T - 1, N)[:, None] + np.arange(T)
+    i = i[rank * (N // ranks):(rank + 1) * (N // ranks)]
     return data[i], data[i + 1]
 
 
@@ -71,6 +116,23 @@ def evaluate(model, crit, data, T, N, batches=4):
 
 def text_of(ids):
     return "".join(CHARS[i] for i in ids)
+
+
+def positive(text):
+    """argparse type: an int >= 1."""
+    n = int(text)
+    if n < 1:
+        raise ValueError(text)
+    return n
+
+
+def sample(net, prompt, n, rng, tokens, say):
+    """n tokens after prompt with the KV cache, and a line with the tokens/s."""
+    start = time.perf_counter()
+    ids = net.generate(prompt, n, temperature=0.8, rng=rng)[0]
+    seconds = time.perf_counter() - start
+    say(f"gpt: sampled {n} tokens in {seconds:.2f} s, {n / seconds:.1f} tokens/s (KV cache)", file=sys.stderr)
+    return tokens.decode(ids)
 
 
 def step_parts(net, opt, precision, state):
@@ -101,7 +163,7 @@ def train(model, net, opt, sched, data, val, args, precision, bar):
     step_fn = GraphedStep(training_parts(model, forward_backward, update)) if args.graph else None
     smooth = None
     for step in range(1, args.steps + 1):
-        x, y = windows(rng, data, args.block_size, args.batch_size)
+        x, y = windows(rng, data, args.block_size, args.batch_size * args.ranks, args.rank, args.ranks)
         x, y = x.astype(np.int32), y.astype(np.int32)
         if step_fn is not None:
             step_fn(x, y)
@@ -128,20 +190,23 @@ def train(model, net, opt, sched, data, val, args, precision, bar):
 
 def main(argv=None):
     p = parser(__doc__)
-    p.add_argument("--steps", type=int, default=300, help="training steps (batches)")
+    p.add_argument("--steps", type=positive, default=300, help="training steps (batches)")
     p.add_argument("--batch-size", type=int, default=16, help="windows per step (global, over all ranks)")
     p.add_argument("--block-size", type=int, default=64, help="context length T (characters per window)")
     p.add_argument("--n-layer", type=int, default=2, help="transformer blocks")
     p.add_argument("--n-head", type=int, default=4, help="attention heads per block")
     p.add_argument("--n-embd", type=int, default=64, help="embedding width C (a multiple of --n-head)")
     p.add_argument("--lr", type=float, default=3e-3, help="AdamW's peak learning rate (cosine to lr/10)")
-    p.add_argument("--eval-every", type=int, default=100, help="steps between validation-loss lines")
+    p.add_argument("--eval-every", type=positive, default=100, help="steps between validation-loss lines")
     p.add_argument("--seed", type=int, default=0, help="seeds the weights, the windows and the sample")
     p.add_argument("--save", metavar="PATH", help="write the trained weights (nn.save) to PATH (default: not saved)")
     p.add_argument("--load", metavar="PATH", help="start from the weights in PATH (default: GPT-2's init)")
     p.add_argument("--sample", type=int, nargs="?", const=300, default=None, metavar="CHARS",
                    help="only generate CHARS characters (300 when given bare) from the --load checkpoint, "
                         "no training")
+    p.add_argument("--init", metavar="DIR", help="fine-tune the GPT-2 in this transformers directory (config.json, "
+                                             "model.safetensors; tokenizer.json: its tokens, else characters)")
+    p.add_argument("--export", metavar="DIR", help="write the trained model as a transformers GPT-2 directory")
     add_quiet_flag(p)
     add_distributed_flag(p)
     add_graph_flag(p)
@@ -157,23 +222,38 @@ def main(argv=None):
     say = (lambda *a, **k: None) if args.quiet else print   # --quiet: the summary line only
     say(describe_device(), flush=True)
     nn.manual_seed(args.seed)
-    data, files = corpus()
+    tokens = Tokens.of(args.init)
+    text, files = corpus_text()
+    data = tokens.encode(text)
     split = int(0.9 * data.size)
     train_data, val = data[:split], data[split:]
-    net = nn.models.GPT(len(CHARS), args.block_size, args.n_layer, args.n_head, args.n_embd)
+    if args.init:
+        net = nn.models.GPT.from_pretrained(args.init, dtype=np.float32)
+        if tokens.vocab > net.vocab_size:
+            raise SystemExit(f"--init {args.init}: {tokens.vocab} tokens do not fit its vocabulary of {net.vocab_size}")
+        args.block_size = min(args.block_size, net.block_size)
+    else:
+        net = nn.models.GPT(len(CHARS), args.block_size, args.n_layer, args.n_head, args.n_embd)
     if args.load:
         nn.load(net, args.load)
     rng = np.random.default_rng(args.seed)
     if args.sample is not None:
-        print(text_of(net.generate(data[None, :1], args.sample, temperature=0.8, rng=rng)[0]))
+        print(sample(net, data[None, :1], args.sample, rng, tokens, say))
         return 0
-    base = frequency_loss(train_data, val)
-    say(f"gpt: {data.size} characters of {files} standard-library modules, vocabulary {len(CHARS)}, "
-          f"{net.num_parameters()} parameters; predicting character frequencies: val loss {base:.3f}", flush=True)
+    base = frequency_loss(train_data, val, max(tokens.vocab, int(data.max()) + 1))
+    unit = "characters" if tokens.tokenizer is None else "tokens"
+    say(f"gpt: {data.size} {unit} of {files} standard-library modules, vocabulary {tokens.vocab}, "
+          f"{net.num_parameters()} parameters; predicting {unit[:-1]} frequencies: val loss {base:.3f}", flush=True)
     model = net if dist is None else dist.DataParallel(net)
     args.batch_size //= ranks
+    args.rank, args.ranks = (0, 1) if dist is None else (dist.rank(), ranks)
     opt = net.configure_optimizers(weight_decay=0.1, learning_rate=args.lr, betas=(0.9, 0.95))
     sched = nn.CosineLR(opt, T_max=max(args.steps, 1), eta_min=args.lr / 10)
+    from gpublas.runtime import compiler
+    pending = nn.prefetch(net, nn.CrossEntropyLoss(), opt)   # every kernel module compiles now, in the background
+    if pending and not args.quiet:
+        print(f"gpt: compiling {pending} kernel modules (once: they are kept in {compiler.cache_dir()})...",
+              file=sys.stderr, flush=True)
     from tqdm import tqdm
     start = time.perf_counter()
     with tqdm(total=args.steps, desc="gpt", unit="step", file=sys.stderr, disable=args.quiet) as bar:
@@ -186,9 +266,13 @@ def main(argv=None):
     val_loss = evaluate(net, nn.CrossEntropyLoss(), val, args.block_size, args.batch_size)
     if args.save and (dist is None or dist.is_main()):
         nn.save(net, args.save)
+    if args.export and (dist is None or dist.is_main()):
+        net.save_pretrained(args.export)
+        if tokens.tokenizer is not None:
+            shutil.copyfile(os.path.join(args.init, "tokenizer.json"), os.path.join(args.export, "tokenizer.json"))
     if dist is None or dist.is_main():
         prompt = data[split:split + 16][None, :]
-        say("sample:\n" + text_of(net.generate(prompt, 200, temperature=0.8, rng=rng)[0]))
+        say("sample:\n" + sample(net, prompt, 200, rng, tokens, say))
     print(f"gpt: val loss {val_loss:.3f} after {args.steps} steps, {seconds:.1f} s (train loss {smooth:.3f}, "
           f"character frequencies {base:.3f})" + ("" if dist is None else f" on {ranks} ranks")
           + ("" if args.precision == "fp32" else f", {args.precision}"))
