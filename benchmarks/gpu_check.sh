@@ -161,7 +161,7 @@ stage1() {
     fi
 }
 stage2() {
-    step "stage 2: train eager and --graph, attention, gpt2, sort, launch, transfer"
+    step "stage 2: train eager and --graph, attention, gpt2, generate, sort, launch, transfer"
     if [[ $REHEARSE -eq 1 ]]; then
         bench launch --quick --repeats 1 --sizes 100
         bench transfer --quick --repeats 1 --sizes 4K
@@ -171,6 +171,7 @@ stage2() {
         bench train --graph
         bench attention
         bench gpt2 --graph
+        bench generate
         bench sort
         bench launch
         bench transfer
