@@ -147,3 +147,13 @@ def test_functional_is_torchs(rng):
     assert_close(F.cross_entropy(logits, labels).get()[0], TF.cross_entropy(t(logits), t(labels)).item(), F64, k=8)
     kept = F.dropout(np.ones((50, 40)), 0.25).get()
     assert set(np.unique(kept)) <= {0.0, 1 / 0.75} and 0.2 < (kept == 0).mean() < 0.3
+
+
+@pytest.mark.parametrize("name", ["relu", "softmax", "log_softmax", "layer_norm", "dropout", "cross_entropy",
+                                  "embedding"])
+def test_functional_signatures_are_torchs(name):
+    """Names, order and defaults (torch's linear, gelu and scaled_dot_product_attention are builtins without
+    a signature to read: their arguments are those of torch's documentation)."""
+    def params(f):
+        return [(p.name, p.default) for p in inspect.signature(f).parameters.values()]
+    assert params(getattr(F, name)) == params(getattr(TF, name))
