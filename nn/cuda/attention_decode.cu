@@ -19,7 +19,7 @@
 #define DEC_CHUNK 256   // the largest chunk (the scores' shared array)
 #define DEC_MAX_D 256   // the largest head dim (q's shared copy)
 
-extern "C" __global__ void __launch_bounds__(DEC_THREADS)
+extern "C" __global__ void
 attention_decode_partial(const real* __restrict__ q, const real* __restrict__ k, const real* __restrict__ v,
                          compute_t<real>* __restrict__ part_o, compute_t<real>* __restrict__ part_ml, int H,
                          int Tk, int D, int chunk, compute_t<real> scale, long long qsb, long long qsh,

@@ -56,10 +56,10 @@ def _check(q, k, v, what, fused=True):
                          f"(B, H, Tk, D), (B, H, Tk, Dv)")
     if k.shape[2] == 0:
         raise ValueError(f"{what}: key and value have no positions (Tk = 0)")
+    if q.dtype in dtypes.HALVES:   # 16-bit attention, fused or not, is the tensor cores' (a named error below 8.0)
+        KA.require_tensor_cores(q.dtype, what)
     if fused:
         KA.check_head_dim(q.shape[-1], what)
-        if q.dtype in dtypes.HALVES:
-            KA.require_tensor_cores(q.dtype, what)
     return q, k, v
 
 
@@ -205,17 +205,18 @@ class ScaledDotProductAttention(DeviceDraw, Module):
         # backward recomputes P = exp(scale q k^T - lse) tile by tile: O(T) memory, no T x T matrix; with
         # dropout its seed and offset (one scalar), from which backward redraws the mask; per run of
         # sequences the keys it saw
-        self.saved = (q, k, v, y, saved, scale, squeeze)
+        lse, dropout = (saved[0][2], saved[0][3]) if len(saved) == 1 else (None, None)
+        self.saved = (q, k, v, y, lse, scale, squeeze, dropout, saved)
         return y[:, 0] if squeeze else y
 
     def backward(self, dy):
         # dy: y's shape -> (dq, dk, dv): the shapes of q, k, v
         saved = self._cached("saved")
-        if saved[0] == "unfused":
+        if isinstance(saved[0], str):   # ("unfused", squeeze): the fallback ran
             squeeze = saved[1]
             grads = self.unfused.backward(dy[:, None] if squeeze and getattr(dy, "ndim", 0) == 3 else dy)
             return tuple(g[:, 0] for g in grads) if squeeze else grads
-        q, k, v, y, runs, scale, squeeze = saved
+        q, k, v, y, _, scale, squeeze, _, runs = saved
         dy = self._grad_dtype(dy, y.dtype)
         if squeeze and getattr(dy, "ndim", 0) == 3:
             dy = dy[:, None]
