@@ -85,6 +85,8 @@ def positions(T, _cache={}):
 
 def sample(logits, temperature, top_k, top_p, rng):
     """Next tokens (B,) (int64, on the device) drawn from logits (B, V) (see the module's docstring)."""
+    if top_k == 1:   # greedy: the largest logit whatever the temperature or the draw (no sort, no noise)
+        return logits.argmax(axis=-1)
     logits = logits * (1.0 / temperature)
     V = logits.shape[-1]
     if top_k is not None and top_k < V:
