@@ -157,3 +157,20 @@ def test_functional_signatures_are_torchs(name):
     def params(f):
         return [(p.name, p.default) for p in inspect.signature(f).parameters.values()]
     assert params(getattr(F, name)) == params(getattr(TF, name))
+
+
+def test_unbatched_decoder_layer_is_torchs(rng):
+    """(T, E) target and (S, E) memory, as torch's unbatched input."""
+    ours = nn.TransformerDecoderLayer(E, H, FF, dropout=0.0, activation="gelu", dtype=F64)
+    theirs = torch.nn.TransformerDecoderLayer(E, H, FF, dropout=0.0, activation="gelu").double()
+    copy_weights(ours, theirs)
+    tgt, mem = rng.standard_normal((3, E)), rng.standard_normal((5, E))
+    tt, tm = torch.tensor(tgt, requires_grad=True), torch.tensor(mem, requires_grad=True)
+    ty = theirs(tt, tm, memory_key_padding_mask=torch.tensor([False] * 4 + [True]))
+    dy = rng.standard_normal(ty.shape)
+    ty.backward(torch.tensor(dy))
+    y = ours(tgt, mem, memory_key_padding_mask=np.array([False] * 4 + [True]))
+    assert y.shape == (3, E)
+    assert_close(y, ty.detach().numpy(), F64, k=FF * 6)
+    for got, want in zip(ours.backward(dy), (tt, tm)):
+        assert_close(got, want.grad.numpy(), F64, k=FF * 6)
