@@ -10,7 +10,7 @@ import pytest
 
 import gpublas
 from gpublas.runtime import source
-from gpublas.runtime.backends import sim, sim_cparse, sim_fission
+from gpublas.runtime.backends import sim, sim_analysis, sim_cparse, sim_fission
 from gpublas.runtime.launch import load_source
 
 pytestmark = pytest.mark.skipif(os.environ.get("GPUBLAS_BACKEND") == "cuda", reason="a sim feature")
@@ -25,8 +25,8 @@ def _report(path):
     text = path.read_text()
     full, defines = source.with_includes(text), {"real": "float"}
     return sim_fission.transform(source.strip_comments(sim_cparse.translate(text)), list(source.kernel_signatures(text, defines)),
-                                 sim_cparse.kernels_needing_fibers(full, defines),
-                                 sim_cparse.taken_branches(source.strip_comments(full), defines), path.name)[1]
+                                 sim_analysis.kernels_needing_fibers(full, defines),
+                                 sim_analysis.taken_branches(source.strip_comments(full), defines), path.name)[1]
 
 
 def test_every_barrier_kernel_of_the_project_is_fissioned():
@@ -300,5 +300,5 @@ __device__ int maybe(int v) { return __shfl_sync(FULL_MASK, v, 0); }
 extern "C" __global__ void k(int* x) { x[0] = part(x[0]); }
 extern "C" __global__ void m(int* x) { x[0] = maybe(x[0]); }
 """
-    need = lambda defines: sim_cparse.kernels_needing_fibers(text, defines) & {"k", "m"}  # noqa: E731
+    need = lambda defines: sim_analysis.kernels_needing_fibers(text, defines) & {"k", "m"}  # noqa: E731
     assert need(None) == {"m"} and need({"GPU_FORM"}) == {"k", "m"} and need({"GPU_FORM", "OTHER"}) == {"k", "m"}

@@ -3,7 +3,7 @@ changes from step to step (the learning rate, the step count, the clipping coeff
 memory, so a captured step replays with the values of the moment."""
 import numpy as np
 
-import gpublas
+from gpublas.blas import blas1
 
 from .common import _same, get_kernel, in_order_geometry
 
@@ -50,10 +50,11 @@ def adam_update(p, grad, m, v, vmax, state, beta1, beta2, eps, weight_decay, dec
 
 
 def sumsq(x, out, slot):
-    """out[slot] = sum(x^2): gpublas.dot(x, x) kept on the device (two passes, fixed order)."""
+    """out[slot] = sum(x^2) over every element of x: BLAS's dot of x with itself, kept on the device (two
+    passes, fixed order; blas1.dot takes x flat, whatever its shape)."""
     if not 0 <= slot < out.size:
         raise IndexError(f"sumsq: slot {slot} outside out of size {out.size}")
-    gpublas.dot(x, x, out=out[slot])
+    blas1.dot(x, x, out=out[slot])
     return out
 
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import config, dtypes
 from ..errors import IllegalAddressError, LaunchError
-from . import sim_build, sim_cparse, sim_graph
+from . import sim_analysis, sim_build, sim_graph
 from .sim_build import _cpu_name
 from .base import Backend
 
@@ -292,7 +292,7 @@ class SimBackend(Backend):
         static shared memory is not known here: 0, so only the dynamic bytes count against the 48 KB default)."""
         limits = super().kernel_limits(module, name)
         if module.bounds is None:
-            module.bounds = sim_cparse.launch_bounds(*module.source) if module.source else {}
+            module.bounds = sim_analysis.launch_bounds(*module.source) if module.source else {}
         if name in module.bounds:
             limits["max_threads"] = min(limits["max_threads"], module.bounds[name])
         return limits

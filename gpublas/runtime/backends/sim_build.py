@@ -28,7 +28,8 @@ from pathlib import Path
 from .. import compiler, config, source
 from ..errors import CompileError
 from . import sim_fission, sim_pch
-from .sim_cparse import kernels_needing_fibers, taken_branches, translate
+from .sim_analysis import kernels_needing_fibers, taken_branches
+from .sim_cparse import translate
 
 HEADER = Path(__file__).resolve().parent.parent / "sim" / "gpublas_sim.h"
 
