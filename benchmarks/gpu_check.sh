@@ -2,8 +2,9 @@
 # gpu_check.sh --stage N OUT | --rehearse OUT: the GPU check in stages, each well inside one
 # command's 10 minutes on a lent machine, ordered by value (docs/gpu.md):
 #
-#   stage 1 (~4 min): device, driver and toolkit facts; the tests of what never ran on a GPU (GEMM v2,
-#           TF32 mma.sync and wgmma, the 16-bit GEMMs, graphs on cuda, the nn layers); the gemm suite
+#   stage 1 (~5 min): device, driver and toolkit facts; the tests of what never ran on a GPU (GEMM v2,
+#           TF32 mma.sync and wgmma, the 16-bit GEMMs, graphs on cuda, the nn layers, attention, LayerNorm,
+#           the transformer and the GPT, sort, topk, scans, einsum); the gemm suite
 #           (FP32, TF32, BF16, FP16 at 4096^3 and nn's shapes) against cuBLAS in the same run.
 #   stage 2 (~4 min): the train suite eager and --graph against PyTorch; the attention, gpt2 (GPT-2 small
 #           tokens/s) and sort suites against PyTorch / CuPy; launch; transfer.
@@ -123,11 +124,18 @@ bench() {  # bench SUITE ARGS...: one benchmark suite, JSON and plot into the ar
     timed "benchmark $1" "$1.log" "$PY" -m benchmarks "$1" --no-progress --out "$WORK" "${@:2}"
 }
 
+# the tests of what never ran on a GPU: GEMM v2, the 16-bit GEMMs, graphs, the nn layers; since 11-27's run also
+# fused attention (float, 16-bit, dropout, the decode kernel), LayerNorm and GELU, the transformer layers and the
+# GPT, the radix sort, topk and unique, the scans, einsum, and the GPU's grid-stride loops (test_sim_loop_shape)
 STAGE1_TESTS=(tests/test_cuda_backend.py tests/test_gemm_tf32.py tests/test_gemm_wgmma.py tests/test_gemm_half.py
               tests/test_gemm_views.py tests/test_blas3.py tests/test_graph_cuda.py tests/test_graph.py
               tests/test_nn_layers.py tests/test_nn_norm.py tests/test_nn_lstm.py tests/test_nn_lstm_gates.py
               tests/test_nn_embedding.py tests/test_nn_dropout.py tests/test_nn_step_kernels.py
-              tests/test_nn_halftypes.py tests/test_nn_pure16.py tests/test_nn_graph.py tests/test_nn_torch_parity.py)
+              tests/test_nn_halftypes.py tests/test_nn_pure16.py tests/test_nn_graph.py tests/test_nn_torch_parity.py
+              tests/test_nn_attention.py tests/test_nn_attention_half.py tests/test_nn_attention_dropout.py
+              tests/test_nn_layernorm_gelu.py tests/test_nn_transformer.py tests/test_nn_transformer_api.py
+              tests/test_nn_gpt.py tests/test_nn_gpt_api.py tests/test_sort.py tests/test_cumulative.py
+              tests/test_order_stats.py tests/test_contract.py tests/test_sim_loop_shape.py)
 modules_ready() {  # every family's modules loaded (prebuilt) or compiled, all cores at once, before the tests
     step "kernel modules: the prebuilt cubins loaded, nvcc for what is missing"
     timed "kernel modules ready" modules.log "$PY" - "$@" <<'EOF'
@@ -151,7 +159,7 @@ EOF
 stage1() {
     facts
     if [[ $REHEARSE -eq 1 ]]; then modules_ready blas1; else modules_ready; fi
-    step "stage 1 tests: GEMM v2, TF32, 16-bit, graphs, nn layers"
+    step "stage 1 tests: GEMM v2, TF32, 16-bit, graphs, nn layers, attention, LayerNorm, the GPT, sort, scans"
     if [[ $REHEARSE -eq 1 ]]; then
         pytest_run "stage 1 tests (rehearsal: one file)" stage1-tests tests/test_source_macros.py
         bench gemm --quick --repeats 1 --sizes 8x8x8
