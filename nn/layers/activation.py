@@ -124,9 +124,8 @@ def softmax_dim(ndim, dim):
     return dim % ndim
 
 
-class Softmax(Module):
-    """torch.nn.Softmax(dim=None): y = exp(x) / sum(exp(x)) along dim (gpublas.softmax); keeps y, since
-    dx = y (dy - sum(dy y)) along dim."""
+class _AlongDim(Module):
+    """A map along one axis `dim` (torch's None: softmax_dim's legacy choice) that keeps its output y."""
     kernel_families = ("reduce", "elementwise")
 
     def __init__(self, dim=None):
@@ -135,6 +134,11 @@ class Softmax(Module):
 
     def extra_repr(self):
         return f"dim={self.dim}"
+
+
+class Softmax(_AlongDim):
+    """torch.nn.Softmax(dim=None): y = exp(x) / sum(exp(x)) along dim (gpublas.softmax); keeps y, since
+    dx = y (dy - sum(dy y)) along dim."""
 
     def forward(self, input):
         # input: any shape; y: the same
@@ -150,16 +154,8 @@ class Softmax(Module):
         return y * (dy - (dy * y).sum(axis=self.axis, keepdims=True))
 
 
-class LogSoftmax(Module):
+class LogSoftmax(_AlongDim):
     """torch.nn.LogSoftmax(dim=None): y = x - logsumexp(x) along dim; keeps y, since dx = dy - exp(y) sum(dy)."""
-    kernel_families = ("reduce", "elementwise")
-
-    def __init__(self, dim=None):
-        super().__init__()
-        self.dim, self.y = dim, None
-
-    def extra_repr(self):
-        return f"dim={self.dim}"
 
     def forward(self, input):
         # input: any shape; y: the same
