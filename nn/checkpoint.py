@@ -63,8 +63,13 @@ def remove_stale_temporaries(path):
 def save(model, path):
     """Writes model.state_dict() to `path` (.npz), atomically. bfloat16 arrays (a model.to(bfloat16)) are
     written as float32, exactly: .npz has no bfloat16, and load() rounds them back without loss."""
+    return save_state(model.state_dict(), path)
+
+
+def save_state(state, path):
+    """save() of a state_dict already taken (a model split over ranks gathers it on every rank first)."""
     path = os.fspath(path)
-    state = {k: v.astype(np.float32) if v.dtype == ml_dtypes.bfloat16 else v for k, v in model.state_dict().items()}
+    state = {k: v.astype(np.float32) if v.dtype == ml_dtypes.bfloat16 else v for k, v in state.items()}
     folder = os.path.dirname(os.path.abspath(path))
     remove_stale_temporaries(path)
     fd, tmp = tempfile.mkstemp(prefix=f"{_temp_prefix(path)}{os.getpid()}-", dir=folder)

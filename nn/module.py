@@ -73,7 +73,8 @@ class Module:
                 or name in self._buffers):
             object.__setattr__(self, name, value)  # plain state (a layer's forward caches): nothing to register
             return
-        self._parameters.pop(name, None)
+        if not (isinstance(value, Parameter) and name in self._parameters):   # a replacement keeps its place
+            self._parameters.pop(name, None)
         self._modules.pop(name, None)
         if name in self._buffers:
             self._buffers[name] = value
@@ -144,15 +145,29 @@ class Module:
         for name, child in self._modules.items():
             yield from child.named_buffers(f"{prefix}.{name}" if prefix else name)
 
-    def _named_state(self, prefix=""):
-        """(name, Parameter or buffer) in state_dict order: own parameters, own buffers, then children."""
-        for name, p in self._parameters.items():
-            yield (f"{prefix}.{name}" if prefix else name), p
-        for name, b in self._buffers.items():
-            if b is not None:
-                yield (f"{prefix}.{name}" if prefix else name), b
+    def _named_state(self, prefix="", owners=False):
+        """(name, Parameter or buffer) in state_dict order: own parameters, own buffers, then children;
+        with owners=True (name, value, module, the name within the module)."""
+        own = list(self._parameters.items()) + [(n, b) for n, b in self._buffers.items() if b is not None]
+        for name, v in own:
+            full = f"{prefix}.{name}" if prefix else name
+            yield (full, v, self, name) if owners else (full, v)
         for name, child in self._modules.items():
-            yield from child._named_state(f"{prefix}.{name}" if prefix else name)
+            yield from child._named_state(f"{prefix}.{name}" if prefix else name, owners)
+
+    # A model split over ranks (nn.distributed's tensor-parallel layers) holds a part of some entries;
+    # these three say how its state_dict reads and writes the whole one. A plain module holds it all.
+    def _full_state(self, name, host):
+        """Entry `name` of this module's state_dict from this rank's part `host` (collective where split)."""
+        return host
+
+    def _full_shape(self, name, shape):
+        """The shape of entry `name` in the whole model, from this rank's `shape`."""
+        return tuple(shape)
+
+    def _local_state(self, name, full):
+        """This rank's part of the whole model's entry `name`."""
+        return full
 
     def zero_grad(self):
         for p in self.parameters():
@@ -206,7 +221,7 @@ class Module:
     # -- weights in and out -------------------------------------------------------------------------
     def state_dict(self):
         """{name: host ndarray} in PyTorch's names and layouts: parameters and buffers."""
-        return OrderedDict((name, _host(v)) for name, v in self._named_state())
+        return OrderedDict((name, m._full_state(local, _host(v))) for name, v, m, local in self._named_state(owners=True))
 
     def load_state_dict(self, state):
         """Copies every array of `state` into the parameter or buffer of that name. Missing or unexpected
@@ -214,6 +229,7 @@ class Module:
         naming the model, the key, the expected and the given. Taken: real floats (rounded to the
         target's precision) and integers that the target holds exactly; refused: bool, complex, strings,
         objects and every other kind, so that text such as "1.5" never loads as a number."""
+        owners = {name: (m, local) for name, _, m, local in self._named_state(owners=True)}
         own = OrderedDict(self._named_state())
         missing = [k for k in own if k not in state]
         unexpected = [k for k in state if k not in own]
@@ -223,13 +239,15 @@ class Module:
         values = {}
         for name, target in own.items():
             values[name] = value = np.asarray(state[name])
-            shape = target.shape
+            m, local = owners[name]
+            shape = m._full_shape(local, target.shape)
             if value.shape != tuple(shape):
                 raise ValueError(f"{self.describe()}: parameter '{name}' expects shape {tuple(shape)}, "
                                  f"got {value.shape}")
             _check_loadable(self.describe(), name, value, target.dtype)
         for name, target in own.items():
-            host = np.ascontiguousarray(values[name], dtype=target.dtype)
+            m, local = owners[name]
+            host = np.ascontiguousarray(m._local_state(local, values[name]), dtype=target.dtype)
             if isinstance(target, Parameter):
                 target.data.set(host)
             elif isinstance(target, gpublas.DeviceArray):

@@ -1,6 +1,8 @@
 """Training over MPI (mpi4py and Open MPI): `comm` is what every kind of parallelism shares (ranks, barriers,
 shards, job-wide abort, Wire: a device buffer meeting MPI); `data_parallel` is DataParallel, PyTorch's
-DistributedDataParallel (every rank the whole model, gradients averaged in buckets).
+DistributedDataParallel (every rank the whole model, gradients averaged in buckets); `group` the process
+groups of model parallelism (Group: counted collectives on device arrays; init_grid: tensor x data ranks);
+`tensor_parallel` Megatron-LM's split layers (ColumnParallelDense, RowParallelDense).
 
     mpiexec -n 2 python train.py
     import nn.distributed as dist
@@ -8,6 +10,11 @@ DistributedDataParallel (every rank the whole model, gradients averaged in bucke
 """
 from .comm import MPI, Wire, abort, all_sum, barrier, cuda_aware, is_main, rank, shard, world_size
 from .data_parallel import BUCKET_BYTES, Bucket, DataParallel, make_buckets, save
+from .group import Grid, Group, as_group, init_grid
+from .tensor_parallel import (ColumnParallelDense, RowParallelDense, Sharded, collective_stats,
+                              reset_collective_stats)
 
-__all__ = ["BUCKET_BYTES", "Bucket", "DataParallel", "MPI", "Wire", "abort", "all_sum", "barrier", "cuda_aware", "is_main",
-           "make_buckets", "rank", "save", "shard", "world_size"]
+__all__ = ["BUCKET_BYTES", "Bucket", "ColumnParallelDense", "DataParallel", "Grid", "Group", "MPI",
+           "RowParallelDense", "Sharded", "Wire", "abort", "all_sum", "as_group", "barrier", "collective_stats",
+           "cuda_aware", "init_grid", "is_main", "make_buckets", "rank", "reset_collective_stats", "save", "shard",
+           "world_size"]

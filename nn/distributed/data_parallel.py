@@ -24,7 +24,7 @@ import numpy as np
 import gpublas
 
 from .. import kernels as K
-from ..checkpoint import save as _save
+from ..checkpoint import save_state
 from ..layers.dropout import Dropout
 from .comm import _SEED_STRIDE, MPI, Wire, _comm, barrier, is_main
 
@@ -32,11 +32,13 @@ BUCKET_BYTES = 25 << 20   # PyTorch DDP's default bucket_cap_mb
 
 
 def save(model, path, comm=None):
-    """nn.save on rank 0 only (every rank holds the same weights), then a barrier so that no rank
-    reads the file before it exists. Returns the path on every rank."""
+    """nn.save written by rank 0 only, then a barrier so that no rank reads the file before it exists.
+    Every rank takes the state_dict (a model split over ranks gathers its parts in it, collectively);
+    rank 0 writes the whole model's. Returns the path on every rank."""
     model = model.module if isinstance(model, DataParallel) else model
+    state = model.state_dict()
     if is_main(comm):
-        _save(model, path)
+        save_state(state, path)
     barrier(comm)
     return path
 

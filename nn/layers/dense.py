@@ -29,6 +29,7 @@ class Dense(Module):
     the GEMM itself."""
     kernel_families = ("gemm", "activation", "reduce")  # nn.prefetch
     _storage_inputs = True  # 16-bit input from a layer before it under autocast
+    _fused_bias = True      # False: a subclass adds the bias itself (RowParallelDense, after its all-reduce)
 
     def __init__(self, in_features, out_features, bias=True, *, activation=None, dtype=np.float32):
         super().__init__()
@@ -54,7 +55,7 @@ class Dense(Module):
             raise ValueError(f"{self.describe()}: expected input (..., {self.in_features}), got {x.shape}")
         lead = x.shape[:-1]
         x = x.reshape(-1, self.in_features) if x.ndim != 2 else x
-        w, b = self.weight.data, None if self.bias is None else self.bias.data
+        w, b = self.weight.data, self.bias.data if self.bias is not None and self._fused_bias else None
         # under autocast: 16-bit copies of x and the FP32 weights (cached for backward); outside it a
         # 16-bit input is computed in the layer's dtype
         x, w, b = amp.cast(amp.compute_dtype(w.dtype), x, w, b)
@@ -87,7 +88,7 @@ class Dense(Module):
             dy = K.act_backward(self.y, dy, gpublas.empty_like(dy), self.act)
         # y = x W^T + b  =>  dL/dW = dy^T x (into the FP32 .grad: a float32 C accumulates 16-bit products)
         K.gemm(dy, x, self.weight.grad, beta=1.0, trans_a=True)
-        if self.bias is not None:
+        if self.bias is not None and self._fused_bias:
             # dL/db = sum over the batch of dy
             K.bias_grad_sum(dy, self.bias.grad, self.out_features, 1)
         # dL/dx = dy W
