@@ -1,5 +1,7 @@
 """nn's seeded host generator for parameter init and dropout seeds: nn.manual_seed(n) makes a run
 repeatable (draws happen on the host, then the arrays are copied to the device)."""
+import contextlib
+
 import numpy as np
 
 _rng = np.random.default_rng(0)
@@ -9,6 +11,18 @@ def manual_seed(seed):
     """Reseeds the generator behind parameter init and dropout seeds."""
     global _rng
     _rng = np.random.default_rng(int(seed))
+
+
+@contextlib.contextmanager
+def fork_rng():
+    """Draws inside the block leave the generator as it was before it (torch.random.fork_rng): a layer
+    that builds helpers with their own init keeps the draws of the layers after it unchanged."""
+    rng = _rng
+    state = rng.bit_generator.state
+    try:
+        yield
+    finally:
+        rng.bit_generator.state = state
 
 
 def generator():

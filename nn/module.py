@@ -24,6 +24,14 @@ class Parameter:
         self.data = gpublas.to_device(host)
         self.grad = gpublas.zeros(host.shape, host.dtype)
 
+    @classmethod
+    def part_of(cls, whole, index):
+        """A Parameter whose data and grad are views of `whole`'s at `index` (basic indexing): a layer
+        made of pieces (nn.distributed's column layers) trains the whole through them."""
+        p = cls.__new__(cls)
+        p.data, p.grad = whole.data[index], whole.grad[index]
+        return p
+
     @property
     def shape(self):
         return self.data.shape

@@ -5,7 +5,11 @@ so a failed assertion aborts the job with its traceback.
 layers:  the Megatron pair ColumnParallelDense -> RowParallelDense (and their gather_output /
          input_is_parallel=False forms) against Dense -> Dense: outputs, dx, gradients, one collective per
          operator, state_dict gathered and loaded back, dist.save from rank 0, Group's collectives.
-grid:    init_grid(tensor=2) on 4 ranks: the groups' members; a size that does not divide the world.
+grid:    init_grid(tensor=2) on 4 ranks: the groups' members; a size that does not divide the world;
+         the two-column CNN split over each tensor group and DataParallel over the data groups, against
+         one process training on the whole batch.
+alexnet: the two-column CNN with a column per rank against both columns on one rank: outputs, dx,
+         gradients and three SGD steps, the exchanges counted, checkpoints between the two.
 """
 import sys
 from pathlib import Path
@@ -119,9 +123,74 @@ def grid(out, wire):
         raise AssertionError("tensor=3 on 4 ranks")
     except ValueError as e:
         assert "tensor=3" in str(e) and "4 ranks" in str(e), e
+    # a 2 x 2 grid trains as one process on the whole batch: columns over the tensor group, DataParallel
+    # over the data group (each data rank its half of the batch)
+    X, y = data()
+    ref, ref_opt = columns_model(dist.Group(dist.MPI.COMM_SELF))
+    net, opt = columns_model(gr.tensor)
+    dp = dist.DataParallel(net, comm=gr.data)
+    half = slice(gr.data_rank * 3, (gr.data_rank + 1) * 3)
+    for s in range(2):
+        step(ref, ref_opt, X[s], y[s])
+        step(dp, opt, X[s, half], y[s, half])
+    for k, v in ref.state_dict().items():
+        np.testing.assert_allclose(net.state_dict()[k], v, rtol=1e-10, atol=1e-12)
     (out / f"ok-{r}").write_text("ok")
+
+
+def data():
+    rng = np.random.default_rng(11)
+    return rng.normal(size=(3, 6, 1, 8, 8)), rng.integers(0, 10, (3, 6)).astype(np.int32)
+
+
+def columns_model(group):
+    nn.manual_seed(21)
+    net = dist.ColumnAlexNet(image=8, width=2, group=group).double()
+    return net, nn.SGD(net.parameters(), lr=0.1, momentum=0.9)
+
+
+def step(net, opt, X, y):
+    crit = nn.SoftmaxCrossEntropy()
+    crit(net(gpublas.to_device(X)), y)
+    opt.zero_grad()
+    return net.backward(crit.backward())
+
+
+def alexnet(out, wire):
+    g = dist.Group(wire=wire)
+    X, y = data()
+    ref, ref_opt = columns_model(dist.Group(dist.MPI.COMM_SELF))   # both columns on this rank
+    net, opt = columns_model(g)                                       # a column per rank
+    assert net[2].weight.shape == (4, 2, 3, 3) and ref[2].weight.shape == (8, 2, 3, 3)
+    for k, v in ref.state_dict().items():
+        np.testing.assert_array_equal(net.state_dict()[k], v)
+    for s in range(3):
+        g.reset_stats()
+        close(net(gpublas.to_device(X[s])), ref(gpublas.to_device(X[s])))
+        # forward: conv3, fc6, fc7 and fc8 gather their input, fc8 its output
+        assert g.stats["collectives"] == 5, g.stats
+        g.reset_stats()
+        dx, dx_ref = step(net, opt, X[s], y[s]), step(ref, ref_opt, X[s], y[s])
+        # backward: four reduce-scatters and conv1's all-reduce of the image gradient
+        assert g.stats["collectives"] == 5 + 5, g.stats
+        close(dx, dx_ref)
+        grads = gathered_grads(net)
+        for name, p in ref.named_parameters():
+            close(grads[name], p.grad.get())
+        opt.step()
+        ref_opt.step()
+    for k, v in ref.state_dict().items():
+        close(net.state_dict()[k], v)
+    # a one-rank checkpoint loads into the split network and back
+    nn.manual_seed(5)
+    other = dist.ColumnAlexNet(image=8, width=2, group=dist.Group(dist.MPI.COMM_SELF)).double()
+    net.load_state_dict(other.state_dict())
+    close(net(gpublas.to_device(X[0])), other(gpublas.to_device(X[0])))
+    ref.load_state_dict(net.state_dict())
+    close(ref(gpublas.to_device(X[1])), other(gpublas.to_device(X[1])))
+    (out / f"ok-{g.rank}").write_text("ok")
 
 
 if __name__ == "__main__":
     scenario, outdir = sys.argv[1], Path(sys.argv[2])
-    {"layers": layers, "grid": grid}[scenario](outdir, sys.argv[3] if len(sys.argv) > 3 else None)
+    {"layers": layers, "grid": grid, "alexnet": alexnet}[scenario](outdir, sys.argv[3] if len(sys.argv) > 3 else None)
