@@ -74,3 +74,22 @@ def test_two_columns_on_one_rank_are_torchs_grouped_alexnet():
         dist.ColumnConv2d(5, 4, 3, reads="own")
     with pytest.raises(ValueError, match="reads='both'"):
         dist.ColumnDense(4, 4, reads="both")
+
+
+@needs_mpi
+def test_alexnet_example_on_two_ranks_saves_the_one_device_model(tmp_path):
+    dist = pytest.importorskip("nn.distributed", reason="needs mpi4py")
+    from nn.examples.digits import load
+    job = mpiexec(2, "-m", "nn.examples.alexnet", "--epochs", "1", "--quiet", "--dropout", "0",
+                  "--save", str(tmp_path / "w.npz"), timeout=300)
+    assert job.returncode == 0, job.stdout + job.stderr
+    lines = job.stdout.strip().splitlines()
+    assert len(lines) == 1 and "on 2 ranks (columns on 2 x data 1;" in lines[0], lines   # --quiet: rank 0's summary
+    printed = float(lines[0].split("test accuracy ")[1].split()[0])
+    # the checkpoint holds the one-device names and shapes: both columns load on one process and score
+    # what the two ranks scored (up to an image whose argmax float32 rounding may flip)
+    net = nn.load(dist.ColumnAlexNet(image=8, width=8), tmp_path / "w.npz").eval()
+    _, _, Xte, yte = load(seed=0)
+    assert abs((net(Xte).get().argmax(1) == yte).mean() - printed) <= 1.5 / len(yte)
+    bad = mpiexec(2, "-m", "nn.examples.alexnet", "--tensor-parallel", "3", "--quiet", timeout=120)
+    assert bad.returncode != 0 and "two columns (1 or 2 ranks hold them)" in bad.stderr

@@ -39,7 +39,7 @@ class _ColumnLayer(Sharded, Module):
     axis, ndim = 1, 4   # the channel axis of the maps, which are NCHW (ColumnDense: the last, any ndim)
 
     def __init__(self, in_features, out_features, weight_tail, fan_in_tail, bias, columns, reads, gather_output,
-                 group, dtype, make_piece):
+                 group, dtype, make_piece, gain=1.0):
         super().__init__()
         g = as_group(group)
         if reads not in READS:
@@ -50,9 +50,11 @@ class _ColumnLayer(Sharded, Module):
             else int(in_features)
         self.group, self.columns, self.reads, self.gather_output = g, int(columns), reads, bool(gather_output)
         self.in_features, self.out_features, self.per_in, self.per_out = int(in_features), int(out_features), per_in, per_out
-        # the whole layer drawn as the one-device layer draws it (PyTorch's init: fan-in of one column)
+        # the whole layer drawn as the one-device layer draws it: PyTorch's init (fan-in of one column), the
+        # weights' bound times `gain` (sqrt(6): He et al.'s for ReLU layers, without which AlexNet's eight
+        # layers pass on too small a signal to learn from)
         bound = 1.0 / math.sqrt(per_in * fan_in_tail)
-        self.weight = Parameter(part(init.uniform((out_features, per_in) + weight_tail, bound), 0, g).astype(dtype))
+        self.weight = Parameter(part(init.uniform((out_features, per_in) + weight_tail, gain * bound), 0, g).astype(dtype))
         self.bias = Parameter(part(init.uniform((out_features,), bound), 0, g).astype(dtype)) if bias else None
         with init.fork_rng():  # the pieces' own init is discarded: they train this layer's weight
             # "own": a piece per column, each on its own maps; otherwise one piece for every local column
@@ -120,15 +122,15 @@ def _per_column(n, columns, what):
 
 class ColumnConv2d(_ColumnLayer):
     """Conv2d(in_channels, out_channels, kernel_size, ...) of `columns` columns (see the module's text for
-    `reads`); NCHW maps. One device's twin: torch.nn.Conv2d(..., groups=columns) for reads="own", a plain
+    `reads`); NCHW maps; `gain` scales the bound of the weights' uniform init. One device's twin: torch.nn.Conv2d(..., groups=columns) for reads="own", a plain
     Conv2d otherwise."""
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, bias=True, *, columns=2,
-                 reads="own", gather_output=False, activation=None, group=None, dtype=np.float32):
+                 reads="own", gather_output=False, activation=None, group=None, dtype=np.float32, gain=1.0):
         kh, kw = pair(kernel_size, "kernel_size")
         super().__init__(in_channels, out_channels, (kh, kw), kh * kw, bias, columns, reads, gather_output, group,
                          dtype, lambda i, o: Conv2d(i, o, (kh, kw), stride, padding, bias, activation=activation,
-                                                    dtype=dtype))
+                                                    dtype=dtype), gain)
 
 
 class ColumnDense(_ColumnLayer):
@@ -136,6 +138,6 @@ class ColumnDense(_ColumnLayer):
     axis, ndim = -1, None
 
     def __init__(self, in_features, out_features, bias=True, *, columns=2, reads="all", gather_output=False,
-                 activation=None, group=None, dtype=np.float32):
+                 activation=None, group=None, dtype=np.float32, gain=1.0):
         super().__init__(in_features, out_features, (), 1, bias, columns, reads, gather_output, group, dtype,
-                         lambda i, o: Dense(i, o, bias, activation=activation, dtype=dtype))
+                         lambda i, o: Dense(i, o, bias, activation=activation, dtype=dtype), gain)
