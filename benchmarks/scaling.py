@@ -1,4 +1,5 @@
-"""scaling: data-parallel training of nn's digits CNN over MPI ranks (nn.distributed).
+"""scaling: data-parallel training of nn's digits CNN over MPI ranks (nn.distributed), and the model-parallel
+rows (split "columns": AlexNet's two-column CNN, benchmarks/scaling_columns.py).
 
     OMP_NUM_THREADS=1 mpiexec -n 2 python -m benchmarks scaling      # as root: see docs/distributed.md
 
@@ -131,7 +132,7 @@ def run(ctx):
         x, y = batch(B)
         one, _, cpu1 = alone_on_rank0(lambda: timed_steps(ctx, model(), x, y, solo), comm) \
             if N > 1 else timed_steps(ctx, model(), x, y, comm)
-        base = report.add(batch=B, ranks=1, per_rank=B, step_ms=one, samples_per_s=B / one * 1e3,
+        base = report.add(split="data", batch=B, ranks=1, per_rank=B, step_ms=one, samples_per_s=B / one * 1e3,
                           comm_ms=0.0, comm_pct=0.0, speedup=1.0, efficiency=1.0, cpu_ms=cpu1, cpu_speedup=1.0)
         if N == 1:
             continue
@@ -142,14 +143,18 @@ def run(ctx):
         report.check_equal(f"batch {B}: parameters bit-identical on {N} ranks", np.array(prints),
                            np.array(prints[:1] * N))
         sps = B / ms * 1e3
-        report.add(batch=B, ranks=N, per_rank=B // N, step_ms=ms, samples_per_s=sps, comm_ms=comm_ms,
+        report.add(split="data", batch=B, ranks=N, per_rank=B // N, step_ms=ms, samples_per_s=sps, comm_ms=comm_ms,
                    comm_pct=100 * comm_ms / ms, speedup=sps / base["samples_per_s"],
                    efficiency=sps / base["samples_per_s"] / N, cpu_ms=cpu, cpu_speedup=cpu1 / cpu)
-    report.columns = [("batch", "global batch", "d"), ("ranks", "ranks", "d"), ("per_rank", "per rank", "d"),
+    if N > 1:   # the model-parallel rows: AlexNet's columns over ranks 0 and 1
+        from .scaling_columns import run_columns
+        run_columns(report, ctx, dist, comm, timed_steps, batch, alone_on_rank0, sizes)
+    report.columns = [("split", "split", "s"), ("batch", "global batch", "d"), ("ranks", "ranks", "d"), ("per_rank", "per rank", "d"),
                       ("step_ms", "step ms", ".2f"), ("samples_per_s", "samples/s", ".0f"),
                       ("comm_ms", "MPI ms", ".2f"), ("comm_pct", "% in MPI", ".1f"),
                       ("speedup", "speedup", ".2f"), ("efficiency", "efficiency", ".2f"),
-                      ("cpu_ms", "CPU ms/rank", ".2f"), ("cpu_speedup", "CPU speedup", ".2f")]
+                      ("cpu_ms", "CPU ms/rank", ".2f"), ("cpu_speedup", "CPU speedup", ".2f"),
+                      ("mib_per_step", "MiB/step", ".3f"), ("expected_mib", "expected MiB", ".3f")]
     report.note(f"{N} rank(s), OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}; MPI time includes "
                 "waiting for the slowest rank; a step's time is the slowest rank's")
     report.note("CPU ms/rank: CPU time a rank uses per step (MPI waits included); CPU speedup = 1 rank's / N ranks' "
@@ -158,7 +163,7 @@ def run(ctx):
     if N == 1:
         report.skip("N ranks", "one rank: run under mpiexec, e.g. OMP_NUM_THREADS=1 mpiexec -n 2 python -m "
                                 "benchmarks scaling")
-    best = [r for r in report.rows if r["ranks"] > 1]
+    best = [r for r in report.rows if r["ranks"] > 1 and r["split"] == "data"]
     if best:
         report.summary.update(ranks=N, best_speedup=max(r["speedup"] for r in best),
                               best_efficiency=max(r["efficiency"] for r in best))
@@ -166,12 +171,13 @@ def run(ctx):
 
 
 def draw(plt, report):
-    batches = sorted({r["batch"] for r in report.rows})
-    ranks = sorted({r["ranks"] for r in report.rows})
+    data_rows = [r for r in report.rows if r.get("split", "data") == "data"]
+    batches = sorted({r["batch"] for r in data_rows})
+    ranks = sorted({r["ranks"] for r in data_rows})
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.2))
     width = 0.8 / len(ranks)
     for i, n in enumerate(ranks):
-        rows = {r["batch"]: r for r in report.rows if r["ranks"] == n}
+        rows = {r["batch"]: r for r in data_rows if r["ranks"] == n}
         xs = [j + i * width for j, b in enumerate(batches) if b in rows]
         bars = ax.bar(xs, [rows[b]["samples_per_s"] for b in batches if b in rows], width,
                       label=f"{n} rank{'s' if n > 1 else ''}")

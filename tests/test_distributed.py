@@ -182,10 +182,13 @@ def test_scaling_suite_on_two_ranks(tmp_path):
     assert job.stdout.count("== scaling") == 1            # rank 0 alone prints
     doc = json.loads(out.read_text())
     assert doc["checks_passed"] and len(doc["checks"]) > 8   # gradients vs 1 rank, bit-identical parameters
-    one, two = doc["results"]
+    one, two, col1, col2 = doc["results"]
     assert (one["ranks"], two["ranks"], two["per_rank"]) == (1, 2, 4)
     assert two["samples_per_s"] > 0 and 0 <= two["comm_pct"] <= 100
     assert two["speedup"] == pytest.approx(two["samples_per_s"] / one["samples_per_s"])
+    # AlexNet's columns: a column per rank against both on one; the bytes sent are the layer shapes' count
+    assert (col1["split"], col1["ranks"], col2["ranks"], col2["per_rank"]) == ("columns", 1, 2, 8)
+    assert col2["mib_per_step"] == pytest.approx(col2["expected_mib"]) and col2["mib_per_step"] > 0
 
 
 @needs_mpi

@@ -14,8 +14,6 @@ as the digits example; the summary line last, printed by rank 0.
 import os
 import sys
 
-import numpy as np
-
 import nn
 
 from .training import add_quiet_flag, describe_device, parser, run
