@@ -126,7 +126,8 @@ bench() {  # bench SUITE ARGS...: one benchmark suite, JSON and plot into the ar
 
 # the tests of what never ran on a GPU: GEMM v2, the 16-bit GEMMs, graphs, the nn layers; since 11-27's run also
 # fused attention (float, 16-bit, dropout, the decode kernel), LayerNorm and GELU, the transformer layers and the
-# GPT, the radix sort, topk and unique, the scans, einsum, and the GPU's grid-stride loops (test_sim_loop_shape)
+# GPT, the radix sort, topk and unique, the scans, einsum, the GPU's grid-stride loops (test_sim_loop_shape),
+# and the model-parallel layers (two ranks under mpiexec sharing the GPU, collectives through pinned staging)
 STAGE1_TESTS=(tests/test_cuda_backend.py tests/test_gemm_tf32.py tests/test_gemm_wgmma.py tests/test_gemm_half.py
               tests/test_gemm_views.py tests/test_blas3.py tests/test_graph_cuda.py tests/test_graph.py
               tests/test_nn_layers.py tests/test_nn_norm.py tests/test_nn_lstm.py tests/test_nn_lstm_gates.py
@@ -135,7 +136,8 @@ STAGE1_TESTS=(tests/test_cuda_backend.py tests/test_gemm_tf32.py tests/test_gemm
               tests/test_nn_attention.py tests/test_nn_attention_half.py tests/test_nn_attention_dropout.py
               tests/test_nn_layernorm_gelu.py tests/test_nn_transformer.py tests/test_nn_transformer_api.py
               tests/test_nn_gpt.py tests/test_nn_gpt_api.py tests/test_sort.py tests/test_cumulative.py
-              tests/test_order_stats.py tests/test_contract.py tests/test_sim_loop_shape.py)
+              tests/test_order_stats.py tests/test_contract.py tests/test_sim_loop_shape.py
+              tests/test_tensor_parallel.py)
 modules_ready() {  # every family's modules loaded (prebuilt) or compiled, all cores at once, before the tests
     step "kernel modules: the prebuilt cubins loaded, nvcc for what is missing"
     timed "kernel modules ready" modules.log "$PY" - "$@" <<'EOF'

@@ -31,8 +31,10 @@ needs_mpi = pytest.mark.skipif(mpi_ready() is not None, reason=str(mpi_ready()))
 
 
 def mpiexec(n, *args, timeout=120, cwd=ROOT):
-    """Runs `mpiexec -n n python args...` on the sim backend, one OpenMP thread per rank."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT), GPUBLAS_BACKEND="sim", OMP_NUM_THREADS="1",
+    """Runs `mpiexec -n n python args...`, one OpenMP thread per rank, on the sim backend unless the session
+    names another (benchmarks/gpu_check.sh runs the model-parallel tests with GPUBLAS_BACKEND=cuda)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), GPUBLAS_BACKEND=os.environ.get("GPUBLAS_BACKEND") or "sim",
+               OMP_NUM_THREADS="1",
                OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     cmd = [str(MPIEXEC), "-n", str(n), "--oversubscribe", "--bind-to", "none", sys.executable, *args]
     return subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
