@@ -1,6 +1,7 @@
 """train: time per training step of nn's digits CNN and of an LSTM sequence classifier, split per
 layer into forward and backward, and samples/s against a NumPy implementation of the same step on
-the host CPU (nn/reference/layers.py's layers, the ones the tests use), and against PyTorch on the same GPU when torch imports.
+the host CPU (nn/reference/layers.py's layers, the ones the tests use), and against PyTorch when torch
+imports (on the GPU, or its CPU build beside the sim).
 
 A step is zero_grad, forward, softmax cross-entropy, backward and an SGD update (momentum 0.9).
 Before timing, one forward + backward with the same weights and batch is checked against the NumPy
@@ -316,7 +317,7 @@ def run(ctx):
         report.skip("train", f"nn not available ({NN_MISSING})")
         report.note("skipped: nn not available")
         return report
-    use_torch = train_torch.available()
+    torch_device = train_torch.device()
     for label, layers, x, labels, batch in progress(models(ctx), ctx, "train"):
         state = _state(layers)
         twin = numpy_twin(layers, state)
@@ -345,8 +346,8 @@ def run(ctx):
                     model=label, layer=f"STEP {ctx.precision}", batch=batch, step_ms=h_ms,
                     samples_per_s=batch / h_ms * 1e3, numpy_step_ms=np_step, numpy_samples_per_s=batch / np_step * 1e3,
                     vs_numpy=np_step / h_ms), h_ms))
-        for precision, r, ms in rows if use_torch else ():
-            t = train_torch.time_torch(ctx, layers, state, x, labels, LR, MOMENTUM, precision)
+        for precision, r, ms in rows if torch_device else ():
+            t = train_torch.time_torch(ctx, layers, state, x, labels, LR, MOMENTUM, precision, torch_device)
             if t is not None:
                 r.update(torch_step_ms=t["ms"], torch_samples_per_s=batch / t["ms"] * 1e3, vs_torch=t["ms"] / ms,
                          torch_first_loss=t["first_loss"])
@@ -354,7 +355,8 @@ def run(ctx):
                       ("bwd_ms", "bwd ms", ".4f"), ("numpy_fwd_ms", "NumPy fwd", ".4f"),
                       ("numpy_bwd_ms", "NumPy bwd", ".4f"), ("step_ms", "step ms", ".3f"),
                       ("samples_per_s", "samples/s", ".0f"), ("numpy_samples_per_s", "NumPy samples/s", ".0f"),
-                      ("vs_numpy", "x NumPy", ".2f"), ("torch_samples_per_s", "PyTorch samples/s", ".0f")]
+                      ("vs_numpy", "x NumPy", ".2f"), ("torch_samples_per_s", "PyTorch samples/s", ".0f"),
+                      ("vs_torch", "x PyTorch", ".2f")]
     report.note("'loss + optimizer' row: fwd = softmax cross-entropy (with its gradient), bwd = the SGD update")
     report.note("a step = zero_grad + forward + loss + backward + SGD(momentum 0.9); random data")
     if ctx.graph:
@@ -366,8 +368,11 @@ def run(ctx):
                     + ("; loss scaling by nn.amp.GradScaler" if ctx.precision == "fp16" else "")
                     + "; its PyTorch peer runs under torch.autocast with the same dtype"
                     + (" and torch.amp.GradScaler" if ctx.precision == "fp16" else ""))
-    if not use_torch:
-        report.skip("PyTorch step", "needs a GPU machine with PyTorch")
+    if torch_device is None:
+        report.skip("PyTorch step", "needs PyTorch (a CUDA build on the cuda backend)")
+    elif torch_device == "cpu":
+        report.note("PyTorch: its CPU build on the same cores, in this process (x PyTorch: PyTorch's step time over "
+                    "nn's; both take OMP_NUM_THREADS threads)")
     return report
 
 

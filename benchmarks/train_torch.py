@@ -12,15 +12,16 @@ import gpublas
 AUTOCAST = {"bf16": "bfloat16", "fp16": "float16"}   # --precision -> torch dtype name (fp32: no autocast)
 
 
-def available():
-    """True where the peer can run: the cuda backend with a CUDA build of PyTorch."""
-    if gpublas.backend() != "cuda":
-        return False
+def device():
+    """Where the peer runs, or None: "cuda" on the cuda backend with a CUDA build of PyTorch; "cpu" on the
+    sim with any PyTorch (the same cores: torch, like the simulator, takes OMP_NUM_THREADS threads)."""
     try:
         import torch
-        return torch.cuda.is_available()
     except Exception:
-        return False
+        return None
+    if gpublas.backend() == "cuda":
+        return "cuda" if torch.cuda.is_available() else None
+    return "cpu"
 
 
 def torch_model(layers, state, device="cuda"):
