@@ -346,7 +346,8 @@ def run(ctx):
                     model=label, layer=f"STEP {ctx.precision}", batch=batch, step_ms=h_ms,
                     samples_per_s=batch / h_ms * 1e3, numpy_step_ms=np_step, numpy_samples_per_s=batch / np_step * 1e3,
                     vs_numpy=np_step / h_ms), h_ms))
-        for precision, r, ms in rows if torch_device else ():
+        # on the CPU fp32 only: torch's CPU autocast needs what this CPU may lack (bf16 LSTM: AVX-512)
+        for precision, r, ms in rows if torch_device == "cuda" else rows[:1] if torch_device else ():
             t = train_torch.time_torch(ctx, layers, state, x, labels, LR, MOMENTUM, precision, torch_device)
             if t is not None:
                 r.update(torch_step_ms=t["ms"], torch_samples_per_s=batch / t["ms"] * 1e3, vs_torch=t["ms"] / ms,
