@@ -70,6 +70,8 @@ def test_two_columns_on_one_rank_are_torchs_grouped_alexnet():
     np.testing.assert_allclose(net.backward(gpublas.to_device(dy)).get(), xt.grad.numpy(), rtol=1e-11, atol=1e-13)
     for (name, p), tp in zip(net.named_parameters(), twin.parameters()):
         np.testing.assert_allclose(p.grad.get(), tp.grad.numpy(), rtol=1e-11, atol=1e-13, err_msg=name)
+    mnist = dist.ColumnAlexNet(image=28, width=1)            # sized for MNIST: a third pooling before fc6
+    assert mnist(np.zeros((2, 1, 28, 28), np.float32)).shape == (2, 10) and mnist[9].in_features == 2 * 2 * 9
     with pytest.raises(ValueError, match="in features=5 do not divide among 2 columns"):
         dist.ColumnConv2d(5, 4, 3, reads="own")
     with pytest.raises(ValueError, match="reads='both'"):
