@@ -121,7 +121,7 @@ def run(ctx):
     ok = report.check(f"{label}: {precision} loss = fp32 loss", np.array([first_loss(net, state, x, y, precision)]),
                       np.array([loss32]), rtol=2 ** -6, atol=0)
     ok &= report.check(f"{label}: initial loss near ln(V)", np.array([loss32]), np.array([np.log(V)]), rtol=0.1, atol=0)
-    device = "cuda" if train_torch.available() else "cpu"
+    device = train_torch.device() or "cpu"
     peer = torch_peer(ctx, net, state, x, y, "fp32" if device == "cpu" else precision, device)
     if peer is not None:
         ok &= report.check(f"{label}: PyTorch twin's first loss", np.array([peer["first_loss"]]),
