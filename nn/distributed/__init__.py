@@ -21,3 +21,10 @@ __all__ = ["BUCKET_BYTES", "Bucket", "ColumnAlexNet", "ColumnConv2d", "ColumnDen
            "RowParallelDense", "Sharded", "Wire", "abort", "all_sum", "as_group", "barrier", "collective_stats",
            "cuda_aware", "init_grid", "is_main", "make_buckets", "rank", "reset_collective_stats", "save", "shard",
            "world_size"]
+# Megatron-LM's transformer split (issue 42): heads, vocabulary, parallelize(model, group)
+from .attention_parallel import ParallelMultiheadAttention
+from .parallelize import TensorParallelGPT, default_plan, megatron_collectives, parallelize, parallelize_module
+from .vocab_parallel import VocabParallelCrossEntropy, VocabParallelEmbedding
+
+__all__ += ["ParallelMultiheadAttention", "TensorParallelGPT", "VocabParallelCrossEntropy", "VocabParallelEmbedding",
+            "default_plan", "megatron_collectives", "parallelize", "parallelize_module"]

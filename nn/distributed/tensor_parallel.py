@@ -79,12 +79,25 @@ class ColumnParallelDense(Sharded, Dense):
     def __init__(self, in_features, out_features, bias=True, gather_output=False, group=None, *,
                  activation=None, dtype=np.float32):
         g = as_group(group)
-        local = split_size(int(out_features), g, "ColumnParallelDense: out_features")
+        split_size(int(out_features), g, "ColumnParallelDense: out_features")
         super().__init__(in_features, out_features, bias, activation=activation, dtype=dtype)
-        self.group, self.gather_output = g, bool(gather_output)
+        self._split(g, gather_output)
+
+    @classmethod
+    def split(cls, dense, group=None, gather_output=False):
+        """Turns a built Dense into this layer in place (its class and parameters), keeping this rank's part
+        of its weights (nn.distributed.parallelize's "colwise"); returns it."""
+        g = as_group(group)
+        split_size(dense.out_features, g, "ColumnParallelDense: out_features")
+        dense.__class__ = cls
+        dense._split(g, gather_output)
+        return dense
+
+    def _split(self, group, gather_output):
+        self.group, self.gather_output = group, bool(gather_output)
         self._keep_part("weight")
         self._keep_part("bias")
-        self.full_out_features, self.out_features = int(out_features), local
+        self.full_out_features, self.out_features = self.out_features, self.out_features // group.size
 
     def extra_repr(self):
         return (f"in_features={self.in_features}, out_features={self.full_out_features} ({self.out_features} on "
@@ -115,11 +128,27 @@ class RowParallelDense(Sharded, Dense):
     def __init__(self, in_features, out_features, bias=True, input_is_parallel=True, group=None, *,
                  dtype=np.float32):
         g = as_group(group)
-        local = split_size(int(in_features), g, "RowParallelDense: in_features")
+        split_size(int(in_features), g, "RowParallelDense: in_features")
         super().__init__(in_features, out_features, bias, dtype=dtype)
-        self.group, self.input_is_parallel = g, bool(input_is_parallel)
+        self._split(g, input_is_parallel)
+
+    @classmethod
+    def split(cls, dense, group=None, input_is_parallel=True):
+        """Turns a built Dense (no activation: it would act on the partial sums) into this layer in place,
+        keeping this rank's columns of its weight ("rowwise"); returns it."""
+        g = as_group(group)
+        split_size(dense.in_features, g, "RowParallelDense: in_features")
+        if dense.activation:
+            raise ValueError(f"RowParallelDense.split: {dense.describe()} has an activation, which does not "
+                             "commute with the sum over ranks")
+        dense.__class__ = cls
+        dense._split(g, input_is_parallel)
+        return dense
+
+    def _split(self, group, input_is_parallel):
+        self.group, self.input_is_parallel = group, bool(input_is_parallel)
         self._keep_part("weight")
-        self.full_in_features, self.in_features = int(in_features), local
+        self.full_in_features, self.in_features = self.in_features, self.in_features // group.size
 
     def extra_repr(self):
         return (f"in_features={self.full_in_features} ({self.in_features} on each of {self.group.size} ranks), "

@@ -117,11 +117,11 @@ class MultiheadAttention(Module):
     def _projections(self, low):
         """[(w, b, dw, db)] of the q, k and v projections: rows of in_proj_weight or the three weights, cast
         to the compute dtype `low` (autocast), with their gradients' views."""
-        E = self.embed_dim
+        inner = self.num_heads * self.head_dim   # embed_dim, or this rank's heads' share of it (nn.distributed)
         bias = self.in_proj_bias
         out = []
         for i, name in enumerate(("q", "k", "v")):
-            rows = slice(i * E, (i + 1) * E)
+            rows = slice(i * inner, (i + 1) * inner)
             p = self.in_proj_weight if self._qkv_same_embed_dim else getattr(self, f"{name}_proj_weight")
             w, dw = (p.data[rows], p.grad[rows]) if self._qkv_same_embed_dim else (p.data, p.grad)
             b, db = (None, None) if bias is None else (bias.data[rows], bias.grad[rows])
@@ -176,7 +176,7 @@ class MultiheadAttention(Module):
             attn = self.attn_unfused
             attn.is_causal = plan.causal
             yh = attn(qh, kh, vh, plan.mask)
-        merged = gpublas.ascontiguousarray(yh.transpose(0, 2, 1, 3)).reshape(B, Tq, E)
+        merged = gpublas.ascontiguousarray(yh.transpose(0, 2, 1, 3)).reshape(B, Tq, H * D)
         y = self.out_proj(merged)
         # cached: the projections' inputs (for dW = d^T x), whether it was self-attention, the shapes
         self.x, self.self_attn, self.shape, self.proj, self.used = inputs, self_attn, (B, Tq, unbatched), proj, attn
@@ -204,19 +204,19 @@ class MultiheadAttention(Module):
             dy = dy[None]
         elif not self.batch_first:
             dy = gpublas.ascontiguousarray(dy.transpose(1, 0, 2))
-        dm = self.out_proj.backward(dy)                    # (B, Tq, E) = (B, Tq, H, D)
+        dm = self.out_proj.backward(dy)                    # (B, Tq, H * D): the heads' outputs side by side
         dq, dk, dv = self.used.backward(_heads(dm, B, Tq, H, D))
         if self.self_attn:
             dqkv = gpublas.empty((B, Tq, 3, H, D), dy.dtype)
             for i, d in enumerate((dq, dk, dv)):               # (B, H, T, D) -> its third of each row
                 dqkv[:, :, i] = d.transpose(0, 2, 1, 3)
             db = None if self.in_proj_bias is None else self.in_proj_bias.grad
-            dx = _linear_backward(dqkv.reshape(B * Tq, 3 * E), inputs[0], self.w, self.in_proj_weight.grad, db)
+            dx = _linear_backward(dqkv.reshape(B * Tq, 3 * H * D), inputs[0], self.w, self.in_proj_weight.grad, db)
             return self._out(dx.reshape(B, Tq, E), unbatched)
         outs = []
         for d, x2, (w, _, dw, db) in zip((dq, dk, dv), inputs, self.proj):
             T = x2.shape[0] // B
-            d2 = gpublas.ascontiguousarray(d.transpose(0, 2, 1, 3)).reshape(B * T, E)  # heads merged: one copy
+            d2 = gpublas.ascontiguousarray(d.transpose(0, 2, 1, 3)).reshape(B * T, H * D)  # heads merged: one copy
             outs.append(self._out(_linear_backward(d2, x2, w, dw, db).reshape(B, T, x2.shape[1]), unbatched))
         return tuple(outs)
 

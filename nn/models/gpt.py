@@ -39,7 +39,7 @@ class GPT(Module):
                        ("memory:cast_nd3_real", np.int64))
 
     def __init__(self, vocab_size, block_size, n_layer=12, n_head=12, n_embd=768, dropout=0.0, bias=True, *,
-                 dtype=np.float32):
+                 dtype=np.float32, tensor_parallel=None):
         super().__init__()
         if min(vocab_size, block_size, n_layer, n_head, n_embd) < 1:
             raise ValueError(f"GPT: sizes must be positive, got vocab_size={vocab_size}, block_size={block_size}, "
@@ -57,6 +57,8 @@ class GPT(Module):
         self.ln_f = LayerNorm(C, bias=bias, dtype=dtype)
         self._init_weights()
         self.x = None
+        if tensor_parallel is not None:   # a Group: nn.distributed is loaded (it made the group) and registered
+            parallelize(self, tensor_parallel)
 
     def _init_weights(self):
         resid = 0.02 / math.sqrt(2 * self.n_layer)
@@ -80,7 +82,7 @@ class GPT(Module):
         if targets is None:
             self.crit = None
             return logits
-        self.crit = SoftmaxCrossEntropy(ignore_index=-1)
+        self.crit = self._criterion()
         return logits, self.crit(logits, targets)
 
     def _logits(self, idx):
@@ -97,9 +99,25 @@ class GPT(Module):
         for block in self.h:
             x = block(x, is_causal=True)
         x2 = self.ln_f(x).reshape(B * T, self.n_embd)
-        logits = K.gemm(x2, self.wte.weight.data, trans_b=True)  # the tied head: x wte^T
-        self.x, self.bt = x2, (B, T)  # cached: the final LayerNorm's output, for the head's weight gradient
-        return logits.reshape(B, T, self.vocab_size)
+        logits = self._head(x2)                            # (B * T, V)
+        V = logits.shape[1]
+        self.x, self.bt = x2, (B, T, V)  # cached: the final LayerNorm's output, for the head's weight gradient
+        return logits.reshape(B, T, V)
+
+    def _head(self, x2):
+        """The LM head tied to wte: logits (B*T, V) = x2 (B*T, C) wte.weight^T (V / T columns on a rank of a
+        tensor-parallel GPT, whose wte holds V / T rows)."""
+        return K.gemm(x2, self.wte.weight.data, trans_b=True)
+
+    def _head_backward(self, d2, x2):
+        """dL/dx2 (B*T, C) for dlogits d2 (B*T, V); adds the head's share of wte.weight.grad."""
+        w = self.wte.weight
+        K.gemm(d2, x2, w.grad, beta=1.0, trans_a=True)     # logits = x W^T  =>  dW += dlogits^T x
+        return K.gemm(d2, w.data)                          #                     dx = dlogits W
+
+    def _criterion(self):
+        """The loss forward(idx, targets) computes: nanoGPT's cross-entropy, -1 ignored."""
+        return SoftmaxCrossEntropy(ignore_index=-1)
 
     def backward(self, dlogits=None):
         # dlogits: (B, T, V) -> None; adds every parameter's gradient (wte's: the head's and the embedding's).
@@ -109,11 +127,9 @@ class GPT(Module):
             if getattr(self, "crit", None) is None:
                 raise RuntimeError(f"{self.describe()}: backward() without dlogits needs a forward with targets")
             dlogits = self.crit.backward()
-        B, T = self.bt
-        d2 = self._grad_input(dlogits, (B, T, self.vocab_size), x2.dtype).reshape(B * T, self.vocab_size)
-        w = self.wte.weight
-        K.gemm(d2, x2, w.grad, beta=1.0, trans_a=True)     # logits = x W^T  =>  dW += dlogits^T x
-        dx = self.ln_f.backward(K.gemm(d2, w.data).reshape(B, T, self.n_embd))
+        B, T, V = self.bt
+        d2 = self._grad_input(dlogits, (B, T, V), x2.dtype).reshape(B * T, V)
+        dx = self.ln_f.backward(self._head_backward(d2, x2).reshape(B, T, self.n_embd))
         for block in reversed(list(self.h)):
             dx = block.backward(dx)
         dx = self.drop.backward(dx)
@@ -161,3 +177,9 @@ class GPT(Module):
 
 
 _positions = gpt_generate.positions
+
+
+def parallelize(model, group):
+    """GPT(..., tensor_parallel=group): nn.distributed.parallelize, which nn.distributed puts here when it is
+    imported (nn's core never imports nn.distributed; a group is made by it, so it is loaded by then)."""
+    raise TypeError("GPT: tensor_parallel takes a group of nn.distributed (dist.Group, dist.init_grid(...).tensor)")
