@@ -4,7 +4,8 @@ float64, so a failed assertion aborts the job with its traceback.
 
 layers:  ParallelMultiheadAttention (self- and cross-attention, need_weights, a per-head mask) and the
          TransformerEncoderLayer split by parallelize: outputs, input gradients, every gathered parameter
-         gradient, one all-reduce per attention forward and one backward, two and two per layer.
+         gradient, one all-reduce per attention forward and one backward, two and two per layer; the
+         vocabulary-parallel cross-entropy against nn.CrossEntropyLoss (an ignore_index inside the vocabulary).
 gpt:     the GPT at T = 2 against T = 1: logits (this rank's columns), loss with ignored targets, every
          gathered gradient, all-reduces and bytes per step against Megatron's count, two AdamW steps, the
          state_dict (a T = 2 checkpoint loads at T = 1 and back, dist.save), dropout's masks (the same where
@@ -96,6 +97,35 @@ def layers(out):
     dx, n = counted(g, lambda: tp.backward(dy))
     assert n == (2, 2 * T * B * C * 8)
     close(dx, ref.backward(dy))
+    same_grads(tp, ref)
+
+    # the vocabulary-parallel loss alone: an ignore_index inside the vocabulary (rank 0's columns), host and
+    # device labels, 2-D and 3-D logits; two all-reduces forward (an (N,) MAX, a (2, N) SUM)
+    logits = rng.normal(size=(2, 7, V)) * 3
+    labels = rng.integers(0, V, (2, 7))
+    labels[0, :3] = 3
+    mine = gpublas.to_device(np.ascontiguousarray(logits[..., g.rank * V // 2:(g.rank + 1) * V // 2]))
+    for lab, lg, part in ((labels, logits, mine), (gpublas.to_device(labels.astype(np.int32)), logits, mine),
+                          (labels[1], logits[1], gpublas.ascontiguousarray(mine[1]))):
+        crit, ref_crit = dist.VocabParallelCrossEntropy(g, ignore_index=3), nn.CrossEntropyLoss(ignore_index=3)
+        loss, n = counted(g, lambda: crit(part, lab))
+        assert n == (2, 3 * lab.size * 8), n
+        np.testing.assert_allclose(loss, ref_crit(gpublas.to_device(lg), lab), rtol=1e-13)
+        close(crit.backward(), ref_crit.backward().get()[..., g.rank * V // 2:(g.rank + 1) * V // 2])
+
+    # the vocabulary-parallel embedding with a padding row (on rank 1): rows, gradients, one all-reduce forward
+    nn.manual_seed(5)
+    ref = nn.Embedding(V, 4, padding_idx=7).double()
+    nn.manual_seed(5)
+    tp = dist.VocabParallelEmbedding(V, 4, padding_idx=7, group=g).double()
+    ids = rng.integers(0, V, (3, 6))
+    ids[0, :2] = 7
+    y, n = counted(g, lambda: tp(ids))
+    assert n == (1, ids.size * 4 * 8)
+    close(y, ref(ids))
+    dy = rng.normal(size=(3, 6, 4))
+    assert tp.backward(gpublas.to_device(dy)) is None
+    ref.backward(gpublas.to_device(dy))
     same_grads(tp, ref)
     (out / f"ok-{g.rank}").write_text("ok")
 

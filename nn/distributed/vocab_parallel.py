@@ -111,8 +111,9 @@ class VocabParallelCrossEntropy(SoftmaxCrossEntropy):
         z = x - m[:, None]                                 # (N, V/T), <= 0: exp never overflows
         e = gpublas.exp(z)
         kept = labels != self.ignore_index
-        # the label's column, on the rank whose range holds it (a one-hot of this rank's columns; none elsewhere)
-        hit = (gpublas.arange(Vr, dtype=np.int32)[None, :] == (labels - g.rank * Vr)[:, None]) & kept[:, None]
+        # the label's column, on the rank whose range holds it (a one-hot of this rank's columns; none elsewhere;
+        # an ignored row's is weighted by 0 below)
+        hit = gpublas.arange(Vr, dtype=np.int32)[None, :] == (labels - g.rank * Vr)[:, None]
         # each rank's sum of exps and label logit (minus the max), summed over ranks in one all-reduce
         sums = g.all_reduce(gpublas.stack([e.sum(axis=1), gpublas.where(hit, z, 0).sum(axis=1)]))
         s, zt = sums[0], sums[1]
