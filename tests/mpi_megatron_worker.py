@@ -162,14 +162,20 @@ def gpt(out):
     assert bwd == want["backward"] == (2 * L + 1, (2 * L + 1) * B * T * C * 8), (bwd, want)
     assert dist.collective_stats(tp)["collectives"] == bwd[0]
 
-    # training: two AdamW steps with nanoGPT's groups and clipping, the same weights as one device
-    for model in (ref, tp):
+    # training: two AdamW steps with nanoGPT's groups and the gradient clipped to norm 0.5 (the whole model's
+    # norm: split parameters' squares summed over ranks, whole ones once), the same weights as one device
+    norms = []
+    for model, clip in ((ref, lambda: nn.clip_grad_norm(ref.parameters(), 0.5)),
+                        (tp, lambda: dist.clip_grad_norm(tp, 0.5))):
         opt = model.configure_optimizers(weight_decay=0.1, learning_rate=1e-2)
         for _ in range(2):
             opt.zero_grad()
             model(idx, targets)
             model.backward()
+            norms.append(clip())
             opt.step()
+    assert norms[0] > 0.5
+    np.testing.assert_allclose(norms[2:], norms[:2], rtol=1e-13)
     for k, v in ref.state_dict().items():
         close(tp.state_dict()[k], v, k)
 

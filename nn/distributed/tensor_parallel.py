@@ -178,6 +178,36 @@ class RowParallelDense(Sharded, Dense):
         return dx if self.input_is_parallel else self.group.all_gather(dx, axis=-1)
 
 
+def clip_grad_norm(model, max_norm, on_device=False):
+    """nn.clip_grad_norm for a model split over a tensor group (model: the Module, not a list: it says which
+    parameters are split): the L2 norm of the whole model's gradient, each split parameter's sum of squares
+    summed over the ranks (one all-reduce of the slots) and each whole one counted once (it is the same on
+    every rank), so that every rank scales its gradients by the one-device coefficient. Returns the norm as
+    nn.clip_grad_norm does. A model of one dtype (float32 or float64) only."""
+    groups = _groups(model)
+    if len(groups) > 1:
+        raise ValueError(f"clip_grad_norm: {type(model).__name__} is split over {len(groups)} groups; one expected")
+    split, whole = [], []
+    for _, v, m, local in model._named_state(owners=True):
+        if isinstance(v, Parameter):
+            (split if isinstance(m, Sharded) and local in m.shard_axes else whole).append(v)
+    params = split + whole
+    dtype = params[0].dtype
+    if dtype not in (np.float32, np.float64) or any(p.dtype != dtype for p in params):
+        raise TypeError(f"clip_grad_norm: parameters of one dtype, float32 or float64, wanted; got "
+                        f"{sorted({str(p.dtype) for p in params})}")
+    sums = gpublas.empty((len(params),), dtype)
+    for i, p in enumerate(params):
+        K.sumsq(p.grad, sums, i)
+    if groups and split:
+        groups[0].all_reduce(sums[:len(split)])       # slot i: the whole parameter's sum of squares
+    clip = gpublas.empty((2,), np.float64)
+    K.clip_coef(sums if dtype == np.float32 else None, sums if dtype == np.float64 else None, float(max_norm), clip)
+    for p in params:
+        K.clip_scale(p.grad, clip)
+    return clip[0:1] if on_device else float(clip.get()[0])
+
+
 def collective_stats(model):
     """The sum of `stats` over the distinct Groups of `model`'s parallel layers: {"collectives", "bytes",
     "seconds"}; reset_collective_stats(model) starts a new count (e.g. at each step)."""

@@ -13,6 +13,8 @@ fp16 runs the Dense layers' GEMMs in 16 bits (nn.autocast). --init DIR fine-tune
 (GPT.from_pretrained; with a tokenizer.json there the tokenizers package encodes the text, else characters are
 the tokens) and --export DIR writes the result as one (GPT.save_pretrained, tokenizer.json copied).
 --distributed (under mpiexec) draws one global batch of windows a step and gives each rank its own slice.
+--tensor-parallel T (under mpiexec -n T) splits every layer over T ranks (Megatron-LM's heads, MLP and vocabulary
+split, nn.distributed.parallelize); with --distributed and -n T*D, D data-parallel replicas of that split.
 """
 import math
 import os
@@ -135,11 +137,13 @@ def sample(net, prompt, n, rng, tokens, say):
     return tokens.decode(ids)
 
 
-def step_parts(net, opt, precision, state):
+def step_parts(net, opt, precision, state, crit=None, clip=None):
     """A GPT training step as GraphedStep's parts take it: forward_backward(x, y) (the forward under
     precision's autocast, the loss kept on the device in state["loss"], zero_grad, backward) and update(x, y)
-    (clip_grad_norm(1.0), the optimizer step); benchmarks/gpt2.py times the same two."""
-    crit = nn.CrossEntropyLoss()
+    (clip_grad_norm(1.0), the optimizer step); benchmarks/gpt2.py times the same two. A tensor-parallel GPT
+    passes its `crit` (vocabulary-parallel) and `clip` (the whole model's norm: clip(max_norm))."""
+    crit = nn.CrossEntropyLoss() if crit is None else crit
+    clip = (lambda max_norm: nn.clip_grad_norm(opt.params, max_norm, on_device=True)) if clip is None else clip
 
     def forward_backward(x, y):
         with precision.autocast():
@@ -149,7 +153,7 @@ def step_parts(net, opt, precision, state):
         precision.backward(net, crit.backward(), opt)
 
     def update(x, y):
-        nn.clip_grad_norm(opt.params, 1.0, on_device=True)
+        clip(1.0)
         precision.step(opt)
 
     return forward_backward, update
@@ -159,7 +163,7 @@ def train(model, net, opt, sched, data, val, args, precision, bar):
     """The training loop; returns the last smoothed train loss, or None when it stopped on a NaN."""
     rng = np.random.default_rng(args.seed)
     state = {}
-    forward_backward, update = step_parts(net, opt, precision, state)
+    forward_backward, update = step_parts(net, opt, precision, state, args.crit(), args.clip)
     step_fn = GraphedStep(training_parts(model, forward_backward, update)) if args.graph else None
     smooth = None
     for step in range(1, args.steps + 1):
@@ -175,6 +179,8 @@ def train(model, net, opt, sched, data, val, args, precision, bar):
         sched.step()
         read = step % 10 == 0 or step % args.eval_every == 0 or step == args.steps   # a read-back: not every step
         loss = float(state["loss"].get()[0]) if read else None
+        if read and model is not net:   # this rank's share of the batch: the global batch's mean over the data ranks
+            loss = model.comm.allreduce(loss) / model.size
         if loss is not None:
             if not math.isfinite(loss):
                 print(f"gpt: loss became {loss} at step {step}; stopping (try a smaller --lr)", file=sys.stderr)
@@ -184,7 +190,7 @@ def train(model, net, opt, sched, data, val, args, precision, bar):
         bar.update(1)
         if step % args.eval_every == 0 and step != args.steps and not args.quiet:
             bar.write(f"step {step:4d}  train loss {smooth:.3f}  val loss "
-                      f"{evaluate(net, nn.CrossEntropyLoss(), val, args.block_size, args.batch_size):.3f}")
+                      f"{evaluate(net, args.crit(), val, args.block_size, args.batch_size * args.ranks):.3f}")
     return smooth
 
 
@@ -207,6 +213,8 @@ def main(argv=None):
     p.add_argument("--init", metavar="DIR", help="fine-tune the GPT-2 in this transformers directory (config.json, "
                                              "model.safetensors; tokenizer.json: its tokens, else characters)")
     p.add_argument("--export", metavar="DIR", help="write the trained model as a transformers GPT-2 directory")
+    p.add_argument("--tensor-parallel", type=positive, default=1, metavar="T",
+                   help="split every layer over T ranks (under mpiexec -n T; -n T*D with --distributed)")
     add_quiet_flag(p)
     add_distributed_flag(p)
     add_graph_flag(p)
@@ -216,8 +224,8 @@ def main(argv=None):
     precision.check_graph(args.graph)
     if args.sample is not None and not args.load:
         raise SystemExit("--sample generates from a checkpoint: give it with --load PATH")
-    dist = setup_distributed(args)
-    ranks = 1 if dist is None else dist.world_size()
+    dist, grid = setup_parallel(args, precision)
+    ranks = 1 if dist is None else grid.data_size if grid else dist.world_size()
 
     say = (lambda *a, **k: None) if args.quiet else print   # --quiet: the summary line only
     say(describe_device(), flush=True)
@@ -232,21 +240,26 @@ def main(argv=None):
         if tokens.vocab > net.vocab_size:
             raise SystemExit(f"--init {args.init}: {tokens.vocab} tokens do not fit its vocabulary of {net.vocab_size}")
         args.block_size = min(args.block_size, net.block_size)
+        net = net if grid is None else dist.parallelize(net, grid.tensor)
     else:
-        net = nn.models.GPT(len(CHARS), args.block_size, args.n_layer, args.n_head, args.n_embd)
+        net = nn.models.GPT(len(CHARS), args.block_size, args.n_layer, args.n_head, args.n_embd,
+                            tensor_parallel=grid and grid.tensor)
     if args.load:
         nn.load(net, args.load)
     rng = np.random.default_rng(args.seed)
     if args.sample is not None:
-        print(sample(net, data[None, :1], args.sample, rng, tokens, say))
+        print(sample(whole(net, grid), data[None, :1], args.sample, rng, tokens, say))
         return 0
+    args.crit = nn.CrossEntropyLoss if grid is None else (lambda: dist.VocabParallelCrossEntropy(grid.tensor))
+    args.clip = None if grid is None else (lambda max_norm: dist.clip_grad_norm(net, max_norm, on_device=True))
+    n_params = sum(v.size for v in net.state_dict().values()) if grid else net.num_parameters()
     base = frequency_loss(train_data, val, max(tokens.vocab, int(data.max()) + 1))
     unit = "characters" if tokens.tokenizer is None else "tokens"
     say(f"gpt: {data.size} {unit} of {files} standard-library modules, vocabulary {tokens.vocab}, "
-          f"{net.num_parameters()} parameters; predicting {unit[:-1]} frequencies: val loss {base:.3f}", flush=True)
-    model = net if dist is None else dist.DataParallel(net)
+          f"{n_params} parameters; predicting {unit[:-1]} frequencies: val loss {base:.3f}", flush=True)
+    model = net if not args.distributed else dist.DataParallel(net, comm=grid and grid.data)
     args.batch_size //= ranks
-    args.rank, args.ranks = (0, 1) if dist is None else (dist.rank(), ranks)
+    args.rank, args.ranks = (0, 1) if dist is None else (grid.data_rank, ranks) if grid else (dist.rank(), ranks)
     opt = net.configure_optimizers(weight_decay=0.1, learning_rate=args.lr, betas=(0.9, 0.95))
     sched = nn.CosineLR(opt, T_max=max(args.steps, 1), eta_min=args.lr / 10)
     from gpublas.runtime import compiler
@@ -263,9 +276,12 @@ def main(argv=None):
             dist.abort(1)
         return 1
     seconds = time.perf_counter() - start
-    val_loss = evaluate(net, nn.CrossEntropyLoss(), val, args.block_size, args.batch_size)
-    if args.save and (dist is None or dist.is_main()):
+    val_loss = evaluate(net, args.crit(), val, args.block_size, args.batch_size * args.ranks)   # the global batch
+    if args.save and grid is not None:
+        dist.save(net, args.save)            # the split model's state gathered on every rank, written by rank 0
+    elif args.save and (dist is None or dist.is_main()):
         nn.save(net, args.save)
+    net = whole(net, grid)                   # generating and GPT-2's files want the whole model
     if args.export and (dist is None or dist.is_main()):
         net.save_pretrained(args.export)
         if tokens.tokenizer is not None:
@@ -274,9 +290,38 @@ def main(argv=None):
         prompt = data[split:split + 16][None, :]
         say("sample:\n" + sample(net, prompt, 200, rng, tokens, say))
     print(f"gpt: val loss {val_loss:.3f} after {args.steps} steps, {seconds:.1f} s (train loss {smooth:.3f}, "
-          f"character frequencies {base:.3f})" + ("" if dist is None else f" on {ranks} ranks")
+          f"character frequencies {base:.3f})" + ("" if dist is None else f" on {dist.world_size()} ranks")
+          + ("" if grid is None else f" (tensor {grid.tensor_size} x data {grid.data_size})")
           + ("" if args.precision == "fp32" else f", {args.precision}"))
     return 0
+
+
+def setup_parallel(args, precision):
+    """(nn.distributed or None, its Grid or None) for --distributed / --tensor-parallel T; with T > 1 every
+    rank but 0 prints nothing (as setup_distributed), and a world size T does not divide is a SystemExit."""
+    if args.tensor_parallel == 1:
+        return setup_distributed(args), None
+    if args.graph or args.precision != "fp32":
+        raise SystemExit("--tensor-parallel runs eager float32 steps (no --graph, no --precision)")
+    import nn.distributed as dist
+    try:
+        grid = dist.init_grid(tensor=args.tensor_parallel)
+    except ValueError as e:
+        raise SystemExit(f"--tensor-parallel {args.tensor_parallel}: {e}")
+    if grid.data_size > 1 and not args.distributed:
+        raise SystemExit(f"mpiexec -n {dist.world_size()} with --tensor-parallel {grid.tensor_size} makes "
+                         f"{grid.data_size} replicas: add --distributed (or run -n {grid.tensor_size})")
+    if args.batch_size % grid.data_size:
+        raise SystemExit(f"--batch-size {args.batch_size} must be a multiple of the {grid.data_size} data ranks")
+    if not dist.is_main():
+        args.quiet = True
+        sys.stdout = open(os.devnull, "w")
+    return dist, grid
+
+
+def whole(net, grid):
+    """The one-device GPT: `net`, or a split net gathered (on every rank)."""
+    return net if grid is None else net.gathered()
 
 
 if __name__ == "__main__":
