@@ -23,9 +23,9 @@ __all__ = ["BUCKET_BYTES", "Bucket", "ColumnAlexNet", "ColumnConv2d", "ColumnDen
            "world_size"]
 # Megatron-LM's transformer split (issue 42): heads, vocabulary, parallelize(model, group)
 from .attention_parallel import ParallelMultiheadAttention
-from .tensor_parallel import clip_grad_norm
+from .tensor_parallel import clip_grad_norm, split_parameters
 from .parallelize import TensorParallelGPT, default_plan, megatron_collectives, parallelize, parallelize_module
 from .vocab_parallel import VocabParallelCrossEntropy, VocabParallelEmbedding
 
 __all__ += ["ParallelMultiheadAttention", "TensorParallelGPT", "VocabParallelCrossEntropy", "VocabParallelEmbedding",
-            "clip_grad_norm", "default_plan", "megatron_collectives", "parallelize", "parallelize_module"]
+            "clip_grad_norm", "default_plan", "megatron_collectives", "parallelize", "parallelize_module", "split_parameters"]

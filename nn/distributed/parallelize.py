@@ -180,17 +180,21 @@ def parallelize(model, group=None):
     return parallelize_module(model, group, None)
 
 
-def megatron_collectives(n_layer, tokens, n_embd, itemsize=np.dtype(np.float64).itemsize, gpt=True):
+def megatron_collectives(n_layer, tokens, n_embd, itemsize=np.dtype(np.float64).itemsize, gpt=True, clipped=0):
     """What a step of a split GPT (gpt=True) or of n_layer transformer layers sends in all-reduces, per rank:
     {"forward": (count, bytes), "backward": (count, bytes)} for `tokens` = B * T rows of n_embd. Megatron-LM's
     count: per layer two all-reduces of (B, T, E) forward and two backward; a GPT's embedding (forward) and
-    head (backward) one each, and the loss an (N,) MAX and a (2, N) SUM."""
+    head (backward) one each, and the loss an (N,) MAX and a (2, N) SUM. clipped > 0 adds "clip":
+    clip_grad_norm's all-reduce of one sum of squares per split parameter (that many)."""
     act = tokens * n_embd * itemsize
     fwd, bwd = (2 * n_layer, 2 * n_layer * act), (2 * n_layer, 2 * n_layer * act)
     if gpt:
         fwd = (fwd[0] + 3, fwd[1] + act + 3 * tokens * itemsize)
         bwd = (bwd[0] + 1, bwd[1] + act)
-    return {"forward": fwd, "backward": bwd}
+    out = {"forward": fwd, "backward": bwd}
+    if clipped:
+        out["clip"] = (1, clipped * itemsize)
+    return out
 
 
 _gpt.parallelize = parallelize   # GPT(..., tensor_parallel=group) reaches it so; nn's core never imports this

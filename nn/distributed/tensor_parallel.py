@@ -178,6 +178,15 @@ class RowParallelDense(Sharded, Dense):
         return dx if self.input_is_parallel else self.group.all_gather(dx, axis=-1)
 
 
+def split_parameters(model):
+    """(split, whole): `model`'s Parameters of which a rank holds a part, and those it holds whole."""
+    split, whole = [], []
+    for _, v, m, local in model._named_state(owners=True):
+        if isinstance(v, Parameter):
+            (split if isinstance(m, Sharded) and local in m.shard_axes else whole).append(v)
+    return split, whole
+
+
 def clip_grad_norm(model, max_norm, on_device=False):
     """nn.clip_grad_norm for a model split over a tensor group (model: the Module, not a list: it says which
     parameters are split): the L2 norm of the whole model's gradient, each split parameter's sum of squares
@@ -187,10 +196,7 @@ def clip_grad_norm(model, max_norm, on_device=False):
     groups = _groups(model)
     if len(groups) > 1:
         raise ValueError(f"clip_grad_norm: {type(model).__name__} is split over {len(groups)} groups; one expected")
-    split, whole = [], []
-    for _, v, m, local in model._named_state(owners=True):
-        if isinstance(v, Parameter):
-            (split if isinstance(m, Sharded) and local in m.shard_axes else whole).append(v)
+    split, whole = split_parameters(model)
     params = split + whole
     dtype = params[0].dtype
     if dtype not in (np.float32, np.float64) or any(p.dtype != dtype for p in params):
