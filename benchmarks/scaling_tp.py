@@ -30,7 +30,8 @@ COLUMNS = [("n_embd", "n_embd", "d"), ("tensor", "T", "d"), ("step_ms", "step ms
            ("speedup", "speedup", ".2f"), ("comm_ms", "collectives ms", ".1f"),
            ("collectives", "all-reduces/step", "d"), ("mib_per_step", "MiB/step", ".3f"),
            ("megatron_mib", "Megatron MiB (blocks)", ".3f"), ("params_share", "params/rank", ".3f"),
-           ("peak_share", "peak mem/rank", ".3f"), ("cpu_ms", "CPU ms/rank", ".1f")]
+           ("peak_share", "peak mem/rank", ".3f"), ("cpu_ms", "CPU ms/rank", ".1f"),
+           ("cpu_speedup", "CPU speedup", ".2f")]
 
 
 def shape(ctx):
@@ -133,7 +134,8 @@ def run(ctx):
     for C in sizes:
         one, loss1 = on_rank0(lambda: measure(ctx, C, solo, None), world)
         report.add(n_embd=C, tensor=1, step_ms=one["step_ms"], speedup=1.0, comm_ms=0.0, collectives=0,
-                   mib_per_step=0.0, megatron_mib=0.0, params_share=1.0, peak_share=1.0, cpu_ms=one["cpu_ms"])
+                   mib_per_step=0.0, megatron_mib=0.0, params_share=1.0, peak_share=1.0, cpu_ms=one["cpu_ms"],
+                   cpu_speedup=1.0)
         if N == 1:
             continue
         two, loss2 = (measure(ctx, C, pair, dist.Group(pair)) if r < 2 else ({}, None))
@@ -146,7 +148,8 @@ def run(ctx):
         report.add(n_embd=C, tensor=2, step_ms=two["step_ms"], speedup=one["step_ms"] / two["step_ms"],
                    comm_ms=two["comm_ms"], collectives=two["collectives"], mib_per_step=two["bytes"] / 2**20,
                    megatron_mib=4 * LAYERS * B * T * C * 4 / 2**20, params_share=two["params"] / one["params"],
-                   peak_share=two["peak"] / one["peak"], cpu_ms=two["cpu_ms"])
+                   peak_share=two["peak"] / one["peak"], cpu_ms=two["cpu_ms"],
+                   cpu_speedup=one["cpu_ms"] / two["cpu_ms"])
     report.columns = COLUMNS
     report.note(f"GPT: vocabulary {VOCAB}, {LAYERS} layers, {HEADS} heads, batch {B} x {T} positions, float32, "
                 f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}; T = 1: rank 0 alone, T = 2: ranks 0 "
@@ -154,6 +157,9 @@ def run(ctx):
     report.note("MiB/step: what a rank hands to all-reduces in a step (2 per block forward, 2 backward, the "
                 "embedding's, the head's, the loss's two small ones and the gradient norm's); Megatron MiB (blocks): "
                 "4 x layers x B x T x n_embd x 4 bytes, the blocks' share of it")
+    report.note("collectives ms: a step's time inside the tensor group's all-reduces, waiting for the slower rank "
+                "included; CPU speedup = 1 rank's CPU time / a rank's at T = 2: the speedup if each rank had an idle "
+                "core of its own (on a busy host the wall figures fall short of it)")
     if N == 1:
         report.skip("T = 2", "one rank: run under mpiexec, e.g. OMP_NUM_THREADS=1 mpiexec -n 2 python -m benchmarks "
                              "scaling")

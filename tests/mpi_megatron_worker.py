@@ -5,7 +5,8 @@ float64, so a failed assertion aborts the job with its traceback.
 layers:  ParallelMultiheadAttention (self- and cross-attention, need_weights, a per-head mask) and the
          TransformerEncoderLayer split by parallelize: outputs, input gradients, every gathered parameter
          gradient, one all-reduce per attention forward and one backward, two and two per layer; the
-         vocabulary-parallel cross-entropy against nn.CrossEntropyLoss (an ignore_index inside the vocabulary).
+         vocabulary-parallel cross-entropy against nn.CrossEntropyLoss (an ignore_index inside the vocabulary),
+         the embedding with a padding row; the scaling suite's GPT rows (quick) and their checks.
 gpt:     the GPT at T = 2 against T = 1: logits (this rank's columns), loss with ignored targets, every
          gathered gradient, all-reduces and bytes per step against Megatron's count, two AdamW steps, the
          state_dict (a T = 2 checkpoint loads at T = 1 and back, dist.save), dropout's masks (the same where
@@ -127,7 +128,20 @@ def layers(out):
     assert tp.backward(gpublas.to_device(dy)) is None
     ref.backward(gpublas.to_device(dy))
     same_grads(tp, ref)
+    scaling_rows()
     (out / f"ok-{g.rank}").write_text("ok")
+
+
+def scaling_rows():
+    """The scaling suite's tensor-parallel GPT rows (benchmarks/scaling_tp.py, quick): T = 1 and 2, their checks
+    (the loss, Megatron's count of all-reduces and bytes) passed, a rank holding about half the parameters."""
+    from benchmarks import scaling_tp
+    from benchmarks.harness import Context
+    report = scaling_tp.run(Context(quick=True, repeats=1))
+    assert report.checks_passed and len(report.checks) == 2, report.checks
+    one, two = report.rows
+    assert (one["tensor"], two["tensor"]) == (1, 2) and two["collectives"] == 2 * 2 * scaling_tp.LAYERS + 5
+    assert 0.5 < two["params_share"] < 0.55, two
 
 
 def gpt_pair(g, seed=3, **kw):

@@ -28,4 +28,5 @@ from .parallelize import TensorParallelGPT, default_plan, megatron_collectives, 
 from .vocab_parallel import VocabParallelCrossEntropy, VocabParallelEmbedding
 
 __all__ += ["ParallelMultiheadAttention", "TensorParallelGPT", "VocabParallelCrossEntropy", "VocabParallelEmbedding",
-            "clip_grad_norm", "default_plan", "megatron_collectives", "parallelize", "parallelize_module", "split_parameters"]
+            "clip_grad_norm", "default_plan", "megatron_collectives", "parallelize", "parallelize_module",
+            "split_parameters"]

@@ -32,7 +32,9 @@ from . import gpt_generate, gpt_io
 class GPT(Module):
     """forward(idx, targets=None) on (B, T) token ids (T <= block_size) returns logits (B, T, vocab_size), or with
     targets (B, T) (logits, loss): the mean cross-entropy (a float; targets -1 ignored), as nanoGPT's;
-    backward(dlogits=None) adds every parameter's gradient (dlogits None: the loss's) and returns None."""
+    backward(dlogits=None) adds every parameter's gradient (dlogits None: the loss's) and returns None.
+    tensor_parallel=group (an nn.distributed group) splits the built model over its ranks, Megatron-LM's way
+    (nn.distributed.parallelize: each rank's logits are then its V / T columns)."""
     # nn.prefetch: the example's training step launches these besides the layers' own (residual adds,
     # the embeddings' sum, casts; measured with a Module.get hook)
     kernel_families = ("elementwise:binary_real", "elementwise:unary_real", "memory:cast_nd3_real",
