@@ -20,6 +20,7 @@ import numpy as np
 
 import gpublas
 
+from . import scaling_tp
 from .harness import Report, parse_size
 
 DESCRIPTION = "data-parallel digits CNN on 1 and N MPI ranks: samples/s, share in MPI, efficiency (mpiexec)"
@@ -167,7 +168,7 @@ def run(ctx):
     if best:
         report.summary.update(ranks=N, best_speedup=max(r["speedup"] for r in best),
                               best_efficiency=max(r["efficiency"] for r in best))
-    return report
+    return scaling_tp.extend(report, ctx)   # the tensor-parallel GPT rows (benchmarks/scaling_tp.py)
 
 
 def draw(plt, report):
