@@ -103,8 +103,8 @@ if nn is not None:
             return super().forward(idx).reshape(-1, self.vocab_size)
 
         def backward(self, dy):
-            B, T = self.bt
-            return super().backward(dy.reshape(B, T, self.vocab_size))
+            B, T, V = self.bt
+            return super().backward(dy.reshape(B, T, V))
 else:
     LastStateLSTM = GPTRows = type("LastStateLSTM", (), {})
 
