@@ -4,9 +4,10 @@ float64, so a failed assertion aborts the job with its traceback.
 
 layers:  ParallelMultiheadAttention (self- and cross-attention, need_weights, a per-head mask) and the
          TransformerEncoderLayer split by parallelize: outputs, input gradients, every gathered parameter
-         gradient, one all-reduce per attention forward and one backward, two and two per layer; the
-         vocabulary-parallel cross-entropy against nn.CrossEntropyLoss (an ignore_index inside the vocabulary),
-         the embedding with a padding row; the scaling suite's GPT rows (quick) and their checks.
+         gradient, one all-reduce per attention forward and one backward, two and two per layer (a decoder
+         layer three and five); the vocabulary-parallel cross-entropy against nn.CrossEntropyLoss (an
+         ignore_index inside the vocabulary), the embedding with a padding row; the scaling suite's GPT rows
+         (quick) and their checks.
 gpt:     the GPT at T = 2 against T = 1: logits (this rank's columns), loss with ignored targets, every
          gathered gradient, all-reduces and bytes per step against Megatron's count, two AdamW steps, the
          state_dict (a T = 2 checkpoint loads at T = 1 and back, dist.save), dropout's masks (the same where
@@ -98,6 +99,20 @@ def layers(out):
     dx, n = counted(g, lambda: tp.backward(dy))
     assert n == (2, 2 * T * B * C * 8)
     close(dx, ref.backward(dy))
+    same_grads(tp, ref)
+
+    # a decoder layer: the cross-attention's dq, dk and dv each all-reduced (3 forward, 5 backward)
+    nn.manual_seed(3)
+    ref = nn.TransformerDecoderLayer(C, H, 4 * C, dropout=0.0).double()
+    nn.manual_seed(3)
+    tp = dist.parallelize(nn.TransformerDecoderLayer(C, H, 4 * C, dropout=0.0).double(), g)
+    y, n = counted(g, lambda: tp(x, kv, tgt_is_causal=True))
+    assert n[0] == 3
+    close(y, ref(x, kv, tgt_is_causal=True))
+    dx, n = counted(g, lambda: tp.backward(dy))
+    assert n[0] == 5
+    for d, d0 in zip(dx, ref.backward(dy)):
+        close(d, d0)
     same_grads(tp, ref)
 
     # the vocabulary-parallel loss alone: an ignore_index inside the vocabulary (rank 0's columns), host and
