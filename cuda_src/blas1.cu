@@ -28,6 +28,11 @@
 //                               complex x: max |re| + |im|, cuBLAS's icamax / izamax)
 //   iamin_partial / iamin_final: first index of min |x[i]| (the same with the order reversed; NaN never
 //                               wins, so an all-NaN vector leaves the index unset: the launcher says 0)
+// On the simulator each thread of the element-wise kernels and of pass 1 walks a run of about a thousand
+// elements (gpublas/runtime/geometry.py's flat_geometry, blas1.py's _parts), so a launch's blocks go over the
+// cores however few threads they have:
+// sim spread: axpy_real scal_real scal_beta copy_real swap_real rotm_real
+// sim spread: dot_partial asum_partial amax_partial nrm2_partial iamax_partial iamin_partial
 #include "common.cuh"
 
 #define BLAS1_BLOCK 256

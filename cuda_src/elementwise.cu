@@ -30,6 +30,10 @@
 // sim unit: binary_real binary_nd3_real
 // sim unit: compare_nd3_real
 // sim unit: unary_nd_real binary_nd_real compare_nd_real
+// On the simulator each thread walks a run of about a thousand elements (gpublas/runtime/geometry.py's
+// flat_geometry), so a launch's blocks go over the cores however few threads they have:
+// sim spread: unary_real unary_nd3_real unary_nd_real binary_real binary_nd3_real binary_nd_real
+// sim spread: compare_nd3_real compare_nd_real where_nd3_real where_nd_real axpby_real
 #include <type_traits>  // std::is_integral, std::is_signed
 
 #include "common.cuh"

@@ -99,12 +99,12 @@ def test_no_import_cycle():
 
 
 def test_every_operation_device_array_calls_is_provided():
-    """DeviceArray's methods call `impl.<name>` (or `_reduction("<name>")`, `_method("<name>", ...)`),
-    filled by the modules above gpublas.core.array with `provide(...)` when gpublas is imported: each name
-    array.py calls is there, and nothing else is."""
+    """DeviceArray's methods call `impl.<name>` (or `reduction("<name>")`, `method("<name>", ...)`, the factories
+    of gpublas.core.operations), filled by the modules above gpublas.core.array with `provide(...)` when gpublas is
+    imported: each name array.py and operations.py call is there, and nothing else is."""
     from gpublas.core import array
-    text = (ROOT / "gpublas" / "core" / "array.py").read_text()
-    called = set(re.findall(r"\bimpl\.(\w+)\(", text)) | set(re.findall(r"_(?:reduction|method)\(\"(\w+)\"", text))
+    text = "".join((ROOT / "gpublas" / "core" / f).read_text() for f in ("array.py", "operations.py"))
+    called = set(re.findall(r"\bimpl\.(\w+)\(", text)) | set(re.findall(r"\b(?:reduction|method)\(\"(\w+)\"", text))
     assert {"getitem", "forward", "sum", "any", "to_dlpack"} <= called
     assert called == set(vars(array.impl)), called ^ set(vars(array.impl))
 

@@ -6,7 +6,7 @@ import pytest
 import gpublas
 import nn
 from gpublas import LaunchError
-from gpublas.runtime import launch
+from gpublas.runtime import geometry, launch, source
 from gpublas.core.elementwise import grid_for
 from nn import kernels as K
 
@@ -51,7 +51,7 @@ def test_cached_plan_behaves_as_a_fresh_launch():
     for value in (1.0, 2.0):
         k(3, 256, a, value, 600)                  # the second call takes the cached plan
         np.testing.assert_array_equal(a.get(), np.full(600, value, np.float32))
-    assert k._plans[3, 256, 0] == ((3, 1, 1), (256, 1, 1))
+    assert k._plans[3, 256, 0][:2] == ((3, 1, 1), (256, 1, 1))  # then the sim's bound launch
     k([1, 1], [256], a, 5.0, 256)                 # lists are not hashable: converted every time
     np.testing.assert_array_equal(a.get()[:256], 5.0)
     k(0, 256, a, 9.0, 600)                        # an empty grid launches nothing, cached as such
@@ -64,20 +64,32 @@ def test_cached_plan_behaves_as_a_fresh_launch():
         k(3, 256, a, 1.0)                         # a cached shape still checks its arguments
 
 
-@pytest.mark.parametrize("n", [1, 255, 256, 257, 2047, 2048, 2049, 32768, 32769, 262144, 262145])
-def test_elementwise_blocks_shrink_to_whole_warps_on_the_sim(n):
+@pytest.mark.parametrize("n", [1, 255, 1024, 1025, 2049, 32769, 131071, 131072, 262145])
+def test_flat_launches_take_a_thread_per_run_on_the_sim(n):
     x = gpublas.to_device(np.arange(n, dtype=np.float32))
     y = gpublas.to_device(np.full(n, 0.5, np.float32))
     with gpublas.profile() as p:
         z = x + y
     grid, block = launch.flat_geometry(n)
-    if gpublas.backend() == "sim":  # as few whole warps as cover n at SIM_RUN elements a thread, then full blocks
-        run = launch.SIM_RUN
-        want = ((1, 1, 1), (-(-n // (32 * run)) * 32, 1, 1)) if n < 256 * run else \
-            ((grid_for(n, sim_run=run), 1, 1), (256, 1, 1))
+    if gpublas.backend() == "sim":  # a thread per run of SIM_RUN elements: one block, then blocks the cores share
+        runs = -(-n // launch.SIM_RUN)
+        want = ((1, 1, 1), (runs, 1, 1)) if n < geometry.SIM_SPREAD else \
+            ((-(-runs // geometry.SIM_BLOCK_RUNS), 1, 1), (geometry.SIM_BLOCK_RUNS, 1, 1))
     else:
         want = ((grid_for(n), 1, 1), (256, 1, 1))
     assert (grid, block) == (want[0][0], want[1][0])
     assert _launches(p) == {("binary_real", *want): 1}
     np.testing.assert_array_equal(z.get(), np.arange(n, dtype=np.float32) + 0.5)
     assert launch.geometry_1d(0)[0] == 0
+
+
+def test_flat_kernels_say_their_blocks_spread_over_the_cores():
+    # blas1.cu's and elementwise.cu's `// sim spread:` lines: a flat launch's few heavy blocks go to every core
+    for family, name in [("blas1", "axpy_real"), ("blas1", "dot_partial"), ("elementwise", "binary_real")]:
+        k = gpublas.get_kernel(family, name, np.float32)
+        assert name in k._module._spread
+        if gpublas.backend() == "sim":
+            assert k._handle.spread[name] == [16]
+    assert "sum_final" not in gpublas.get_kernel("blas1", "sum_final", np.float32)._module._spread
+    with pytest.raises(LookupError, match="nope: not a kernel"):
+        source.sim_spread("// sim spread: k nope\n", ["k"])

@@ -234,6 +234,10 @@ started.fill(0)
 assert k.spread_blocks() is k
 k(2, 32, started, saw, 2_000_000_000)  # over two OpenMP threads: each block sees the other start
 print("spread", saw.get().tolist())
+started.fill(0)
+k = load_source("// sim spread: meet\n" + src, None, "meet_spread.cu").get("meet")  # said by the source
+k(2, 32, started, saw, 2_000_000_000)
+print("declared", saw.get().tolist())
 '''
 
 
@@ -243,7 +247,7 @@ def test_spread_blocks_runs_a_small_grid_over_the_cores():
     env = dict(os.environ, OMP_NUM_THREADS="2", GPUBLAS_BACKEND="sim")
     p = subprocess.run([sys.executable, "-c", SPREAD_CHILD], env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
-    assert p.stdout.splitlines()[:2] == ["small [1, 2]", "spread [2, 2]"], p.stdout
+    assert p.stdout.splitlines()[:3] == ["small [1, 2]", "spread [2, 2]", "declared [2, 2]"], p.stdout
 
 
 def test_cache_key_tells_cpus_with_one_name_apart(tmp_path):

@@ -22,6 +22,8 @@ import numpy as np
 from ..runtime import dtypes
 from ..core.array import DeviceArray, empty
 from ..core.checks import FLOATS, check_operands, contiguous, vector, write_back
+from ..core.scratch import scratch
+from ..runtime.geometry import SIM_BLOCK_RUNS, SIM_SPREAD
 from ..runtime.launch import BLOCK, SIM_RUN, ceil_div, flat_geometry, get_kernel, simulated
 from ..runtime.stream import refuse_in_capture
 
@@ -30,9 +32,15 @@ SIM_PARTIALS = 16     # ... on the sim backend (blocks of SIM_RUN-element runs: 
 
 
 BLAS1_TYPES = FLOATS + dtypes.COMPLEX  # axpy, scal, copy, swap, dot, dotc, asum, nrm2
+_BLAS1_SET = frozenset(BLAS1_TYPES)
+_INDEX = np.dtype(np.int64)  # iamax / iamin's index
 
 
 def _check_pair(routine, x, y):
+    if type(x) is DeviceArray and type(y) is DeviceArray:  # the common case, in a few comparisons
+        dtype = x.dtype
+        if dtype is y.dtype and dtype in _BLAS1_SET and x.shape == y.shape:
+            return dtype
     dtype = check_operands(routine, BLAS1_TYPES, x=x, y=y)
     if x.shape != y.shape:
         raise ValueError(f"{routine}: x has shape {x.shape} but y has shape {y.shape}; they must match")
@@ -43,10 +51,14 @@ def _check_pair(routine, x, y):
 def axpy(alpha, x, y, stream=None):
     """y += alpha * x, in place; returns y. alpha == 0 reads nothing (BLAS returns at once)."""
     dtype = _check_pair("axpy", x, y)
-    if y.size == 0 or alpha == 0:
+    n = y.size
+    if n == 0 or alpha == 0:
+        return y
+    if x.c_contiguous and y.c_contiguous:  # vector()'s answer for contiguous arrays, without its calls
+        get_kernel("blas1", "axpy_real", dtype).launch(*flat_geometry(n), n, alpha, x, 1, y, 1, stream=stream)
         return y
     (xv, incx), (yv, incy) = vector(x, stream), vector(y, stream)
-    get_kernel("blas1", "axpy_real", dtype)(*flat_geometry(y.size), y.size, alpha, xv, incx, yv, incy, stream=stream,
+    get_kernel("blas1", "axpy_real", dtype)(*flat_geometry(n), n, alpha, xv, incx, yv, incy, stream=stream,
                                             views=True)
     return write_back(y, yv, stream)
 
@@ -98,31 +110,42 @@ def swap(x, y, stream=None):
 
 # -- reductions -----------------------------------------------------------------------------------
 def _parts(n):
-    """(blocks, threads) of the first reduction pass: up to MAX_PARTIALS blocks of BLOCK threads; on the sim
-    one block for each BLOCK runs of SIM_RUN elements (at most SIM_PARTIALS), of fewer threads (whole warps)
-    when n needs fewer runs: its block reductions cost a barrier round per block, its threads a call each."""
+    """(blocks, threads) of the first reduction pass: up to MAX_PARTIALS blocks of BLOCK threads. On the sim a
+    thread per run of SIM_RUN elements: one block of them below SIM_SPREAD elements (partial warps: common.cuh's
+    block_reduce takes any count), else blocks of SIM_BLOCK_RUNS runs or more (at most SIM_PARTIALS of them), which
+    the runtime spreads over the cores (blas1.cu's `// sim spread:` lines)."""
     if simulated():
-        runs = ceil_div(n, SIM_RUN)
-        return max(1, min(ceil_div(runs, BLOCK), SIM_PARTIALS)), min(BLOCK, max(1, ceil_div(runs, 32)) * 32)
+        runs = ceil_div(n, SIM_RUN) or 1
+        if n < SIM_SPREAD:
+            return 1, runs
+        parts = min(ceil_div(runs, SIM_BLOCK_RUNS), SIM_PARTIALS)
+        return parts, min(BLOCK, ceil_div(runs, parts))
     return max(1, min(ceil_div(n, BLOCK), MAX_PARTIALS)), BLOCK
 
 
 def _final_threads(nparts):
-    """Threads of the one-block second pass over nparts partials (whole warps, at most BLOCK)."""
-    return min(BLOCK, ceil_div(nparts, 32) * 32) if simulated() else BLOCK
+    """Threads of the one-block second pass over nparts partials (a thread each on the sim, at most BLOCK)."""
+    return min(BLOCK, nparts) if simulated() else BLOCK
 
 
 def _sum_of(partial_kernel, dtype, n, *arrays, stream=None, out=None):
     """Runs `<partial_kernel>` over n elements then sum_final (one block: the partial is the sum, no second
-    pass); returns the sum as a Python float, or with `out` (one element on the device) writes it there and
-    returns out without waiting."""
+    pass); returns the sum as a Python float (on the default stream through this thread's scratch: no
+    allocation), or with `out` (one element on the device) writes it there and returns out without waiting."""
     nparts, threads = _parts(n)
-    result = empty(1, dtype) if out is None else out
-    partial = result if nparts == 1 else empty(nparts, dtype)
-    get_kernel("blas1", partial_kernel, dtype)(nparts, threads, n, *arrays, partial, stream=stream, views=True)
+    s = scratch() if out is None and stream is None else None
+    if s is not None:
+        result = s.slot(0)
+        partial = result if nparts == 1 else s.partials(0)
+    else:
+        result = empty(1, dtype) if out is None else out
+        partial = result if nparts == 1 else empty(nparts, dtype)
+    get_kernel("blas1", partial_kernel, dtype).launch(nparts, threads, n, *arrays, partial, stream=stream, views=True)
     if nparts > 1:
-        get_kernel("blas1", "sum_final", dtype)(1, _final_threads(nparts), nparts, partial, result, stream=stream)
-    return result if out is not None else _read(result, stream, partial_kernel.split("_")[0]).item()
+        get_kernel("blas1", "sum_final", dtype).launch(1, _final_threads(nparts), nparts, partial, result, stream=stream)
+    if out is not None:
+        return result
+    return (s.read(result, dtype) if s is not None else _read(result, stream, partial_kernel.split("_")[0])).item()
 
 
 def _read(out, stream, name):
@@ -162,13 +185,15 @@ def asum(x, stream=None):
     return _sum_of("asum_partial", dtype, x.size, *vector(x, stream), stream=stream)
 
 
-def _amax_into(x, incx, out, stream=None):
-    """out[0] = max |x| (NaN if any element is NaN), on the device."""
+def _amax_into(x, incx, out, stream=None, partial=None):
+    """out[0] = max |x| (NaN if any element is NaN), on the device (partials in `partial` when given)."""
     nparts, threads = _parts(x.size)
-    partial = out if nparts == 1 else empty(nparts, x.dtype)
-    get_kernel("blas1", "amax_partial", x.dtype)(nparts, threads, x.size, x, incx, partial, stream=stream, views=True)
+    partial = out if nparts == 1 else empty(nparts, x.dtype) if partial is None else partial
+    get_kernel("blas1", "amax_partial", x.dtype).launch(nparts, threads, x.size, x, incx, partial, stream=stream,
+                                                        views=True)
     if nparts > 1:
-        get_kernel("blas1", "amax_final", x.dtype)(1, _final_threads(nparts), nparts, partial, out, stream=stream)
+        get_kernel("blas1", "amax_final", x.dtype).launch(1, _final_threads(nparts), nparts, partial, out,
+                                                          stream=stream)
     return out
 
 
@@ -188,13 +213,21 @@ def nrm2(x, stream=None, out=None):
     if x.size == 0:
         return 0.0 if out is None else out.fill(0, stream)
     x, incx = vector(x, stream)
-    scale = _amax_into(x, incx, empty(1, dtype), stream=stream)
     nparts, threads = _parts(x.size)
-    partial, result = empty(nparts, dtype), empty(1, dtype) if out is None else out.reshape(1)
-    get_kernel("blas1", "nrm2_partial", dtype)(nparts, threads, x.size, x, incx, scale, partial, stream=stream,
-                                               views=True)
-    get_kernel("blas1", "nrm2_final", dtype)(1, _final_threads(nparts), nparts, partial, scale, result, stream=stream)
-    return out if out is not None else float(_read(result, stream, "nrm2"))
+    s = scratch() if out is None and stream is None else None
+    if s is not None:  # a Python float on the default stream: this thread's scratch (core/scratch.py)
+        scale, partial, result = s.slot(1), s.partials(0), s.slot(0)
+        _amax_into(x, incx, scale, stream, s.partials(1))
+    else:
+        scale = _amax_into(x, incx, empty(1, dtype), stream=stream)
+        partial, result = empty(nparts, dtype), empty(1, dtype) if out is None else out.reshape(1)
+    get_kernel("blas1", "nrm2_partial", dtype).launch(nparts, threads, x.size, x, incx, scale, partial, stream=stream,
+                                                      views=True)
+    get_kernel("blas1", "nrm2_final", dtype).launch(1, _final_threads(nparts), nparts, partial, scale, result,
+                                                    stream=stream)
+    if out is not None:
+        return out
+    return float(s.read(result, dtype) if s is not None else _read(result, stream, "nrm2"))
 
 
 def _arg_index(routine, x, stream):
@@ -203,14 +236,19 @@ def _arg_index(routine, x, stream):
         raise ValueError(f"{routine}: x has shape {x.shape} and no elements")
     x, incx = vector(x, stream)
     nparts, threads = _parts(x.size)
-    part_v, part_i = empty(nparts, dtype), empty(nparts, np.int64)
-    out = part_i if nparts == 1 else empty(1, np.int64)
-    get_kernel("blas1", f"{routine}_partial", dtype)(nparts, threads, x.size, x, incx, part_v, part_i, stream=stream,
-                                                     views=True)
+    s = scratch() if stream is None else None
+    if s is not None:  # on the default stream: this thread's scratch (core/scratch.py)
+        part_v, part_i, out = s.partials(0), s.partials(1), s.slot(0)
+    else:
+        part_v, part_i = empty(nparts, dtype), empty(nparts, np.int64)
+        out = empty(1, np.int64)
+    out = part_i if nparts == 1 else out
+    get_kernel("blas1", f"{routine}_partial", dtype).launch(nparts, threads, x.size, x, incx, part_v, part_i,
+                                                            stream=stream, views=True)
     if nparts > 1:
-        get_kernel("blas1", f"{routine}_final", dtype)(1, _final_threads(nparts), nparts, part_v, part_i, out,
-                                                       stream=stream)
-    i = int(_read(out, stream, routine))
+        get_kernel("blas1", f"{routine}_final", dtype).launch(1, _final_threads(nparts), nparts, part_v, part_i, out,
+                                                              stream=stream)
+    i = int(s.read(out, _INDEX) if s is not None else _read(out, stream, routine))
     return i if i < x.size else 0
 
 

@@ -216,11 +216,22 @@ def _target(out, shape, result, what):
     return make_out(out, shape, out.dtype if isinstance(out, DeviceArray) else result, what)
 
 
+_SAME_DTYPE = {}  # (op, dtype) -> whether op of two dtype arrays computes in dtype, gives dtype and checks nothing
+
+
 def binary(op, a, b, out=None, what="binary operation"):
     """a (op) b for arrays and scalars (at least one array), broadcasting, with NumPy's type promotion
     (gpublas.core.promotion): each operand converted to the kernel dtype, the result converted to `out`'s.
-    Every operator runs this: the common case (two arrays of one dtype and shape, no out) takes no
-    branch it does not need."""
+    Every operator runs this: the common case (two contiguous arrays of one dtype and shape, no out, an op
+    whose type resolution, learnt at its first call, keeps the dtype) goes straight to the flat kernel."""
+    if out is None and type(a) is DeviceArray and type(b) is DeviceArray:
+        dtype = a.dtype
+        if dtype is b.dtype and a.shape == b.shape and a.c_contiguous and b.c_contiguous \
+                and _SAME_DTYPE.get((op, dtype)):
+            out, n = DeviceArray._new_like(a), a.size
+            if n:
+                get_kernel("elementwise", "binary_real", dtype).launch(*flat_geometry(n), a, b, out, op, n)
+            return out
     scalar_a, scalar_b = is_scalar(a), is_scalar(b)  # asked once each
     if scalar_a and scalar_b:
         raise TypeError(f"{what}: at least one operand must be an array (both are scalars)")
@@ -229,6 +240,8 @@ def binary(op, a, b, out=None, what="binary operation"):
     if not scalar_b:
         b = as_array(b, what)
     loop, result, kernel = promotion.resolve(UFUNCS[op], a, b, what)
+    if not (scalar_a or scalar_b) and a.dtype == b.dtype:
+        _SAME_DTYPE[op, a.dtype] = result == kernel == a.dtype and not (kernel.kind == "c" and op not in COMPLEX_BINARY)
     if kernel.kind in "icu":  # complex and integer loops have rules of their own (bool, uint8 compute in int32)
         if kernel.kind == "c":
             check_complex(op, kernel, what)

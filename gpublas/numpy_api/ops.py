@@ -62,9 +62,10 @@ def divide(a, b, out=None):
 # -- what the operators call ------------------------------------------------------------------------
 def forward(name, a, b):
     """a (op) b for `a.__op__(b)`; NotImplemented for an operand type we do not take."""
-    b = _other(name, b)
-    if b is None:
-        return NotImplemented
+    if type(b) is not DeviceArray:  # an array is taken as it is (the common case: no call to ask)
+        b = _other(name, b)
+        if b is None:
+            return NotImplemented
     return ew.binary(OPCODES[name], a, b, None, name)
 
 

@@ -10,7 +10,9 @@ import numpy as np
 
 from . import backends, compile_queue, cubins, dtypes, profiler, source
 from .errors import LaunchError
-from .stream import current_stream, refuse_in_capture
+from .stream import _local, current_stream, refuse_in_capture
+from .geometry import (BLOCK, GRID_STRIDE_BLOCKS, SIM_ELEMENTS_PER_THREAD, SIM_RUN, ceil_div,  # noqa: F401
+                       fast_divisor, flat_geometry, geometry_1d, grid_1d, simulated)  # (launchers import them here)
 
 # What a GPU refuses at launch (every compute capability gpublas targets); checked on every backend,
 # so the simulator refuses what a GPU would.
@@ -19,61 +21,7 @@ MAX_BLOCK = (1024, 1024, 64)
 MAX_GRID = (2**31 - 1, 65535, 65535)
 MAX_PLANS = 64  # launch shapes remembered per kernel (a launcher repeats a few)
 SHARED_DEFAULT = 48 * 1024  # static + dynamic shared memory per block without an opt-in
-BLOCK = 256              # threads per block of every 1-D kernel launch
-GRID_STRIDE_BLOCKS = 4096  # a grid-stride loop needs no more blocks than keep a GPU busy
-# On the sim backend a thread costs far more than an element (a function call per thread), so its
-# grid-stride loops get 8 elements per thread: the same kernels, an eighth of the threads. Flat kernels over
-# memory (BLAS-1, elementwise, reductions) ask for SIM_RUN: a simulated thread then walks one contiguous run
-# of about that many elements (common.cuh's GRID_STRIDE_LOOP on the sim), which g++ vectorizes.
-SIM_ELEMENTS_PER_THREAD = 8
-SIM_RUN = 1024
 REAL = {d: row.c for d, row in dtypes.TABLE.items()}  # the C type `real` stands for, per dtype
-
-
-def ceil_div(a, b):
-    return -(-a // b)
-
-
-def grid_1d(n, block=BLOCK, cap=GRID_STRIDE_BLOCKS, sim_run=SIM_ELEMENTS_PER_THREAD):
-    """Blocks of `block` threads for a grid-stride loop over n elements: enough for one element per
-    thread (`sim_run` on the sim), at most `cap`; 0 for n == 0 (the launch is skipped)."""
-    blocks = -(-int(n) // (block * sim_run if simulated() else block))  # ceil_div, at every launch
-    return blocks if blocks < cap else cap
-
-
-def geometry_1d(n, cap=GRID_STRIDE_BLOCKS, sim_run=SIM_ELEMENTS_PER_THREAD):
-    """(grid, block) for a grid-stride loop over n elements whose kernel takes any block size: BLOCK
-    threads per block, except on the sim when n needs fewer threads than a block (`sim_run` elements
-    each): then as few whole warps as cover n. A simulated thread costs a function call whether or
-    not it finds an element (x + y of 1 element: 256 calls, half of the launch's 2 us run)."""
-    if n < BLOCK * sim_run and simulated():
-        return (1 if n else 0), (-(-int(n) // (32 * sim_run)) or 1) * 32
-    return grid_1d(n, BLOCK, cap, sim_run), BLOCK
-
-
-def flat_geometry(n):
-    """geometry_1d for a flat kernel over memory (BLAS-1, elementwise): on the sim a thread walks one
-    contiguous run of about SIM_RUN elements, which g++ vectorizes."""
-    return geometry_1d(n, sim_run=SIM_RUN)
-
-
-def fast_divisor(d):
-    """Divisor d (0 <= d < 2^31) packed with its multiplier for common.cuh's FastDivmod:
-    d | m << 32 with m = ceil(2^(31 + ceil(log2 d)) / d), passed as one unsigned long long argument
-    (0 and 1 carry no multiplier). CUTLASS's find_divisor."""
-    d = int(d)
-    if not 0 <= d < 1 << 31:
-        raise ValueError(f"fast_divisor: {d} is outside [0, 2^31)")
-    if d <= 1:
-        return d
-    p = 31 + (d - 1).bit_length()  # 31 + ceil(log2 d)
-    return d | (((1 << p) + d - 1) // d) << 32
-
-
-def simulated():
-    """True on the sim backend, where a thread (and each barrier it reaches) costs far more than an
-    element: launchers there pick fewer threads per block or fewer blocks; the kernels are the same."""
-    return backends.current().name == "sim"
 
 
 def _dim3(v):
@@ -97,6 +45,7 @@ class Module:
         self.source_name = source_name
         self._source = text, defines
         self._units = source.sim_units(text, self.signatures) if self.backend.units else [None]
+        self._spread = source.sim_spread(text, self.signatures)  # kernels whose blocks are heavy on the sim
         self._handles = {}  # unit -> the backend's compiled module
         self._lock = threading.Lock()
         self._kernels = {}
@@ -129,7 +78,10 @@ class Module:
             if name not in self.signatures:
                 raise LaunchError(f"no kernel '{name}' in {self.source_name}; it has "
                                   f"{', '.join(self.signatures) or 'none'}")
-            k = self._kernels[name] = Kernel(self, name, self.signatures[name])
+            k = Kernel(self, name, self.signatures[name])
+            if name in self._spread:
+                k.spread_blocks()
+            self._kernels[name] = k
         return k
 
 
@@ -142,6 +94,8 @@ class Kernel:
         self._module, handle = module, module.handle_for(name)
         self._handle = handle
         self._launch = module.backend.prepare(handle, name, argcodes)
+        self._bind = getattr(self._launch, "bind", None)  # the sim's: a geometry's record header packed once
+        self._nargs = len(argcodes)
         self._pointer = tuple(c == "P" for c in argcodes)
         self._pointer_at = tuple(i for i, c in enumerate(argcodes) if c == "P")
         self._float = tuple(c in "fd" for c in argcodes)
@@ -150,7 +104,7 @@ class Kernel:
         self.static_shared = limits["static_shared"]
         self.max_shared_optin = limits["max_shared_optin"]
         self.max_dynamic_shared = max(0, SHARED_DEFAULT - self.static_shared)
-        self._plans = {}  # (grid, block, shared) as given -> checked 3-tuples; see _plan
+        self._plans = {}  # (grid, block, shared) as given -> (grid, block, bound launch or None); see _plan
 
     def allow_shared(self, nbytes):
         """Opts this kernel in to `nbytes` of dynamic shared memory per block beyond the default 48 KB
@@ -170,22 +124,35 @@ class Kernel:
         self._module.backend.set_spread_blocks(self._handle, self.name)
         return self
 
-    def __call__(self, grid, block, *args, shared=0, stream=None, views=False):
+    def launch(self, grid, block, *args, shared=0, stream=None, views=False):
+        """Runs the kernel on a grid of `grid` blocks of `block` threads (ints or up to 3-tuples) with `args`
+        (DeviceArrays, addresses, Python scalars), `shared` bytes of dynamic shared memory, on `stream` (None:
+        the current one). k(...) is the same call; launchers on hot paths write k.launch(...), a method call,
+        which Python makes without the tuple and dict it builds to call an object (0.3-0.5 us)."""
         try:
             plan = self._plans[grid, block, shared]  # this launch shape, converted and checked before
         except (KeyError, TypeError):                # a new shape, or one given as a list
             plan = self._plan(grid, block, shared)
-        if len(args) != len(self.argcodes):
+        if len(args) != self._nargs:
             raise TypeError(f"kernel '{self.name}' takes {len(self.argcodes)} arguments "
                             f"({self.argcodes}), {len(args)} given")
         if plan is None:  # an empty grid: nothing to run
             return
-        grid, block = plan
         values = list(args)
         for i in self._pointer_at:
-            values[i] = _pointer(values[i], self.name, views)
+            a = values[i]
+            if type(a) is not int:  # an address is passed as it is
+                mem = getattr(a, "_mem", None)  # _pointer's answer for a live DeviceArray it takes, inline
+                if mem is not None and not mem.freed and (views or a.c_contiguous):
+                    values[i] = mem._ptr + a._offset
+                else:
+                    values[i] = _pointer(a, self.name, views)
         if stream is None:
-            stream = current_stream()
+            stream = _local.stack
+            stream = stream[-1] if stream else None  # current_stream(), inline
+            if stream is None and plan[2] is not None and not profiler.sessions:
+                return plan[2](values)  # the common case: the default stream, a header packed before
+        grid, block, _ = plan
         if stream is not None:
             if stream.graph is not None:  # capturing (gpublas.graph): the backend records the launch
                 stream.graph.record(args, self._pointer)
@@ -199,10 +166,13 @@ class Kernel:
         else:
             self._launch(grid, block, shared, stream, values)
 
+    __call__ = launch
+
     def _plan(self, grid, block, shared):
-        """(grid, block) as 3-tuples once they pass the limits a GPU checks, None for an empty grid;
-        kept per (grid, block, shared) as the launcher gave them, so a repeated shape costs one dict
-        lookup (a refusal is never kept: allow_shared can only make more shapes legal)."""
+        """(grid, block, bound) with grid and block as 3-tuples once they pass the limits a GPU checks (bound:
+        the backend's launch of that geometry on the default stream where it prepares one, else None), None
+        for an empty grid; kept per (grid, block, shared) as the launcher gave them, so a repeated shape costs
+        one dict lookup (a refusal is never kept: allow_shared can only make more shapes legal)."""
         key = (grid, block, shared)
         grid, block = _dim3(grid), _dim3(block)
         (gx, gy, gz), (bx, by, bz) = grid, block
@@ -210,7 +180,7 @@ class Kernel:
                 or gx > MAX_GRID[0] or gy > 65535 or gz > 65535 or min(gx, gy, gz) < 0
                 or not 0 <= shared <= self.max_dynamic_shared):
             raise LaunchError(self._refusal(grid, block, shared))
-        plan = None if min(grid) == 0 else (grid, block)
+        plan = None if min(grid) == 0 else (grid, block, self._bind and self._bind(grid, block, shared))
         if len(self._plans) < MAX_PLANS:
             try:
                 self._plans[key] = plan

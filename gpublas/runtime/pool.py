@@ -93,13 +93,18 @@ class MemoryPool:
         return self._malloc(-(-nbytes // ROUND) * ROUND, stream)
 
     def _malloc(self, size, stream):
-        with self._lock:
+        lock = self._lock
+        lock.acquire()  # not `with`: an RLock's context manager costs 0.4 us more than these two calls
+        try:
             free_list = self._cached.get((size, stream))
             ptr = free_list.pop() if free_list else self._completed(size)
             if ptr is None:
                 ptr = self._device_alloc(size)
             self.in_use += size
-            self.peak = max(self.peak, self.in_use)
+            if self.in_use > self.peak:
+                self.peak = self.in_use
+        finally:
+            lock.release()
         return Allocation(ptr, size, self, stream)
 
     def _completed(self, size):
@@ -150,7 +155,9 @@ class MemoryPool:
                 self._release(deferred)
 
     def _release(self, alloc):
-        with self._lock:
+        lock = self._lock
+        lock.acquire()  # as in _malloc: every temporary array's end passes here
+        try:
             if self.closed:
                 return
             if self._held and alloc._ptr in self._held:  # a graph still replays work on it
@@ -170,6 +177,8 @@ class MemoryPool:
                 self.backend.event_record(event, stream)
                 events.append(event)
             self._pending.append((alloc.nbytes, alloc._ptr, events))
+        finally:
+            lock.release()
 
     def free_cached(self):
         """Returns every cached (unused) block to the device, waiting for the streams still using

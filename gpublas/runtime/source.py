@@ -169,6 +169,21 @@ def sim_units(text, kernels):
     return units + [rest] if rest or not units else units
 
 
+_SPREAD = re.compile(r"^[ \t]*//[ \t]*sim spread:(?P<names>[^\n]*)$", re.M)
+
+
+def sim_spread(text, kernels):
+    """The kernels of family source `text` named on `// sim spread: k1 k2 ...` lines: their launchers give each
+    simulated thread a run of many elements (geometry.flat_geometry), so the simulator spreads their blocks over
+    the cores however few threads a grid has (Kernel.spread_blocks). A name that is no kernel raises LookupError."""
+    names = {k for m in _SPREAD.finditer(text) for k in m["names"].split()}
+    unknown = sorted(names.difference(kernels))
+    if unknown:
+        raise LookupError(f"'// sim spread:' names {', '.join(unknown)}: not a kernel of this family; it has "
+                          f"{', '.join(kernels)}")
+    return names
+
+
 def kernel_signatures(source, defines=None):
     """{kernel name: struct codes of its parameters} for every __global__ function in `source`."""
     text = apply_defines(expand_object_macros(strip_comments(with_includes(source))), defines)

@@ -25,6 +25,8 @@ from .base import Backend
 
 ORDERS = {"forward": 0, "reverse": 1, "random": 2}
 RECORD = "@6I2IQ"  # record.h's LaunchHeader: grid xyz, block xyz, flags, seed, dynamic shared bytes
+_HEADER = struct.Struct(RECORD)  # 40 bytes, a multiple of every parameter's alignment
+RANDOM = ORDERS["random"]
 _libc = ctypes.CDLL(None)
 _libc.aligned_alloc.restype = ctypes.c_void_p
 _libc.aligned_alloc.argtypes = [ctypes.c_size_t, ctypes.c_size_t]
@@ -126,6 +128,7 @@ class SimBackend(Backend):
         super().__init__()
         default = min(8 << 30, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2)
         self.total_memory = config.integer("GPUBLAS_SIM_MEMORY", default, "bytes", minimum=1)
+        self.launch_state = 0  # changes with what a launch header's flags hold (order, fission, spread)
         self.order = ORDERS[config.choice("GPUBLAS_SIM_ORDER", tuple(ORDERS), "forward")]
         self._seeds = itertools.count(config.integer("GPUBLAS_SIM_SEED", 0, "a seed") + 1)  # one per launch
         self.memcheck = config.flag("GPUBLAS_SIM_MEMCHECK", False)
@@ -143,6 +146,26 @@ class SimBackend(Backend):
 
     def synchronize(self):
         pass
+
+    # The thread order and fission switch go into every launch's flags: a change makes the bound launches
+    # (prepare's bind) pack their headers again.
+    @property
+    def order(self):
+        return self._order
+
+    @order.setter
+    def order(self, value):
+        self._order = value
+        self.launch_state += 1
+
+    @property
+    def fission(self):
+        return self._fission
+
+    @fission.setter
+    def fission(self, value):
+        self._fission = value
+        self.launch_state += 1
 
     def set_order(self, order):
         """Thread order inside a block: 'forward', 'reverse' or 'random'."""
@@ -298,7 +321,10 @@ class SimBackend(Backend):
         return limits
 
     def set_spread_blocks(self, module, name):
-        module.spread.setdefault(name, [0])[0] = 16  # read by the launch closure prepare made
+        spread = module.spread.setdefault(name, [0])  # read by the launch closure prepare made
+        if not spread[0]:
+            spread[0] = 16
+            self.launch_state += 1  # bound launches pack their headers again
 
     def prepare(self, module, name, argcodes):
         try:
@@ -339,6 +365,37 @@ class SimBackend(Backend):
             if status:
                 raise _launch_failure(backend, lib, name, status)
 
+        pack_args = struct.Struct("@" + fmt[len(RECORD):]).pack  # the arguments alone, at the same offsets
+        if _HEADER.size + struct.calcsize("@" + fmt[len(RECORD):]) != record.size:
+            return launch
+
+        def bind(grid, block, shared):
+            """launch(grid, block, shared, None, args) for one checked geometry on the default stream: the
+            header (the record's first 40 bytes) packed once and kept, each call packing only the arguments
+            into a record of its own. Under the random thread order every launch takes a seed of its own, so
+            the header is packed per call (launch)."""
+            memo = [None, None]  # [the backend's launch_state when the header was packed, the header]
+
+            def bound(args):
+                if memo[0] != backend.launch_state:
+                    state = backend.launch_state
+                    flags = fibers | backend.order << 1 | (block_fn if backend.fission else 0) | spread[0]
+                    memo[1] = None if backend.order == RANDOM else _HEADER.pack(*grid, *block, flags, 0, shared)
+                    memo[0] = state
+                header = memo[1]
+                if header is None or complex_at:
+                    return launch(grid, block, shared, None, args)
+                try:
+                    rec = header + pack_args(*args)
+                except struct.error:
+                    raise _bad_argument(name, argcodes, args) from None
+                status = entry(rec)
+                if status:
+                    raise _launch_failure(backend, lib, name, status)
+
+            return bound
+
+        launch.bind = bind
         return launch
 
 
