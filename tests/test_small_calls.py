@@ -163,6 +163,24 @@ def test_operators_on_two_arrays_of_one_dtype_as_numpy(op, dtype):
     np.testing.assert_allclose(eval(f"view {op} view").get(), eval(f"view.get() {op} view.get()"), rtol=1e-3)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.float16])
+@pytest.mark.parametrize("expr", ["d * 2.0", "d * 3", "d - 0.5", "d / 4", "d ** 2.0", "d + 2**40", "d // 2.0"])
+def test_an_array_and_a_python_number_as_numpy(expr, dtype):
+    h = np.random.default_rng(3).integers(1, 9, (4, 6)).astype(dtype)
+    try:
+        want = eval(expr, {"d": h})
+    except OverflowError:  # int32 + 2**40: NumPy 2 refuses, and so does gpublas, every time
+        for _ in range(2):
+            with pytest.raises(OverflowError):
+                eval(expr, {"d": gpublas.to_device(h)})
+        return
+    for _ in range(2):  # learnt at the first call, then the shortcut for float32 and float64
+        got = eval(expr, {"d": gpublas.to_device(h)})
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_allclose(got.get(), want, rtol=1e-3)
+    np.testing.assert_allclose(gpublas.exp(gpublas.to_device(h)).get(), np.exp(h), rtol=2e-3)
+
+
 def test_operator_results_leave_the_pool_as_they_found_it():
     x, y = gpublas.ones(1024), gpublas.ones(1024)
     x + y

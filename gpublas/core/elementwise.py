@@ -15,22 +15,20 @@ merging neighbours); an operand that overlaps `out` other than element for eleme
 Each launch takes the cheapest of three layouts the merged axes allow (`plan`): flat, at most 3
 strided axes with FastDivmod index math, or the general 8-axis walk.
 """
-import builtins
-import math
 
 import numpy as np
 
 from . import layout, promotion
+from .layout import nd_args, plan  # noqa: F401 (launchers call ew.plan, ew.nd_args)
 from ..runtime import dtypes, source
 from .array import DeviceArray, impl, provide
 from .checks import as_array, common_dtype, is_scalar, make_out
-from ..runtime.launch import BLOCK, fast_divisor, flat_geometry, get_kernel, grid_1d as grid_for
+from ..runtime.launch import BLOCK, flat_geometry, get_kernel, grid_1d as grid_for
 
 FLOATS = dtypes.FLOATS  # float32, float64, float16, bfloat16
 COMPLEX = dtypes.COMPLEX  # complex64, complex128: the opcodes COMPLEX_BINARY, COMPLEX_COMPARE name
 NUMERIC = tuple(d for d in promotion.KERNEL_DTYPES if d not in COMPLEX)  # the real types elementwise.cu is built for
 BOOL = np.dtype(np.bool_)
-SMALL_INDEX = 0x7FFFFFFF  # common.cuh's small_index: below it an index fits 32-bit math
 
 # Opcodes: the EW_*, BIN_* and CMP_* #defines of cuda_src/elementwise.cu, read from the source.
 _EW, _BIN, _CMP = (source.int_defines("elementwise.cu", p) for p in ("EW_", "BIN_", "CMP_"))
@@ -78,48 +76,6 @@ def broadcast_shape(*shapes):
     return layout.broadcast_shape(*shapes)
 
 
-def _element_strides(shape, arrays):
-    """Each array's element strides broadcast to `shape` (0 on a broadcast axis)."""
-    return [layout.broadcast_strides(a.shape, [s // a.itemsize for s in a.strides], shape) for a in arrays]
-
-
-def nd_args(shape, *arrays):
-    """[n, 8 dims, then 8 element strides per array] for an _nd kernel over `shape`, each array
-    broadcast to it (layout.kernel_dims merges axes; more than 8 left raises ValueError)."""
-    dims, per_array = layout.kernel_dims(shape, _element_strides(shape, arrays))
-    return [math.prod(shape), *dims, *(s for st in per_array for s in st)]
-
-
-def _flat(*arrays):
-    """True when every array is C-contiguous and of one shape: the flat kernels apply."""
-    shape = arrays[0].shape
-    for a in arrays:  # a loop, not all(genexpr): this runs at every elementwise launch
-        if not a.c_contiguous or a.shape != shape:
-            return False
-    return True
-
-
-def plan(shape, *arrays, flat=True):
-    """(kernel suffix, arguments after the pointers) for a map over `shape` with these arrays broadcast
-    to it, once layout.merge_axes has dropped and merged axes (CuPy's _reduce_dims):
-      "", [n]              the flat kernel (flat=True): every array contiguous over the same elements,
-                           one shape or merged to one unit-stride axis (x (1, 64, 128) + y (64, 128));
-      "_nd3", [n, d1, d2, strides]  at most 3 axes left and n < 2^31 (a bias over rows, a per-channel
-                           scale of NCHW data): FastDivmod divisors, 3 element strides per array;
-      "_nd", nd_args       anything else, up to 8 axes."""
-    n = math.prod(shape)
-    if flat and _flat(*arrays):
-        return "", [n]
-    merged = layout.merge_axes(shape, _element_strides(shape, arrays))
-    if flat and len(merged) == 1 and builtins.all(s == 1 for s in merged[0][1]):
-        return "", [n]
-    if len(merged) <= 3 and n < SMALL_INDEX:
-        merged = [(1, [0] * len(arrays))] * (3 - len(merged)) + merged
-        return "_nd3", [n, fast_divisor(merged[1][0]), fast_divisor(merged[2][0]),
-                        *(ss[j] for j in range(len(arrays)) for _, ss in merged)]
-    return "_nd", nd_args(shape, *arrays)
-
-
 _FLOAT_ARGS = frozenset(d for d, row in dtypes.TABLE.items() if row.arg in "fd")  # float32, float64
 
 
@@ -145,6 +101,9 @@ def launch_unary(op, x, y, p0=0.0, p1=0.0):
     n = y.size
     if n:
         p0, p1 = _scalar(p0, y.dtype), _scalar(p1, y.dtype)
+        if x.c_contiguous and y.c_contiguous and x.shape == y.shape:  # plan's flat case, without its calls
+            get_kernel("elementwise", "unary_real", y.dtype).launch(*flat_geometry(n), x, y, op, p0, p1, n)
+            return y
         kind, args = plan(y.shape, x, y)
         get_kernel("elementwise", f"unary{kind}_real", y.dtype)(*flat_geometry(n), x, y, op, p0, p1, *args,
                                                                  views=True)
@@ -216,7 +175,9 @@ def _target(out, shape, result, what):
     return make_out(out, shape, out.dtype if isinstance(out, DeviceArray) else result, what)
 
 
-_SAME_DTYPE = {}  # (op, dtype) -> whether op of two dtype arrays computes in dtype, gives dtype and checks nothing
+# (op, dtype) -> whether op of two dtype arrays computes in dtype, gives dtype and checks nothing; (op, dtype, float
+# or int): the same for a float32 or float64 array (op) a Python number (the array-scalar opcode's `real` parameter)
+_SAME_DTYPE = {}
 
 
 def binary(op, a, b, out=None, what="binary operation"):
@@ -224,14 +185,16 @@ def binary(op, a, b, out=None, what="binary operation"):
     (gpublas.core.promotion): each operand converted to the kernel dtype, the result converted to `out`'s.
     Every operator runs this: the common case (two contiguous arrays of one dtype and shape, no out, an op
     whose type resolution, learnt at its first call, keeps the dtype) goes straight to the flat kernel."""
-    if out is None and type(a) is DeviceArray and type(b) is DeviceArray:
-        dtype = a.dtype
-        if dtype is b.dtype and a.shape == b.shape and a.c_contiguous and b.c_contiguous \
-                and _SAME_DTYPE.get((op, dtype)):
-            out, n = DeviceArray._new_like(a), a.size
-            if n:
-                get_kernel("elementwise", "binary_real", dtype).launch(*flat_geometry(n), a, b, out, op, n)
-            return out
+    if out is None and type(a) is DeviceArray and a.c_contiguous:
+        if type(b) is DeviceArray:
+            dtype = a.dtype
+            if dtype is b.dtype and a.shape == b.shape and b.c_contiguous and _SAME_DTYPE.get((op, dtype)):
+                out, n = DeviceArray._new_like(a), a.size
+                if n:
+                    get_kernel("elementwise", "binary_real", dtype).launch(*flat_geometry(n), a, b, out, op, n)
+                return out
+        elif (type(b) is float or type(b) is int) and _SAME_DTYPE.get((op, a.dtype, type(b))):  # (op) a Python number
+            return launch_unary(SCALAR_FORMS[op][0], a, DeviceArray._new_like(a), b)
     scalar_a, scalar_b = is_scalar(a), is_scalar(b)  # asked once each
     if scalar_a and scalar_b:
         raise TypeError(f"{what}: at least one operand must be an array (both are scalars)")
@@ -242,6 +205,8 @@ def binary(op, a, b, out=None, what="binary operation"):
     loop, result, kernel = promotion.resolve(UFUNCS[op], a, b, what)
     if not (scalar_a or scalar_b) and a.dtype == b.dtype:
         _SAME_DTYPE[op, a.dtype] = result == kernel == a.dtype and not (kernel.kind == "c" and op not in COMPLEX_BINARY)
+    elif (type(b) is float or type(b) is int) and not scalar_a:
+        _SAME_DTYPE[op, a.dtype, type(b)] = result == kernel == a.dtype and kernel in _FLOAT_ARGS and op in SCALAR_FORMS
     if kernel.kind in "icu":  # complex and integer loops have rules of their own (bool, uint8 compute in int32)
         if kernel.kind == "c":
             check_complex(op, kernel, what)
@@ -287,6 +252,8 @@ def _unary(op, what, dtypes=FLOATS):
     ufunc = getattr(np, what, None)  # NumPy's ufunc of that name, if any: its type resolution applies
 
     def f(x, out=None):
+        if out is None and type(x) is DeviceArray and x.c_contiguous and x.dtype in dtypes:  # no conversion
+            return launch_unary(op, x, DeviceArray._new_like(x))
         x = as_array(x, what)
         result = x.dtype
         if x.dtype not in dtypes and isinstance(ufunc, np.ufunc) and x.dtype.kind in "biu":
@@ -422,7 +389,7 @@ def axpby(a, x, b, y, out=None):
     if not (is_scalar(a) and is_scalar(b)):
         raise TypeError("axpby: a and b must be scalars")
     out = make_out(out, x.shape, dtype, "axpby")
-    if _flat(x, y, out):
+    if layout.all_flat(x, y, out):
         return launch_axpby(a, unalias(x, out), b, unalias(y, out), out)
     return binary(ADD, binary(MUL, x, a), binary(MUL, y, b), out, "axpby")  # views: two passes
 

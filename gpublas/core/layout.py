@@ -8,8 +8,12 @@ keeps the itemsize). A stride may be negative (a[::-1]) or 0 (a broadcast operan
     kernel_dims((4, 5), [(5, 1), (0, 1)]) == ([1]*7 + [20], [[0]*7 + [1], ...])   # merged to 1-D
 """
 import builtins
+import math
+
+from ..runtime.geometry import fast_divisor
 
 MAX_DIMS = 8  # axes a strided kernel walks (after merging neighbours); NumPy has no limit
+SMALL_INDEX = 0x7FFFFFFF  # common.cuh's small_index: below it an index fits 32-bit math
 
 
 def c_strides(shape, itemsize):
@@ -161,3 +165,46 @@ def may_overlap_itself(shape, strides, itemsize):
             return True
         reach += s * (d - 1)
     return False
+
+
+# -- elementwise kernels' layouts ----------------------------------------------------------------------
+def _element_strides(shape, arrays):
+    """Each array's element strides broadcast to `shape` (0 on a broadcast axis)."""
+    return [broadcast_strides(a.shape, [s // a.itemsize for s in a.strides], shape) for a in arrays]
+
+
+def nd_args(shape, *arrays):
+    """[n, 8 dims, then 8 element strides per array] for an _nd kernel over `shape`, each array
+    broadcast to it (kernel_dims merges axes; more than 8 left raises ValueError)."""
+    dims, per_array = kernel_dims(shape, _element_strides(shape, arrays))
+    return [math.prod(shape), *dims, *(s for st in per_array for s in st)]
+
+
+def all_flat(*arrays):
+    """True when every array is C-contiguous and of one shape: the flat kernels apply."""
+    shape = arrays[0].shape
+    for a in arrays:  # a loop, not all(genexpr): this runs at every elementwise launch
+        if not a.c_contiguous or a.shape != shape:
+            return False
+    return True
+
+
+def plan(shape, *arrays, flat=True):
+    """(kernel suffix, arguments after the pointers) for a map over `shape` with these arrays broadcast
+    to it, once merge_axes has dropped and merged axes (CuPy's _reduce_dims):
+      "", [n]              the flat kernel (flat=True): every array contiguous over the same elements,
+                           one shape or merged to one unit-stride axis (x (1, 64, 128) + y (64, 128));
+      "_nd3", [n, d1, d2, strides]  at most 3 axes left and n < 2^31 (a bias over rows, a per-channel
+                           scale of NCHW data): FastDivmod divisors, 3 element strides per array;
+      "_nd", nd_args       anything else, up to 8 axes."""
+    n = math.prod(shape)
+    if flat and all_flat(*arrays):
+        return "", [n]
+    merged = merge_axes(shape, _element_strides(shape, arrays))
+    if flat and len(merged) == 1 and builtins.all(s == 1 for s in merged[0][1]):
+        return "", [n]
+    if len(merged) <= 3 and n < SMALL_INDEX:
+        merged = [(1, [0] * len(arrays))] * (3 - len(merged)) + merged
+        return "_nd3", [n, fast_divisor(merged[1][0]), fast_divisor(merged[2][0]),
+                        *(ss[j] for j in range(len(arrays)) for _, ss in merged)]
+    return "_nd", nd_args(shape, *arrays)

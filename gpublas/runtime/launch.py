@@ -10,7 +10,7 @@ import numpy as np
 
 from . import backends, compile_queue, cubins, dtypes, profiler, source
 from .errors import LaunchError
-from .stream import _local, current_stream, refuse_in_capture
+from .stream import _local, refuse_in_capture
 from .geometry import (BLOCK, GRID_STRIDE_BLOCKS, SIM_ELEMENTS_PER_THREAD, SIM_RUN, ceil_div,  # noqa: F401
                        fast_divisor, flat_geometry, geometry_1d, grid_1d, simulated)  # (launchers import them here)
 
