@@ -21,9 +21,9 @@
 //   dot_partial / sum_final:    sum x[i] * y[i], or conj(x[i]) * y[i] (dotc)
 //   asum_partial / sum_final:   sum |x[i]|
 //   amax_partial / amax_final:  max |x[i]| (NaN wins: a NaN anywhere gives NaN)
-//   nrm2_partial / nrm2_final:  sqrt(sum x[i]^2) computed as scale * sqrt(sum (x[i]/scale)^2) with
-//                               scale = max |x[i]| read from device memory (amax first): no overflow
-//                               or underflow of the squares.
+//   nrm2_partial / nrm2_final:  sqrt(sum x[i]^2) in one pass: float squares summed in double; double
+//                               ones as they are, or where that sum leaves the range by Blue's three scaled
+//                               sums (the reference dnrm2's): no overflow or underflow of the squares.
 //   iamax_partial / iamax_final: first index of max |x[i]| (value and index pairs, ties to the lower index;
 //                               complex x: max |re| + |im|, cuBLAS's icamax / izamax)
 //   iamin_partial / iamin_final: first index of min |x[i]| (the same with the order reversed; NaN never
@@ -41,7 +41,6 @@
 // imaginary part 0, so that the value comparisons below (lexicographic for complex) order it as a real number
 template <class T> __device__ __forceinline__ T abs_real(T v) { return abs1(v); }
 template <class R> __device__ __forceinline__ gcomplex<R> abs_real(gcomplex<R> v) { return gcomplex<R>(abs1(v), (R)0); }
-template <class T> __device__ __forceinline__ T square(T v) { return v * v; }
 
 // ---------------------------------------------------------------------------------------------------
 // Element-wise kernels
@@ -138,15 +137,53 @@ extern "C" __global__ void amax_partial(long long n, const real* __restrict__ x,
     if (threadIdx.x == 0) partial[blockIdx.x] = m;
 }
 
-// scale points at max |x| (one element, written by amax_final): sum of (x[i]/scale)^2.
+// nrm2 in one pass. Every square of a float fits a double: float vectors sum x^2 in double, as they are. A
+// double's square overflows above 2^512 and drops bits below 2^-511: a double vector sums x^2 as it is too,
+// which is exact-range unless that sum is not finite or below 2^-900 (where squares lost to underflow would
+// show); then the thread walks its elements again with Blue's algorithm (the reference BLAS's dnrm2 since
+// LAPACK 3.10): each square goes to one of three sums, |x| below 2^-511 scaled up by 2^537, above 2^486 down
+// by 2^-538, the rest as it is (a NaN lands there), and nrm2_final combines the three. Partials are doubles:
+// the block's (small, middle, big) sums at [block], [grid + block], [2 grid + block].
+constexpr double NRM2_TSML = 0x1p-511, NRM2_TBIG = 0x1p486, NRM2_SSML = 0x1p537, NRM2_SBIG = 0x1p-538;
+__device__ __forceinline__ double nrm2_square(float v) { return (double)v * (double)v; }
+__device__ __forceinline__ double nrm2_square(double v) { return v * v; }
+template <class R> __device__ __forceinline__ double nrm2_square(gcomplex<R> v) { return nrm2_square(v.x) + nrm2_square(v.y); }
+// Whether x's plain sum of squares may leave a double's range (double and complex double vectors only).
+template <class T> struct Nrm2Blue { static constexpr bool value = false; };
+template <> struct Nrm2Blue<double> { static constexpr bool value = true; };
+template <> struct Nrm2Blue<gcomplex<double>> { static constexpr bool value = true; };
+__device__ __forceinline__ void nrm2_blue(double& sml, double& med, double& big, double v) {
+    const double a = v < 0 ? -v : v;
+    if (a > NRM2_TBIG) big += (a * NRM2_SBIG) * (a * NRM2_SBIG);
+    else if (a < NRM2_TSML) sml += (a * NRM2_SSML) * (a * NRM2_SSML);
+    else med += a * a;
+}
+__device__ __forceinline__ void nrm2_blue(double& sml, double& med, double& big, float v) {
+    nrm2_blue(sml, med, big, (double)v);
+}
+template <class R> __device__ __forceinline__ void nrm2_blue(double& sml, double& med, double& big, gcomplex<R> v) {
+    nrm2_blue(sml, med, big, (double)v.x);
+    nrm2_blue(sml, med, big, (double)v.y);
+}
+
 extern "C" __global__ void nrm2_partial(long long n, const real* __restrict__ x, long long incx,
-                                        const real* __restrict__ scale, real* __restrict__ partial) {
-    const real m = *scale;
-    real s = 0;
-    if (m > (real)0 && m - m == (real)0)  // finite and nonzero; otherwise nrm2_final decides alone
-        UNIT_STRIDES(incx == 1, GRID_STRIDE_FOLD(long long, i, n, s, SumOp<real>(), square(x[i * incx] / m)););
-    s = block_reduce(s, SumOp<real>(), (real)0);
-    if (threadIdx.x == 0) partial[blockIdx.x] = s;
+                                        double* __restrict__ partial) {
+    double med = 0, sml = 0, big = 0;
+    UNIT_STRIDES(incx == 1, GRID_STRIDE_FOLD(long long, i, n, med, SumOp<double>(), nrm2_square(x[i * incx])););
+    if (Nrm2Blue<real>::value && !(med >= 0x1p-900 && med <= 0x1.fffffffffffffp1023)) {
+        med = 0;  // not finite, or tiny: the thread's elements again, each square in the sum its size takes
+        GRID_STRIDE_LOOP(long long, i, n) nrm2_blue(sml, med, big, x[i * incx]);
+    }
+    med = block_reduce(med, SumOp<double>(), 0.0);
+    __syncthreads();  // block_reduce's shared memory, read by thread 0, is written again below
+    sml = block_reduce(sml, SumOp<double>(), 0.0);
+    __syncthreads();
+    big = block_reduce(big, SumOp<double>(), 0.0);
+    if (threadIdx.x == 0) {
+        partial[blockIdx.x] = sml;
+        partial[gridDim.x + blockIdx.x] = med;
+        partial[2 * gridDim.x + blockIdx.x] = big;
+    }
 }
 
 template <class Better>  // Better comes as a named argument: the sim fission pass rewrites no explicit template
@@ -188,15 +225,38 @@ extern "C" __global__ void amax_final(int nparts, const real* __restrict__ parti
     if (threadIdx.x == 0) out[0] = m;
 }
 
-// out = scale * sqrt(sum of partials); scale 0 gives 0, Inf gives Inf, NaN gives NaN.
-extern "C" __global__ void nrm2_final(int nparts, const real* __restrict__ partial, const real* __restrict__ scale,
-                                      real* __restrict__ out) {
-    real s = 0;
-    for (int i = threadIdx.x; i < nparts; i += blockDim.x) s += partial[i];
-    s = block_reduce(s, SumOp<real>(), (real)0);
+// out = the norm from nparts blocks' (small, middle, big) sums (nrm2_partial), combined as the reference dnrm2
+// combines them: the big sum with the middle one scaled down; else the small one with the middle one; else the
+// middle one. NaN and Inf come through the sums (a NaN in the middle sum, an Inf in the big one).
+extern "C" __global__ void nrm2_final(int nparts, const double* __restrict__ partial, real* __restrict__ out) {
+    double sml = 0, med = 0, big = 0;
+    for (int i = threadIdx.x; i < nparts; i += blockDim.x) {
+        sml += partial[i];
+        med += partial[nparts + i];
+        big += partial[2 * nparts + i];
+    }
+    med = block_reduce(med, SumOp<double>(), 0.0);
+    __syncthreads();
+    sml = block_reduce(sml, SumOp<double>(), 0.0);
+    __syncthreads();
+    big = block_reduce(big, SumOp<double>(), 0.0);
     if (threadIdx.x == 0) {
-        const real m = *scale;
-        out[0] = (m > (real)0 && m - m == (real)0) ? m * ew_sqrt(s) : m;
+        double scale = 1, sum = med;
+        if (big > 0) {
+            if (med > 0 || med != med) big += (med * NRM2_SBIG) * NRM2_SBIG;
+            scale = 1 / NRM2_SBIG;
+            sum = big;
+        } else if (sml > 0) {
+            if (med > 0 || med != med) {
+                const double ymed = sqrt(med), ysml = sqrt(sml) / NRM2_SSML;
+                const double ymin = ysml > ymed ? ymed : ysml, ymax = ysml > ymed ? ysml : ymed;
+                sum = ymax * ymax * (1 + (ymin / ymax) * (ymin / ymax));
+            } else {
+                scale = 1 / NRM2_SSML;
+                sum = sml;
+            }
+        }
+        out[0] = (real)(scale * sqrt(sum));
     }
 }
 

@@ -96,6 +96,30 @@ def test_nrm2_scaled_float64():
         close(gpublas.nrm2(gpublas.to_device(x)), 8 * value, np.float64, k=64)
 
 
+@pytest.mark.parametrize("values", [
+    [1e300, 1e-300, 3.0],            # a big, a tiny and a middle element: Blue's big sum with the middle one
+    [1e-160] * 1000,                 # squares below the normal range: the small sum alone
+    [1e-160] * 999 + [1e-150],       # two small ones
+    [1e-300] * 64 + [2.0, -3.0],     # the small sum with the middle one
+    [1e200] * 100,                   # squares above the range: the big sum
+    [1e154, -1e154],                 # each square fits, their sum does not
+    [0.0] * 40,                      # nothing but zeros: the second walk finds zeros too
+    [3e-155, 4e-155],                # at the small threshold
+])
+def test_nrm2_float64_in_one_pass_as_the_reference(values):
+    # a plain sum of squares where it stays in range, else Blue's three scaled sums (the reference dnrm2's)
+    x = np.array(values, np.float64)
+    want = float(sblas.dnrm2(x))
+    for stride in (1, 2):
+        host = np.repeat(x, stride) if stride > 1 else x
+        got = gpublas.nrm2(gpublas.to_device(host)[::stride])
+        assert got == pytest.approx(want, rel=8e-16 * len(x), abs=0), (values[:3], got, want)
+    with_inf, with_nan = np.append(x, np.inf), np.append(x, np.nan)
+    assert gpublas.nrm2(gpublas.to_device(with_inf)) == np.inf
+    assert np.isnan(gpublas.nrm2(gpublas.to_device(with_nan)))
+    assert np.isnan(gpublas.nrm2(gpublas.to_device(np.array([np.inf, np.nan, 1.0]))))
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_axpy_alpha_zero_reads_nothing(rng, dtype):
     y = rng.standard_normal(33).astype(dtype)

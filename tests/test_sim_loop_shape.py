@@ -64,6 +64,27 @@ def test_folds_sum_and_max_every_element(form, rng):
         assert np.isnan(part.get()).any()
 
 
+@pytest.mark.parametrize("form", FORMS, ids=["sim", "gpu"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_nrm2_partials_and_final_in_both_forms(form, dtype, rng):
+    """nrm2_partial's plain fold and its second walk (Blue's sums, for doubles whose sum leaves the range), then
+    nrm2_final, on grids of every shape: within a few ulps of NumPy's float64 norm (float32 squares summed in
+    double); the tiny and huge vectors take the second walk."""
+    part_k = get_kernel("blas1", "nrm2_partial", dtype, **form)
+    final = get_kernel("blas1", "nrm2_final", dtype, **form)
+    scales = [1.0] + ([1e-170, 1e170] if dtype == np.float64 else [1e-30, 1e30])
+    for n in SIZES:
+        for scale in scales:
+            x = (rng.standard_normal(n) * scale).astype(dtype)
+            want = float(np.linalg.norm(x.astype(np.float64) / scale)) * scale
+            for grid, block in GRIDS:
+                part, out = gpublas.empty(3 * grid, np.float64), gpublas.empty(1, dtype)
+                part_k(grid, block, n, gpublas.to_device(x), 1, part)
+                final(1, 32, grid, part, out)
+                got = float(out.get()[0])
+                assert got == pytest.approx(want, rel=4 * float(np.finfo(dtype).eps)), (n, scale, grid, block)
+
+
 def test_sim_runs_are_contiguous_and_fold_in_lanes(rng):
     """On the simulator thread g of T gets [g * run, (g + 1) * run), run = ceil(n / T) rounded up to 16:
     a dot whose x holds one 1 at position p lands in partial p // (256 * run) of 256-thread blocks, where

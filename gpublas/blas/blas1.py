@@ -185,21 +185,10 @@ def asum(x, stream=None):
     return _sum_of("asum_partial", dtype, x.size, *vector(x, stream), stream=stream)
 
 
-def _amax_into(x, incx, out, stream=None, partial=None):
-    """out[0] = max |x| (NaN if any element is NaN), on the device (partials in `partial` when given)."""
-    nparts, threads = _parts(x.size)
-    partial = out if nparts == 1 else empty(nparts, x.dtype) if partial is None else partial
-    get_kernel("blas1", "amax_partial", x.dtype).launch(nparts, threads, x.size, x, incx, partial, stream=stream,
-                                                        views=True)
-    if nparts > 1:
-        get_kernel("blas1", "amax_final", x.dtype).launch(1, _final_threads(nparts), nparts, partial, out,
-                                                          stream=stream)
-    return out
-
-
 def nrm2(x, stream=None, out=None):
-    """sqrt(sum(x**2)) as a Python float, scaled by max |x| first so that huge or tiny elements
-    neither overflow nor underflow (as the reference BLAS's snrm2/dnrm2); with `out` (a one-element
+    """sqrt(sum(x**2)) as a Python float in one pass (blas1.cu: float squares summed in double, double ones by
+    Blue's scaled sums where they leave the range), so that huge or tiny elements neither overflow nor underflow
+    (as the reference BLAS's snrm2/dnrm2); with `out` (a one-element
     real DeviceArray of x's real dtype) the result stays on the device, written into out, and out is returned."""
     dtype = check_operands("nrm2", BLAS1_TYPES, x=x)
     real = dtypes.real_of(dtype) if dtype.kind == "c" else dtype
@@ -216,15 +205,12 @@ def nrm2(x, stream=None, out=None):
     nparts, threads = _parts(x.size)
     s = scratch() if out is None and stream is None else None
     if s is not None:  # a Python float on the default stream: this thread's scratch (core/scratch.py)
-        scale, partial, result = s.slot(1), s.partials(0), s.slot(0)
-        _amax_into(x, incx, scale, stream, s.partials(1))
+        partial, result = s.partials(0), s.slot(0)  # 3 nparts doubles: partials(0) runs on into partials(1)
     else:
-        scale = _amax_into(x, incx, empty(1, dtype), stream=stream)
-        partial, result = empty(nparts, dtype), empty(1, dtype) if out is None else out.reshape(1)
-    get_kernel("blas1", "nrm2_partial", dtype).launch(nparts, threads, x.size, x, incx, scale, partial, stream=stream,
+        partial, result = empty(3 * nparts, np.float64), empty(1, dtype) if out is None else out.reshape(1)
+    get_kernel("blas1", "nrm2_partial", dtype).launch(nparts, threads, x.size, x, incx, partial, stream=stream,
                                                       views=True)
-    get_kernel("blas1", "nrm2_final", dtype).launch(1, _final_threads(nparts), nparts, partial, scale, result,
-                                                    stream=stream)
+    get_kernel("blas1", "nrm2_final", dtype).launch(1, _final_threads(nparts), nparts, partial, result, stream=stream)
     if out is not None:
         return out
     return float(s.read(result, dtype) if s is not None else _read(result, stream, "nrm2"))

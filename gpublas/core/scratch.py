@@ -39,7 +39,8 @@ class Scratch:
         return self.base + k * SLOT
 
     def partials(self, k):
-        """The device address of partial array k (0 or 1): room for PARTIALS elements."""
+        """The device address of partial array k (0 or 1): room for PARTIALS elements; array 0 runs on into
+        array 1 (2 * PARTIALS elements of 16 bytes in a row: nrm2's three sums per block)."""
         return self.base + SLOTS * SLOT + k * PARTIALS * 16
 
     def read(self, address, dtype):
