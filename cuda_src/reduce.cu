@@ -10,7 +10,8 @@
 //                 (rows, n) array: each thread walks the part with stride blockDim.x (on the simulator a
 //                 contiguous run of it, a sum in common.cuh's STRIDED_FOLD lanes), then a block reduce. With parts > 1 it writes partials and a second launch (parts = 1, with
 //                 xidx = the partial indices) finishes them. op RED_SUM writes the sum times `scale`
-//                 (1/n for a mean); RED_MAX / RED_MIN write the value and/or its first index.
+//                 (1/n for a mean); RED_MAX / RED_MIN write the value and/or its first index (the value
+//                 alone: a fold in MaxOp / MinOp as the sum's, in lanes on the simulator).
 // reduce_cols:    block 32x8: threadIdx.x walks inner (coalesced), threadIdx.y splits the reduced axis
 //                 n with stride 8; the 8 partials per column meet in shared memory, combined in the
 //                 fixed order y = 0..7. Block b covers 32 inner positions of outer index b / tiles.
@@ -107,6 +108,19 @@ extern "C" __global__ void reduce_rows(const real* x, const int* xidx, compute_t
     }
     const bool is_max = op == RED_MAX;
     acc_real v = is_max ? red_lowest((acc_real)0) : red_highest((acc_real)0);
+    if (!idx && !xidx) {  // the value alone (max, min): a fold as the sum's (in lanes on the simulator), NaN wins
+        if (op == RED_MAX) {  // (the fold's accumulator declared beside it: the sim's loop fission sees the macro's write)
+            acc_real m = red_lowest((acc_real)0);
+            STRIDED_FOLD(long long, k, start, stop, threadIdx.x, blockDim.x, m, MaxOp<acc_real>(), load_as(xr[k]));
+            v = block_reduce(m, MaxOp<acc_real>(), red_lowest((acc_real)0));
+        } else {
+            acc_real m = red_highest((acc_real)0);
+            STRIDED_FOLD(long long, k, start, stop, threadIdx.x, blockDim.x, m, MinOp<acc_real>(), load_as(xr[k]));
+            v = block_reduce(m, MinOp<acc_real>(), red_highest((acc_real)0));
+        }
+        if (threadIdx.x == 0) val[blockIdx.x] = v;
+        return;
+    }
     int i = NO_INDEX;
     for (long long k = start + threadIdx.x; k < stop; k += blockDim.x) {
         const int ki = xidx ? xidx[row * n + k] : (int)k;

@@ -96,6 +96,24 @@ def test_nan_and_inf(dtype):
     assert float(gpublas.max(dev(y))) == -np.inf and int(gpublas.argmax(dev(y))) == 0
 
 
+@pytest.mark.parametrize("dtype", DTYPES + [np.int32])
+def test_long_rows_max_and_min_of_the_values_alone(dtype, rng):
+    # rows past a serial kernel's length take reduce_rows, whose value-only max / min is a fold (in lanes on
+    # the simulator), in two passes past a part's length: exact, a NaN anywhere wins, infinities kept
+    x = (rng.standard_normal((3, 300_001)) * 1000).astype(dtype)
+    for f in ("max", "min"):
+        np.testing.assert_array_equal(getattr(gpublas, f)(dev(x), axis=1).get(), getattr(x, f)(axis=1))
+        assert float(getattr(gpublas, f)(dev(x[0]))) == getattr(x[0], f)()
+    if dtype == np.int32:
+        return
+    x[1, 299_999], x[2, 7], x[0, 5000] = np.nan, np.nan, np.inf
+    for f in ("max", "min"):
+        np.testing.assert_array_equal(getattr(gpublas, f)(dev(x), axis=1).get(), getattr(x, f)(axis=1))
+        assert np.isnan(float(getattr(gpublas, f)(dev(x))))
+    y = np.full(10_000, -np.inf, dtype)
+    assert float(gpublas.max(dev(y))) == -np.inf and float(gpublas.min(dev(y))) == -np.inf
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_zero_size(dtype):
     e = gpublas.zeros((0,), dtype)

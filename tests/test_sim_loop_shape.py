@@ -59,9 +59,14 @@ def test_folds_sum_and_max_every_element(form, rng):
             rows(grid, block, dx, None, val, None, 0, n, grid, 1)  # RED_SUM, `grid` parts of one row
             assert abs(val.get().astype(np.float64).sum() - x.astype(np.float64).sum()) <= \
                 4 * n * np.finfo(dtype).eps * np.abs(x).astype(np.float64).sum()
+            rows(grid, block, dx, None, val, None, 1, n, grid, 1)  # RED_MAX, the value alone: a fold too
+            got = val.get()[:min(grid, n)] if n >= grid else val.get()[:n]
+            assert got.max() == x.max() and (got <= x.max()).all()
         x[n // 2] = np.nan
         amax(3, 64, n, gpublas.to_device(x), 1, part := gpublas.empty(3, dtype))
         assert np.isnan(part.get()).any()
+        rows(1, 64, gpublas.to_device(x), None, part, None, 2, n, 1, 1)  # RED_MIN of one part: the NaN wins
+        assert np.isnan(part.get()[0])
 
 
 @pytest.mark.parametrize("form", FORMS, ids=["sim", "gpu"])
