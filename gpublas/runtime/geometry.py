@@ -23,8 +23,10 @@ SIM_ELEMENTS_PER_THREAD = 8
 SIM_RUN = 1024
 # From this many elements a flat launch on the sim is SIM_BLOCK_RUNS-thread blocks that the runtime spreads
 # over the cores; below it one block on the calling thread: waking the other OpenMP threads (they sleep between
-# launches) costs 10-15 us on a shared VM, where 2^17 float32 axpy takes 30 us on one core.
-SIM_SPREAD = 1 << 17
+# launches) costs 10-15 us on a shared 2-core VM, where float32 axpy takes 30 us at 2^17 and 40 at 2^18 on one
+# core. Two threads, float32, us (min of 7 batches, three runs): axpy 2^18 37-45 -> 36-51, 2^20 143-150 -> 92-106,
+# dot 2^20 190-206 -> 112-150, x + y 2^20 289-305 -> 139-167.
+SIM_SPREAD = 1 << 18
 SIM_BLOCK_RUNS = 32  # 32 runs of SIM_RUN elements: the unit the cores take blocks in (schedule(dynamic))
 
 
