@@ -1,7 +1,7 @@
 // record.h: what one kernel launch carries from Python to the simulated grid.
 //
 // Emulates: the argument buffer cuLaunchKernel copies for a launch. Python packs one record per
-// call (backends/sim.py's RECORD, struct.pack in native alignment): a LaunchHeader (grid, block,
+// call (backends/sim_launch.py's RECORD, struct.pack in native alignment): a LaunchHeader (grid, block,
 // flags, seed, dynamic shared bytes), then each kernel parameter at its C alignment; the kernel's
 // thunk reads its parameters back from it (invoke), and arg_layout lets Python check that both
 // sides agree on every offset. A Launch is one launch in progress: its record, its thunks and its
@@ -20,7 +20,7 @@
 
 namespace gpublas_sim {
 
-// What Python packs for one call (struct.pack, native alignment: backends/sim.py's RECORD): this
+// What Python packs for one call (struct.pack, native alignment: backends/sim_launch.py's RECORD): this
 // header, then each kernel parameter at its C alignment. Every call has its own record, so launches
 // from several host threads never share arguments.
 struct LaunchHeader {
