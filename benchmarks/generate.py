@@ -1,16 +1,21 @@
 """generate: GPT text generation, tokens/s with and without the key/value cache (nn.models.GPT.generate,
-use_cache=True / False) over the context length, beside transformers' GPT2LMHeadModel.generate (use_cache=True,
-greedy) of the same weights (save_pretrained -> from_pretrained) in the same run.
+use_cache=True / False) and with the decode step replayed as a graph (use_graph) or run eagerly, over the context
+length, beside transformers' GPT2LMHeadModel.generate (use_cache=True, greedy) of the same weights
+(save_pretrained -> from_pretrained) in the same run.
 
-Greedy decoding (top_k=1), batch 1. A row's time per token is one decode step at position `context`, as generate
-runs it: for the cache, one position through the blocks against `context` cached keys (the prefill done before
-timing), the head on it, the draw and the token read back; without it, the forward of the whole window and the
-same draw (harness.measure, host clock). transformers' row: the time of its generate of 1 + N tokens less that of
-1 token, over N, each the best of 5 runs. Before timing, the cached run's tokens
-are checked equal to the uncached run's. On a GPU the model is GPT-2 small's shape (12 layers, C = 768,
+Greedy decoding (top_k=1), batch 1. The step rows' time per token is one decode step at position `context`, as
+generate runs it (harness.measure, host clock): `cached` one position through the blocks against `context` cached
+keys (the prefill done before timing), the head on it, the argmax and the token read back, launched eagerly;
+`cached, graph` the same step replayed (nn/models/gpt_decode.py; both set the position first, one 8-byte copy);
+`uncached` the forward of the whole window and the same draw. The generate rows, nn's (`generate, graph`) and
+transformers', are timed alike: the time of a generate of 1 + N tokens less that of 1 token (timed back to back),
+over N, the median of 5 such differences, N = 4 x the step rows' N where the block holds it (nn's includes the
+eager first step and the capture). Before timing, the graphed run's tokens are
+checked equal to the eager cached run's and those to the uncached run's. On a GPU the model is GPT-2 small's shape (12 layers, C = 768,
 V = 50257, block 1024); the simulator runs a small model of the same code (2 layers, C = 128); transformers runs
 on torch's device (the CPU on the simulator: another device, shown for scale).
 """
+import statistics
 import tempfile
 import time
 
@@ -22,7 +27,8 @@ from .harness import HostClock, Report, measure, progress
 
 try:
     import nn
-    from nn.models import gpt_generate as G
+    from nn.models import gpt_decode as G
+    from nn.models.gpt_generate import sample
 except ImportError as e:  # pragma: no cover
     nn = None
     NN_MISSING = f"{type(e).__name__}: {e}"
@@ -39,16 +45,15 @@ def config(ctx):
 
 
 def _per_token(fn, n, repeats):
-    """Seconds per decoded token: (fn(1 + n) - fn(1)) / n, each the best of `repeats` runs."""
-    def best(k):
-        times = []
-        for _ in range(repeats):
-            t = time.perf_counter()
-            fn(k)
-            times.append(time.perf_counter() - t)
-        return min(times)
+    """Seconds per decoded token: fn(1 + n) - fn(1) over n, the median of `repeats` such differences, the two
+    timed back to back (a slow moment of a shared machine then falls on both: the prefill they share is most of
+    a run at long contexts)."""
+    def timed(k):
+        t = time.perf_counter()
+        fn(k)
+        return time.perf_counter() - t
     fn(1)
-    return max(best(1 + n) - best(1), 1e-9) / n
+    return max(statistics.median(timed(1 + n) - timed(1) for _ in range(repeats)), 1e-9) / n
 
 
 def _transformers(model, dtype):
@@ -67,6 +72,21 @@ def _transformers(model, dtype):
     return hf, torch
 
 
+def _step(model, prompt, graph):
+    """One greedy decode step at position len(prompt) (the prefill done here), eager or replayed."""
+    dec = G.Decoder(model, 1, model.dtype, greedy=True, graph=graph)
+    logits = dec.prefill(prompt)
+    dec.feed(logits.argmax(axis=-1))
+    context = prompt.shape[1]
+
+    def step():
+        dec.seek(context)
+        dec.step()
+        return dec.next_tokens()
+    step()
+    return step
+
+
 def run(ctx):
     report = Report("generate", ctx)
     if nn is None:
@@ -82,20 +102,17 @@ def run(ctx):
     repeats = 1 if ctx.quick else 5
     for context in progress(contexts, ctx, "generate"):
         prompt = rng.integers(0, V, (1, context))
-        cached = model.generate(prompt, n, top_k=1)
+        graphed = model.generate(prompt, n, top_k=1)
+        cached = model.generate(prompt, n, top_k=1, use_graph=False)
         plain = model.generate(prompt, n, top_k=1, use_cache=False)
-        if not report.check_equal(f"cached tokens context={context}", cached, plain):
+        if not (report.check_equal(f"graphed tokens context={context}", graphed, cached)
+                and report.check_equal(f"cached tokens context={context}", cached, plain)):
             continue
-        cache = G.KVCache(model, 1, model.dtype)
-        G._run(model, cache, gpublas.to_device(prompt.astype(np.int32)), 0)
-        token = gpublas.to_device(prompt[:, -1:].astype(np.int32))
-
-        def cached_step():
-            return G.sample(G._run(model, cache, token, context), 1.0, 1, None, rng).get()
-
-        def uncached_step():
-            return G.sample(model(prompt)[:, -1, :], 1.0, 1, None, rng).get()
-        paths = [("cached", cached_step), ("uncached", uncached_step)]
+        whole_n = max(1, min(4 * n, T - context - 1))   # the generate rows' tokens: all within the block
+        paths = [("cached", _step(model, prompt, False)), ("cached, graph", _step(model, prompt, True)),
+                 ("uncached", lambda: sample(model(prompt)[:, -1, :], 1.0, 1, None, rng).get()),
+                 ("generate, graph", lambda k: model.generate(prompt, k, top_k=1))]
+        agree = None
         if hf is not None:
             ids = torch.tensor(prompt, device=hf.device)
 
@@ -109,8 +126,8 @@ def run(ctx):
             paths.append((f"transformers ({hf.device.type})", hf_generate))
         base = {}
         for path, fn in paths:
-            s = _per_token(fn, n, repeats) if path.startswith("transformers") else \
-                measure(fn, ctx, HostClock()).median_ms / 1e3
+            whole = path.startswith(("generate", "transformers"))
+            s = _per_token(fn, whole_n, repeats) if whole else measure(fn, ctx, HostClock()).median_ms / 1e3
             base.setdefault("cached", s)
             report.add(context=context, path=path, ms_per_token=1e3 * s, tokens_per_s=1.0 / s,
                        x_cached=s / base["cached"], agree=agree if path.startswith("transformers") else None)
@@ -125,15 +142,16 @@ def _summarize(report, contexts):
         report.summary["cached_growth"] = round(by[(last, "cached")] / by[(first, "cached")], 3)
     mid = [c for c in contexts if (c, "uncached") in by and (c, "cached") in by]
     report.summary["uncached_over_cached"] = {c: round(by[(c, "uncached")] / by[(c, "cached")], 2) for c in mid}
-    report.summary["transformers_over_cached"] = {c: round(v / by[(c, "cached")], 2) for (c, p), v in by.items()
-                                                  if p.startswith("transformers") and (c, "cached") in by}
+    for mine in ("cached", "cached, graph", "generate, graph"):
+        report.summary[f"transformers_over_{mine.replace(', ', '_')}"] = {
+            c: round(v / by[(c, mine)], 2) for (c, p), v in by.items() if p.startswith("transformers") and (c, mine) in by}
     report.columns = [("context", "context", "d"), ("path", "path", "s"), ("ms_per_token", "ms/token", ".3f"),
                       ("tokens_per_s", "tokens/s", ".1f"), ("x_cached", "x cached", ".2f"),
                       ("agree", "greedy agree", "")]
     report.table_rows = [dict(r, agree="" if r["agree"] is None else f"{r['agree']:.2f}") for r in report.rows]
-    report.note("ms/token: one decode step at position `context` (transformers: its generate of 1 + N tokens less "
-                "1 token, over N), batch 1, greedy; x cached: this path's time per token over the cached one's; greedy agree: the "
-                "share of transformers' tokens equal to ours (float32: near-ties may differ)")
+    report.note("ms/token: one decode step at position `context` (the generate rows: a generate of 1 + N tokens less "
+                "one of 1 token, over N, median of 5), batch 1, greedy; x cached: this path's time per token over the cached one's; greedy "
+                "agree: the share of transformers' tokens equal to ours (float32: near-ties may differ)")
     if report.ctx.simulated:
         report.note("sim: nn runs on the simulator (CUDA C on the CPU); transformers on torch's CPU kernels")
 

@@ -26,7 +26,7 @@ from ..layers.transformer import TransformerEncoderLayer
 from ..loss import SoftmaxCrossEntropy
 from ..module import Module
 from ..optim import AdamW
-from . import gpt_generate, gpt_io
+from . import gpt_decode, gpt_generate, gpt_io
 
 
 class GPT(Module):
@@ -168,17 +168,20 @@ class GPT(Module):
         return AdamW([{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
                      lr=learning_rate, betas=betas, eps=eps)
 
-    def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None, use_cache=True, rng=None):
+    def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None, top_p=None, use_cache=True, rng=None,
+                 use_graph=True):
         """idx (B, T) (or a 1-D prompt (T,)) extended by max_new_tokens tokens, each drawn from softmax(logits /
         temperature) of the last position, top_k keeping the k largest logits and top_p the smallest set of
         tokens whose probability reaches top_p (nanoGPT's and transformers' sampling), the draw on the device
         with nn's generator (or `rng`). use_cache keeps each block's K and V in a device cache: a prefill, then
         one position per token through the blocks (nn/models/gpt_generate.py); past block_size the context
-        slides as nanoGPT's. top_k=1 is greedy decoding (the same tokens with and without the cache)."""
-        return gpt_generate.generate(self, idx, max_new_tokens, temperature, top_k, top_p, use_cache, rng)
+        slides as nanoGPT's. use_graph captures that decode step once (gpublas.graph) and replays it per token:
+        the same kernels, so the same tokens as use_graph=False, for one host call a token. top_k=1 is greedy
+        decoding (the same tokens with and without the cache)."""
+        return gpt_generate.generate(self, idx, max_new_tokens, temperature, top_k, top_p, use_cache, rng, use_graph)
 
 
-_positions = gpt_generate.positions
+_positions = gpt_decode.positions
 
 
 def parallelize(model, group):
