@@ -41,6 +41,7 @@ def test_graphed_greedy_is_eager_greedy(gpt, rng, monkeypatch, B):
     np.testing.assert_array_equal(eager, plain)
     np.testing.assert_array_equal(graphed, eager)
     assert calls == [3, 4]   # the prefill of 3; positions 3 (eager), 4 (captured), 5 .. 7 replayed; then prefills
+    assert gpublas.memory_stats()["bytes_graphs"] == 0   # the graph went with generate's decoder
 
 
 def test_graphed_sampling_draws_as_eager(gpt, rng):

@@ -177,5 +177,3 @@ def test_bad_masks_are_named():
         m(x, x, x, key_padding_mask=np.zeros((3, 3), bool))
     with pytest.raises(TypeError, match="attn_mask must be a bool or float mask"):
         m(x, x, x, attn_mask=np.zeros((3, 3), np.int32))
-    with pytest.raises(NotImplementedError, match="add_bias_kv"):
-        nn.MultiheadAttention(8, 2, add_bias_kv=True)

@@ -56,6 +56,9 @@ class ParallelMultiheadAttention(Sharded, MultiheadAttention):
     @classmethod
     def split(cls, mha, group=None):
         """Turns a built MultiheadAttention into this layer in place; returns it."""
+        if mha.bias_k is not None or mha.add_zero_attn:
+            raise NotImplementedError(f"{mha.describe()}: add_bias_kv and add_zero_attn are not split over a tensor "
+                                      "group; build the layer without them for tensor parallelism")
         g = as_group(group)
         local = split_size(mha.num_heads, g, "MultiheadAttention: num_heads")
         mha.__class__ = cls

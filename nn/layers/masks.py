@@ -110,6 +110,36 @@ def padding_mask_4d(kpm, B, Tk, dtype, what):
     return additive(kpm, dtype, what, "key_padding_mask").reshape(B, 1, 1, Tk)
 
 
+def _pad_keys(mask, extra, Tk, what, name):
+    """mask (..., Tk) (host or device, bool or float) with `extra` columns that mask nothing (False or 0) after its
+    last: PyTorch's F.pad(mask, (0, 1)) per extra key."""
+    if mask is None:
+        return None
+    if tuple(mask.shape)[-1:] != (Tk,):
+        raise ValueError(f"{what}: {name} of shape {tuple(mask.shape)} does not end with the keys' length {Tk}")
+    host = _host(mask)
+    if host is not None:
+        return np.pad(host, [(0, 0)] * (host.ndim - 1) + [(0, extra)])
+    out = gpublas.zeros(tuple(mask.shape[:-1]) + (Tk + extra,), mask.dtype)
+    out[..., :Tk] = mask
+    return out
+
+
+def extend_keys(attn_mask, key_padding_mask, is_causal, need_weights, extra, Tq, Tk, what):
+    """The masks of MultiheadAttention's add_bias_kv / add_zero_attn, whose `extra` key columns (the bias row, the
+    zero row) follow the Tk keys, as PyTorch's multi_head_attention_forward makes them: (attn_mask,
+    key_padding_mask, is_causal) over Tk + extra keys. Where PyTorch passes is_causal on to SDPA instead of the
+    mask (no key_padding_mask, need_weights False) the causal flag stays, top-left over all Tk + extra keys (so
+    no query reaches the extra ones); elsewhere the masks get columns that mask nothing (is_causal alone standing
+    for the causal attn_mask it hints at)."""
+    if is_causal and key_padding_mask is None and not need_weights:
+        return None, None, True
+    if is_causal and attn_mask is None:
+        attn_mask = _causal_pattern(Tq, Tk)
+    return (_pad_keys(attn_mask, extra, Tk, what, "attn_mask"),
+            _pad_keys(key_padding_mask, extra, Tk, what, "key_padding_mask"), False)
+
+
 class Plan:
     """How one attention call runs: causal (the kernels' own mask), lengths (fused, each sequence on its first
     L_b keys) and mask (an additive device array for the unfused path, or None)."""

@@ -69,7 +69,11 @@ class MultiheadAttention(Module):
     key_padding_mask (B, Tk); is_causal alone is the causal mask (PyTorch asks for the mask too), beside a mask
     a hint that it is causal. backward(dy) returns dquery where query, key and value are one array (self-
     attention), else (dquery, dkey, dvalue); the weights are an output without gradient.
-    Init as torch: the input projections xavier-uniform, the biases zero, out_proj.weight Linear's uniform.
+    add_bias_kv appends bias_k and bias_v (parameters (1, 1, E)) to every sequence's projected keys and values,
+    add_zero_attn a key and value of zeros after them; the masks get columns for them that mask nothing, as
+    PyTorch pads them (nn/layers/masks.py's extend_keys).
+    Init as torch: the input projections xavier-uniform, the biases zero, out_proj.weight Linear's uniform,
+    bias_k and bias_v xavier-normal.
     Under nn.autocast the projections and the attention compute in 16 bits from the FP32 weights (as Dense)."""
     _storage_inputs = True  # a 16-bit input under autocast (from a layer before it)
 
@@ -81,8 +85,6 @@ class MultiheadAttention(Module):
         if E < 1 or H < 1 or E % H:
             raise ValueError(f"{what}: embed_dim ({embed_dim}) must be divisible by num_heads ({num_heads}), both "
                              "positive")
-        if add_bias_kv or add_zero_attn:
-            raise NotImplementedError(f"{what}: add_bias_kv and add_zero_attn are not supported")
         dtype = layer_dtype(dtype, device, what)
         self.embed_dim, self.num_heads, self.head_dim = E, H, E // H
         self.kdim, self.vdim = int(kdim or E), int(vdim or E)
@@ -95,6 +97,12 @@ class MultiheadAttention(Module):
             self.k_proj_weight = _xavier((E, self.kdim), dtype)
             self.v_proj_weight = _xavier((E, self.vdim), dtype)
         self.in_proj_bias = Parameter(np.zeros(3 * E, dtype)) if bias else None
+        # add_bias_kv: one more key and value, bias_k and bias_v (1, 1, E) (head h's are columns h D .. h D + D - 1),
+        # after the projected ones; xavier_normal_ as torch: std sqrt(2 / (fan_in + fan_out)) = sqrt(1 / E)
+        self.bias_k = Parameter((init.normal((1, 1, E)) / math.sqrt(E)).astype(dtype)) if add_bias_kv else None
+        self.bias_v = Parameter((init.normal((1, 1, E)) / math.sqrt(E)).astype(dtype)) if add_bias_kv else None
+        self.add_zero_attn = bool(add_zero_attn)   # and a key and value of zeros after them
+        self.extra = 0                             # the keys they add (set by forward)
         self.out_proj = Dense(E, E, bias=bias, dtype=dtype)
         if bias:
             self.out_proj.bias.data.fill(0)
@@ -112,7 +120,9 @@ class MultiheadAttention(Module):
                                                   for family, defines in KA.builds(dtype, self.head_dim, drop) if fused))
 
     def extra_repr(self):
-        return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, dropout={self.dropout}"
+        kv = (", add_bias_kv=True" if self.bias_k is not None else "") + (", add_zero_attn=True" if self.add_zero_attn
+                                                                         else "")
+        return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, dropout={self.dropout}{kv}"
 
     def _projections(self, low):
         """[(w, b, dw, db)] of the q, k and v projections: rows of in_proj_weight or the three weights, cast
@@ -166,6 +176,12 @@ class MultiheadAttention(Module):
                           for x2, (w, b, _, _) in zip(inputs, proj))
         if unbatched and key_padding_mask is not None:
             key_padding_mask = key_padding_mask[None]
+        self.extra = (self.bias_k is not None) + self.add_zero_attn
+        if self.extra:   # the bias and zero rows after the keys: (B, H, Tk + extra, D), the masks padded
+            kh, vh = self._extend(kh, low), self._extend(vh, low, value=True)
+            attn_mask, key_padding_mask, is_causal = masks.extend_keys(
+                attn_mask, key_padding_mask, is_causal, need_weights, self.extra, Tq, Tk, self.describe())
+            Tk += self.extra
         fused_ok = fused_takes(D, qh.dtype) and not need_weights
         plan = masks.plan(attn_mask, key_padding_mask, is_causal, B, H, Tq, Tk, qh.dtype, self.describe(), fused_ok)
         if fused_ok and plan.fusable:
@@ -188,6 +204,29 @@ class MultiheadAttention(Module):
             weights = weights[0] if unbatched else weights
         return self._layout(y, unbatched), weights
 
+    def _extend(self, h, low, value=False):
+        """h (B, H, Tk, D) followed by bias_k's (bias_v's) row for every sequence, then a row of zeros, as
+        add_bias_kv and add_zero_attn ask: (B, H, Tk + extra, D)."""
+        B, H, Tk, D = h.shape
+        out = gpublas.empty((B, H, Tk + self.extra, D), h.dtype)
+        out[:, :, :Tk] = h
+        bias = self.bias_v if value else self.bias_k
+        if bias is not None:
+            out[:, :, Tk] = amp.cast(low, bias.data)[0].reshape(H, D)
+        if self.add_zero_attn:
+            out[:, :, -1] = 0
+        return out
+
+    def _extended_grads(self, dk, dv):
+        """dk, dv (B, H, Tk + extra, D) cut to the projected keys' rows; bias_k.grad, bias_v.grad += the sums over
+        the batch of their rows' gradients (y depends on bias_k through every sequence's copy of it)."""
+        Tk = dk.shape[2] - self.extra
+        if self.bias_k is not None:
+            for p, d in ((self.bias_k, dk), (self.bias_v, dv)):
+                g = p.grad.reshape(d.shape[1], d.shape[3])
+                g += d[:, :, Tk].astype(g.dtype).sum(axis=0)
+        return dk[:, :, :Tk], dv[:, :, :Tk]
+
     def _layout(self, y, unbatched):
         """(B, T, E) as the caller's layout: (T, E) unbatched, (T, B, E) without batch_first."""
         if unbatched:
@@ -206,6 +245,8 @@ class MultiheadAttention(Module):
             dy = gpublas.ascontiguousarray(dy.transpose(1, 0, 2))
         dm = self.out_proj.backward(dy)                    # (B, Tq, H * D): the heads' outputs side by side
         dq, dk, dv = self.used.backward(_heads(dm, B, Tq, H, D))
+        if self.extra:
+            dk, dv = self._extended_grads(dk, dv)
         if self.self_attn:
             dqkv = gpublas.empty((B, Tq, 3, H, D), dy.dtype)
             for i, d in enumerate((dq, dk, dv)):               # (B, H, T, D) -> its third of each row
