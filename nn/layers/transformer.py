@@ -17,11 +17,23 @@ ACTIVATIONS = ("relu", "gelu", "gelu_tanh")
 
 
 def activation_name(activation, what):
-    """'relu', 'gelu' or 'gelu_tanh', or a callable named relu or gelu (torch.nn.functional's, nn.functional's)."""
-    name = getattr(activation, "__name__", None) if callable(activation) else activation
+    """'relu', 'gelu' or 'gelu_tanh' for the activations PyTorch's layers take: those strings, the functional
+    relu and gelu (torch.nn.functional's, torch's, nn.functional's: by name), and ReLU() / GELU(approximate)
+    module instances (torch.nn's or nn's: by class). Any other callable raises ValueError: nn fuses the activation
+    into linear1's kernel, which has these three."""
+    if isinstance(activation, str):
+        name = activation
+    elif type(activation).__name__ in ("ReLU", "GELU"):          # a module instance, torch's or nn's
+        approximate = getattr(activation, "approximate", "none")
+        name = "relu" if type(activation).__name__ == "ReLU" else {"none": "gelu", "tanh": "gelu_tanh"}.get(approximate)
+    elif callable(activation):
+        name = getattr(activation, "__name__", None)
+    else:
+        name = None
     if name not in ACTIVATIONS:
-        raise ValueError(f"{what}: activation must be 'relu', 'gelu' or 'gelu_tanh' (or the functional relu / gelu), "
-                         f"got {activation!r}")
+        raise ValueError(f"{what}: activation must be 'relu', 'gelu' or 'gelu_tanh', the functional relu or gelu "
+                         f"(torch's or nn's) or a ReLU() / GELU() instance: nn fuses it into linear1's kernel and "
+                         f"cannot run {activation!r}")
     return name
 
 
