@@ -15,8 +15,9 @@
 //   block's sum l; then thread t sums p_j v[j, d] over the chunk's keys for columns d = t, t + DEC_THREADS, ...
 //   (consecutive threads read consecutive columns of a v row) into part_o[bh, s, d], unnormalized, and
 //   thread 0 writes (m, l). On the simulator (unless DEC_GPU_FORM) a block is one thread that walks the chunk
-//   with its loops along d: the scores' dot products in STRIDED_FOLD's lanes, the weighted sum of v rows a
-//   vector of D accumulators (vector code; a simulated thread's dot product over d was one add chain).
+//   with its loops along d: the scores' dot products in a vector of lanes, the weighted sum of v rows a
+//   vector of D accumulators (vector code; a simulated thread's dot product over d was one add chain), the
+//   float exponentials 16 at a time (exp_shifted).
 // attention_decode_combine: grid-stride loop, one thread per output element (bh, d): over the chunks that
 //   hold keys (s < ceil(n_keys / chunk)), M = max_s m_s, y = sum_s e^(m_s - M) o_s[d] / sum_s e^(m_s - M) l_s,
 //   rounded once to `real`.
@@ -36,13 +37,42 @@ __device__ __forceinline__ int decode_keys(const int* __restrict__ n_keys, int T
     return n_keys == nullptr ? Tk : max(0, min(*n_keys, Tk));
 }
 
+#if defined(__CUDA_ARCH_SIM__) && !defined(DEC_GPU_FORM)
+#define DEC_SIM_LANES (64 / (int)sizeof(acc_real))   // the simulator's dot products: one 64-byte vector of lanes
+// The simulator's p_j = e^(s_j - m) in place over the chunk's n scores, and their sum: float in runs of 16
+// through vector_math.h's exp (every score of the run through it; the padding's lanes computed as e^-inf = 0,
+// never stored; a scalar expf is a call the CPU cannot overlap), the runs' sums in 16 lanes added pairwise;
+// double with libm's exp, one after another.
+__device__ __forceinline__ float exp_shifted(float* __restrict__ ps, int n, float m) {
+    gpublas_sim::float16v sum = {};
+    for (int j0 = 0; j0 < n; j0 += 16) {
+        const int w = min(16, n - j0);
+        gpublas_sim::float16v s;
+        for (int i = 0; i < 16; ++i) s[i] = i < w ? ps[j0 + i] - m : -INFINITY;
+        const gpublas_sim::float16v p = exp(s);
+        for (int i = 0; i < w; ++i) ps[j0 + i] = p[i];
+        sum += p;
+    }
+    for (int w = 8; w > 0; w /= 2)
+        for (int i = 0; i < w; ++i) sum[i] += sum[i + w];
+    return sum[0];
+}
+__device__ __forceinline__ double exp_shifted(double* __restrict__ ps, int n, double m) {
+    double l = 0;
+    for (int j = 0; j < n; ++j) {
+        ps[j] = exp(ps[j] - m);
+        l += ps[j];
+    }
+    return l;
+}
+#endif
+
 extern "C" __global__ void
 attention_decode_partial(const real* __restrict__ q, const real* __restrict__ k, const real* __restrict__ v,
                          compute_t<real>* __restrict__ part_o, compute_t<real>* __restrict__ part_ml, int H,
                          int Tk, const int* __restrict__ n_keys, int D, int chunk, compute_t<real> scale,
                          long long qsb, long long qsh, long long ksb, long long ksh, long long kst, long long vsb,
                          long long vsh, long long vst) {
-    __shared__ acc_real ps[DEC_CHUNK];   // the chunk's scores, then e^(score - m)
     const int s = blockIdx.x, bh = blockIdx.y, S = gridDim.x;
     const int b = bh / H, h = bh % H;
     const int j0 = s * chunk;
@@ -53,8 +83,8 @@ attention_decode_partial(const real* __restrict__ q, const real* __restrict__ k,
     const real* vr = v + b * vsb + h * vsh + (long long)j0 * vst;
 #if defined(__CUDA_ARCH_SIM__) && !defined(DEC_GPU_FORM)
     // the simulator (one thread a block: the launcher's): every loop runs along d, contiguous, the dot products
-    // in STRIDED_FOLD's lanes, so that g++ makes vector code of them (a dot product a thread was one add chain)
-    acc_real qv[DEC_MAX_D], ov[DEC_MAX_D];
+    // in a vector of lanes, so that g++ makes vector code of them (a dot product a thread was one add chain)
+    acc_real qv[DEC_MAX_D], ov[DEC_MAX_D], sc[DEC_CHUNK];   // locals: no __shared__ (thread_local) access
     for (int d = 0; d < D; ++d) {
         qv[d] = load_as(qr[d]);
         ov[d] = 0;
@@ -62,20 +92,23 @@ attention_decode_partial(const real* __restrict__ q, const real* __restrict__ k,
     acc_real m = -INFINITY;
     for (int j = 0; j < n; ++j) {
         const real* kj = kr + (long long)j * kst;
-        acc_real dot = 0;
-        STRIDED_FOLD(int, d, 0, D, 0, 1, dot, SumOp<acc_real>(), qv[d] * load_as(kj[d]));
-        dot *= scale;
-        ps[j] = dot;
+        acc_real acc[DEC_SIM_LANES] = {};     // d's products in lanes d % DEC_SIM_LANES, added pairwise at the end
+        int d = 0;
+        for (; d + DEC_SIM_LANES <= D; d += DEC_SIM_LANES)
+            for (int i = 0; i < DEC_SIM_LANES; ++i) acc[i] += qv[d + i] * load_as(kj[d + i]);
+        acc_real tail = 0;
+        for (; d < D; ++d) tail += qv[d] * load_as(kj[d]);
+#pragma GCC unroll 8
+        for (int w = DEC_SIM_LANES / 2; w > 0; w /= 2)   // unrolled: the lanes stay in registers
+#pragma GCC unroll 16
+            for (int i = 0; i < w; ++i) acc[i] += acc[i + w];
+        const acc_real dot = (acc[0] + tail) * scale;
+        sc[j] = dot;
         m = dot > m ? dot : m;
     }
-    acc_real l = 0;
+    const acc_real l = exp_shifted(sc, n, m);
     for (int j = 0; j < n; ++j) {
-        const acc_real p = exp(ps[j] - m);
-        ps[j] = p;
-        l += p;
-    }
-    for (int j = 0; j < n; ++j) {
-        const acc_real p = ps[j];
+        const acc_real p = sc[j];
         const real* vj = vr + (long long)j * vst;
         for (int d = 0; d < D; ++d) ov[d] += p * load_as(vj[d]);
     }
@@ -85,6 +118,7 @@ attention_decode_partial(const real* __restrict__ q, const real* __restrict__ k,
     part_ml[2 * ((long long)bh * S + s) + 1] = l;
 #else
     __shared__ acc_real qs[DEC_MAX_D];
+    __shared__ acc_real ps[DEC_CHUNK];   // the chunk's scores, then e^(score - m)
     for (int d = threadIdx.x; d < D; d += DEC_THREADS) qs[d] = load_as(qr[d]);
     __syncthreads();
     acc_real m = -INFINITY;
