@@ -150,7 +150,7 @@ def _summarize(report, contexts):
                       ("agree", "greedy agree", "")]
     report.table_rows = [dict(r, agree="" if r["agree"] is None else f"{r['agree']:.2f}") for r in report.rows]
     report.note("ms/token: one decode step at position `context` (the generate rows: a generate of 1 + N tokens less "
-                "one of 1 token, over N, median of 5), batch 1, greedy; x cached: this path's time per token over the cached one's; greedy "
+                "one of 1 token, over N, median of 5, quick: 1), batch 1, greedy; x cached: this path's time per token over the cached one's; greedy "
                 "agree: the share of transformers' tokens equal to ours (float32: near-ties may differ)")
     if report.ctx.simulated:
         report.note("sim: nn runs on the simulator (CUDA C on the CPU); transformers on torch's CPU kernels")
