@@ -93,12 +93,14 @@ extern "C" __global__ void rotm_real(long long n, real* __restrict__ x, long lon
 // (value, index) pairs for iamax / iamin: the larger (smaller) value wins, equal values go to the lower index.
 struct AbsMaxFirst {
     static __device__ __forceinline__ real none() { return (real)-1; }
+    template <class V> static __device__ __forceinline__ V pick(V a, V b) { return a > b ? a : b; }  // b on ties
     __device__ __forceinline__ bool operator()(real bv, long long bi, real av, long long ai) const {
         return bv > av || (bv == av && bi < ai);
     }
 };
 struct AbsMinFirst {
     static __device__ __forceinline__ real none() { return (real)INFINITY; }
+    template <class V> static __device__ __forceinline__ V pick(V a, V b) { return a < b ? a : b; }
     __device__ __forceinline__ bool operator()(real bv, long long bi, real av, long long ai) const {
         return bv < av || (bv == av && bi < ai);
     }
@@ -186,14 +188,64 @@ extern "C" __global__ void nrm2_partial(long long n, const real* __restrict__ x,
     }
 }
 
+#if defined(__CUDA_ARCH_SIM__) && !defined(GRID_STRIDE_GPU_FORM)
+// The simulator's form of a thread's (value, index) loop over its run, for float and double at unit stride: in
+// 32-byte vectors, each lane keeps its best |x| and the offset where it first held it (a compare and two blends
+// an element; g++ vectorizes neither the pairs' loop nor common.cuh's lane arrays for a max: 2^22 floats were
+// 0.25x NumPy's argmax), then the lanes are combined, the lower index winning ties. The same answer as the
+// pairs' loop: ties go to the first, NaN never wins (`>` and `<` with a NaN are false), and a run whose best
+// stays none() (all NaN; for iamin all infinite) leaves (v, idx) unset. Other types and strides take the
+// pairs' loop.
+template <class Better, class R>  // R: real, as a template parameter so that `if constexpr` drops the vectors
+__device__ __forceinline__ void arg_run(long long n, const R* __restrict__ x, long long incx, R& v,
+                                        long long& idx) {
+    const long long count = (long long)gridDim.x * blockDim.x, run = sim_run_length<long long>(n, count);
+    const long long begin = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * run;
+    const long long end = sim_run_end<long long>(begin, run, n);
+    if constexpr (std::is_floating_point<R>::value) {
+        typedef typename std::conditional<sizeof(R) == 4, int, long long>::type offset;  // a lane per mask lane
+        if (incx == 1 && run < 0x7fffffffLL) {
+            constexpr int W = 32 / sizeof(R);
+            typedef R vec __attribute__((vector_size(32)));
+            typedef offset vec_at __attribute__((vector_size(32)));
+            vec best[2] = {(vec){} + Better::none(), (vec){} + Better::none()};  // two chains: half the latency
+            vec_at best_at[2] = {}, at_v = {};
+            long long at = begin;
+            for (; at + 2 * W <= end; at += 2 * W, at_v += 2 * W)
+                for (int h = 0; h < 2; ++h) {
+                    vec a;
+                    memcpy(&a, x + at + h * W, sizeof a);
+                    a = a < 0 ? -a : a;
+                    const auto better = Better::pick(a, best[h]) != best[h];  // strictly better (NaN: false)
+                    best[h] = better ? a : best[h];
+                    best_at[h] = better ? at_v : best_at[h];
+                }
+            for (int h = 0; h < 2; ++h)
+                for (int l = 0; l < W; ++l)
+                    if (best[h][l] != Better::none())
+                        arg_combine<Better>(v, idx, best[h][l], begin + best_at[h][l] + h * W + l);
+            for (; at < end; ++at) arg_combine<Better>(v, idx, abs_real(x[at]), at);
+            return;
+        }
+    }
+    for (long long i = begin; i < end; ++i) arg_combine<Better>(v, idx, abs_real(x[i * incx]), i);
+}
+#else
+template <class Better>
+__device__ __forceinline__ void arg_run(long long n, const real* __restrict__ x, long long incx, real& v,
+                                        long long& idx) {
+    GRID_STRIDE_LOOP(long long, i, n)
+        arg_combine<Better>(v, idx, abs_real(x[i * incx]), i);  // i grows along the loop: ties keep the first
+}
+#endif
+
 template <class Better>  // Better comes as a named argument: the sim fission pass rewrites no explicit template
                          // arguments, and an unnamed parameter's type would be renamed as if it were the name
 __device__ void arg_partial(long long n, const real* __restrict__ x, long long incx, real* __restrict__ part_v,
                             long long* __restrict__ part_i, Better better) {
     real v = Better::none();
     long long idx = 0x7fffffffffffffffLL;
-    GRID_STRIDE_LOOP(long long, i, n)
-        arg_combine<Better>(v, idx, abs_real(x[i * incx]), i);  // i grows along the loop: ties keep the first
+    arg_run<Better>(n, x, incx, v, idx);
     block_reduce_pair(v, idx, better);
     if (threadIdx.x == 0) { part_v[blockIdx.x] = v; part_i[blockIdx.x] = idx; }
 }

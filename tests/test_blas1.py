@@ -70,6 +70,24 @@ def test_iamax_first_of_ties(dtype):
         gpublas.iamax(gpublas.zeros(0, dtype))
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_iamax_iamin_skip_nan_and_find_the_first_across_runs(rng, dtype):
+    # runs of about a thousand elements a thread on the simulator, scanned 16 at a time: the best value sits on
+    # a scan group's last element, ties in other runs and inside the group, NaNs before it
+    x = rng.uniform(-1, 1, 5003).astype(dtype)
+    x[[7, 1500, 4000]] = np.nan
+    x[[1023, 2047, 4001]] = [-9, 9, 9]
+    x[[15, 3001, 3002]] = [0, 0, 0]
+    for view in (slice(None), slice(None, None, 2), slice(None, None, -1), slice(1, None, 3)):
+        v = x[view]
+        assert gpublas.iamax(gpublas.to_device(x)[view]) == int(np.nanargmax(np.abs(v)))
+        assert gpublas.iamin(gpublas.to_device(x)[view]) == int(np.nanargmin(np.abs(v)))
+    inf = np.full(3000, np.inf, dtype)
+    inf[2500] = 1
+    assert gpublas.iamin(gpublas.to_device(inf)) == 2500
+    assert gpublas.iamax(gpublas.to_device(inf)) == 0
+
+
 def test_nrm2_scaled_float32():
     for value in (1e30, 1e36, 1e-30, 1e-44):  # squares overflow / underflow float32
         x = np.full(1000, value, np.float32)
