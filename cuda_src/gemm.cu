@@ -49,6 +49,7 @@
 // 0.6 s more (gemm_naive), instead of the family's 4.5 s.
 // sim unit: gemm_direct
 // sim unit: gemm_naive
+// sim spread: gemm_direct
 #include "common.cuh"
 #include "gemm_common.cuh"
 
@@ -248,19 +249,22 @@ gemm_regblock(GEMM_PARAMS) {
 // defined compiles the GPU's tile and loops instead, so tests run the code a GPU runs (tests/test_blas3.py).
 #define DIRECT_GPU_TM 4
 #define DIRECT_GPU_TN 8
-#define DIRECT_SIM_TM 16
-#define DIRECT_SIM_ROW_BYTES 64
+#define DIRECT_SIM_TM 48         // the simulator's: a thread's rows (8 micro-tiles)
+#define DIRECT_SIM_TN_VECTORS 4  // its columns, in micro-tile rows: 64 floats, 32 doubles
+#define DIRECT_SIM_MR 6          // a micro-tile's rows
+#define DIRECT_SIM_ROW_BYTES 64  // a micro-tile's row: one vector (16 floats, 8 doubles)
+#define DIRECT_SIM_KC 256        // values of k a step (gemm_sim.cuh)
 #if defined(__CUDA_ARCH_SIM__) && !defined(GPU_DIRECT_FORM)
 #define SIM_DIRECT_VECTORS 1
+#include "gemm_sim.cuh"
 #endif
 #if defined(SIM_DIRECT_VECTORS)
 #define DIRECT_TM DIRECT_SIM_TM
-#define DIRECT_TN (DIRECT_SIM_ROW_BYTES / (int)sizeof(acc_real))
+#define DIRECT_TN (DIRECT_SIM_ROW_BYTES * DIRECT_SIM_TN_VECTORS / (int)sizeof(acc_real))
 #else
 #define DIRECT_TM DIRECT_GPU_TM
 #define DIRECT_TN DIRECT_GPU_TN
 #endif
-#define DIRECT_KC 32  // the simulator's staging: values of k a chunk
 // On the simulator GCC's loop vectorizer would vectorize the K loop where op(A) is contiguous along K
 // (A not transposed) into in-order reductions with strided loads of B; without it the 4x8 tile is
 // four vector accumulators in registers (float 32x512x144: 900 -> 210 us of CPU). The simulator's
@@ -309,49 +313,6 @@ __device__ __forceinline__ void direct_tile(int M, int N, int K, const real* __r
 #pragma unroll
             for (int j = 0; j < DIRECT_TN; ++j) acc[i][j] += a[i] * b[j];
     };
-#if defined(SIM_DIRECT_VECTORS)
-    // c[i]: the tile's row i as one vector (GCC's vector extension), each element's multiply and add rounded
-    // as acc[i][j]'s above (-ffp-contract=off). Per DIRECT_KC values of k, op(B)'s rows are staged in bs
-    // unless they are runs of B as it stands (B not transposed, a float or double tile inside C);
-    // at[i][kk] = op(A)[row i, k0 + kk] is staged for 16-bit inputs only.
-    typedef acc_real tile_row __attribute__((vector_size(DIRECT_TN * sizeof(acc_real))));
-    constexpr bool convert = sizeof(real) != sizeof(acc_real);  // __half, __nv_bfloat16: runs converted
-    constexpr bool b_runs = !TB && FIT_N && !convert;            // op(B)'s row k: B + k * ldb + col0
-    tile_row c[DIRECT_TM];
-    for (int i = 0; i < DIRECT_TM; ++i) memcpy(&c[i], acc[i], sizeof(tile_row));
-    acc_real at[DIRECT_TM][DIRECT_KC], ak[DIRECT_KC][DIRECT_TM], bs[DIRECT_KC][DIRECT_TN], a[DIRECT_TM];
-    for (int k0 = 0; k0 < K; k0 += DIRECT_KC) {
-        const int kc = min(DIRECT_KC, K - k0);
-        if constexpr (convert && !TA) {  // op(A)'s rows are runs along k
-            for (int i = 0; i < DIRECT_TM; ++i) load_run_as(A + a_at[i] + k0, at[i], kc);
-        } else if constexpr (convert) {  // op(A)'s columns (the tile's rows) are runs: ak[kk] = column k0 + kk
-            for (int kk = 0; kk < kc; ++kk) {
-                if (M >= DIRECT_TM) load_run_as(A + (k0 + kk) * a_k + a_at[0], ak[kk]);
-                else load_a(k0 + kk, ak[kk]);
-            }
-        }
-        if constexpr (TB) {  // op(B)'s columns are runs along k, transposed into its rows
-            load_runs_transposed(B + k0, b_at, kc, bs);
-        } else if constexpr (!b_runs) {
-            for (int kk = 0; kk < kc; ++kk) {
-                if constexpr (FIT_N) load_run_as(B + (k0 + kk) * b_k + col0, bs[kk]);  // a run along n
-                else load_b(k0 + kk, bs[kk]);
-            }
-        }
-        for (int kk = 0; kk < kc; ++kk) {
-            if constexpr (convert)
-                for (int i = 0; i < DIRECT_TM; ++i) a[i] = TA ? ak[kk][i] : at[i][kk];
-            else
-                load_a(k0 + kk, a);
-            tile_row b;
-            if constexpr (b_runs) memcpy(&b, B + (k0 + kk) * b_k + col0, sizeof(tile_row));
-            else memcpy(&b, bs[kk], sizeof(tile_row));
-            for (int i = 0; i < DIRECT_TM; ++i) c[i] += a[i] * b;
-        }
-    }
-    for (int i = 0; i < DIRECT_TM; ++i) memcpy(acc[i], &c[i], sizeof(tile_row));
-    return;
-#endif
     for (int k = 0; k < K; ++k) {
         acc_real a[DIRECT_TM], b[DIRECT_TN];
         load_a(k, a);
@@ -367,6 +328,14 @@ extern "C" __global__ void gemm_direct(GEMM_PARAMS) {
     A += blockIdx.z * stride_a;
     B += blockIdx.z * stride_b;
     C += blockIdx.z * stride_c;
+#if defined(SIM_DIRECT_VECTORS)
+    switch ((trans_a ? 2 : 0) + (trans_b ? 1 : 0)) {  // gemm_sim.cuh's micro-kernels, one instantiation per case
+        case 0: gemm_sim::tile<false, false>(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, own_row, own_col); break;
+        case 1: gemm_sim::tile<false, true>(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, own_row, own_col); break;
+        case 2: gemm_sim::tile<true, false>(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, own_row, own_col); break;
+        default: gemm_sim::tile<true, true>(M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, own_row, own_col); break;
+    }
+#else
     // A tile crossing an edge moves back inside C (overlapping its neighbour, whose outputs it computes
     // again but does not store), so only a C narrower than a tile takes the clamped loads.
     const int row0 = M >= DIRECT_TM ? min(own_row, M - DIRECT_TM) : own_row;
@@ -387,37 +356,6 @@ extern "C" __global__ void gemm_direct(GEMM_PARAMS) {
         case 6: direct_tile<true, true, false>(M, N, K, A, lda, B, ldb, row0, col0, acc); break;
         default: direct_tile<true, true, true>(M, N, K, A, lda, B, ldb, row0, col0, acc); break;
     }
-#if defined(SIM_DIRECT_VECTORS)
-    // The simulator stores the tile's rows as vectors (a tile inside C): per row, the columns this thread owns,
-    // each rounded as store_c rounds it (a 16-bit C: each value narrowed by convert, C's old values widened as a
-    // run). CPU us, float, 16x16 tile, one element at a time -> rows: 768x256x16 nt 155 -> 103, 32x256x64 nt 20.5 ->
-    // 16.7.
-    if (fit_n) {
-        typedef acc_real tile_row __attribute__((vector_size(DIRECT_TN * sizeof(acc_real))));
-        constexpr bool same = sizeof(out_real) == sizeof(acc_real);  // C holds acc_real: whole rows copied
-        const int skip = own_col - col0;  // the tile's first columns, stored by the neighbour whose tile it overlaps
-        for (int i = 0; i < DIRECT_TM; ++i) {
-            const int row = row0 + i;
-            if (row < own_row || row >= M) continue;
-            out_real* c = C + (long long)row * ldc + col0;
-            tile_row v, old = {};
-            memcpy(&v, acc[i], sizeof(tile_row));
-            v = alpha * v;
-            if (beta != (acc_real)0) {
-                if (same && skip == 0) memcpy(&old, c, sizeof(tile_row));
-                else load_run_as(c + skip, reinterpret_cast<acc_real*>(&old) + skip, DIRECT_TN - skip);
-                v = v + beta * old;
-            }
-            if (same && skip == 0) {
-                memcpy(c, &v, sizeof(tile_row));
-            } else {
-                const acc_real* w = reinterpret_cast<const acc_real*>(&v);
-                for (int j = skip; j < DIRECT_TN; ++j) c[j] = convert<out_real>(w[j]);
-            }
-        }
-        return;
-    }
-#endif
 #pragma unroll
     for (int i = 0; i < DIRECT_TM; ++i) {
         const int row = row0 + i;
@@ -428,6 +366,7 @@ extern "C" __global__ void gemm_direct(GEMM_PARAMS) {
                 store_c(C, (long long)row * ldc + col, alpha, acc[i][j], beta);
         }
     }
+#endif
 }
 
 #ifdef __CUDA_ARCH_SIM__

@@ -191,7 +191,7 @@ def direct_tile(dtype, sim=None):
     if not (simulated() if sim is None else sim):
         return _DIRECT["DIRECT_GPU_TM"], _DIRECT["DIRECT_GPU_TN"]
     acc_size = 8 if np.dtype(dtype).itemsize == 8 else 4
-    return _DIRECT["DIRECT_SIM_TM"], _DIRECT["DIRECT_SIM_ROW_BYTES"] // acc_size
+    return _DIRECT["DIRECT_SIM_TM"], _DIRECT["DIRECT_SIM_ROW_BYTES"] * _DIRECT["DIRECT_SIM_TN_VECTORS"] // acc_size
 
 
 def sim_kernel(m, n, k, trans_a=False, trans_b=False, dtype=np.float32):
@@ -330,9 +330,10 @@ def _ladder(name, p, dtype):
     if name == "regblock":
         edge = 128 if dtype == np.float32 else 64  # gemm_regblock's BM/BN for `real`
         return Plan(name, "gemm", "gemm_regblock", dtype, (edge, edge), (256,), flags=True)
-    if name == "direct":  # direct_tile per thread; a block of up to 16x16 threads
+    if name == "direct":  # direct_tile per thread; a block of up to 16x16 threads (the simulator's form: one)
         tm, tn = direct_tile(dtype)
-        bx, by = min(16, ceil_div(p.n, tn)), min(16, ceil_div(p.m, tm))
+        edge = 16 if (tm, tn) == direct_tile(dtype, sim=False) else 1
+        bx, by = min(edge, ceil_div(p.n, tn)), min(edge, ceil_div(p.m, tm))
         return Plan(name, "gemm", "gemm_direct", dtype, (by * tm, bx * tn), (bx, by), flags=True,
                     defines=_out_real(p))
     if name == "wmma":
