@@ -91,6 +91,36 @@ def test_direct_sums_in_naive_order(rng, dtype, trans_a, trans_b, direct_form):
                                           got["naive"].view(f"u{got['naive'].itemsize}"), err_msg=f"{m}x{n}x{k}")
 
 
+def test_direct_tile_edges(rng, direct_form, sim_order):
+    # gemm_direct on the simulator computes 48 x 32 doubles a thread in 6 x 8 micro-tiles, K in steps of 256,
+    # packing what does not fit a micro-tile (tiles at C's edges) or is transposed; on a GPU 4 x 8 a thread.
+    # Shapes one below, at and one past each of those edges (and ones), every orientation, operands and C as
+    # column slices (leading dimensions past their widths: what lies beyond C's columns must stay), 2-D and
+    # batched (batch strides past the matrices), against NumPy in float64; both thread orders.
+    shapes = [(1, 1, 1), (5, 7, 2), (6, 8, 3), (7, 9, 255), (47, 31, 256), (49, 33, 257), (48, 32, 1), (13, 65, 9),
+              (97, 1, 4), (1, 40, 6)]
+    for i, (m, n, k) in enumerate(shapes):
+        for ta, tb in TRANS:
+            for batch in (None, 2):
+                pre = (batch,) if batch else ()
+                sa, sb = ((k, m) if ta else (m, k)), ((n, k) if tb else (k, n))
+                a = rng.standard_normal(pre + (sa[0], sa[1] + 3))
+                b = rng.standard_normal(pre + (sb[0], sb[1] + 5))
+                c = rng.standard_normal(pre + (m, n + 2))
+                da, db, dc = (gpublas.to_device(x) for x in (a, b, c))
+                da, db, dcv = da[..., :sa[1]], db[..., :sb[1]], dc[..., :n]
+                alpha, beta = (1.0, 0.0) if (i + (batch or 0)) % 2 else (-0.75, 0.5)
+                f = gpublas.gemm_batched if batch else gpublas.gemm
+                f(da, db, dcv, alpha=alpha, beta=beta, trans_a=ta, trans_b=tb, kernel="direct")
+                opa, opb = a[..., :sa[1]], b[..., :sb[1]]
+                want = c.copy()
+                want[..., :n] = (alpha * (np.swapaxes(opa, -1, -2) if ta else opa) @
+                                 (np.swapaxes(opb, -1, -2) if tb else opb) + beta * c[..., :n])
+                got = dc.get()
+                np.testing.assert_array_equal(got[..., n:], c[..., n:], err_msg=f"{m}x{n}x{k} {ta}{tb} {batch}")
+                assert_close(got, want, np.float64, k=k)
+
+
 def op_ref(x, t):
     """op(x) of a DeviceArray as a float64 host array."""
     h = x.get().astype(np.float64)
@@ -420,13 +450,14 @@ def test_sim_cost_model_picks_direct_unless_c_is_a_few_elements():
         for dtype in (np.float32, np.float64):
             for ta, tb in TRANS:
                 assert gemm_plan.sim_kernel(m, n, k, ta, tb, dtype) == "direct", (m, n, k, ta, tb, dtype)
-    # a C of a few elements and a long K: direct's 16-row tiles compute 256 (128) outputs, naive's one add chain
-    # per output wins; a column of 2048 rows is already direct's (measured 0.7-0.9 ms against naive's 1.2)
+    # a C of a few elements and a long K: direct's micro-tiles compute 6 x 16 (6 x 8) outputs and pack op(B)'s
+    # column, naive's one add chain per output wins; a column of 64 rows, or 2048, is already direct's (measured
+    # 1.9 ms against naive's 2.6)
     for dtype in (np.float32, np.float64):
         assert gemm_plan.sim_kernel(1, 1, 4096, dtype=dtype) == "naive"
         assert gemm_plan.sim_kernel(4, 1, 10000, dtype=dtype) == "naive"
         assert gemm_plan.sim_kernel(2048, 1, 1024, dtype=dtype) == "direct"
-        assert gemm_plan.sim_kernel(16, 1, 2048, dtype=dtype) == "direct"
+        assert gemm_plan.sim_kernel(64, 1, 64, dtype=dtype) == "direct"
 
 
 @pytest.mark.parametrize("trans_a", [False, True])

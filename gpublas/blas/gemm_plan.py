@@ -167,21 +167,25 @@ def choose_kernel(m, n, k, sim=False, batch=1, sms=132, lds=(0,), dtype=np.float
 
 
 # -- the simulator's choice: a CPU cost model -------------------------------------------------------
-# On sim, gemm_direct pays per K step of each tile (16 vector multiply-adds: the same for its 16x16 float and
-# 16x8 double tiles, full-size at C's edges: a C of one column costs 16 (8) columns' work) plus a simulated
-# thread (its set-up and 16 row stores) per tile; gemm_naive pays for the real multiply-adds only, but each is one
-# link of a single add chain (no independent accumulators), more when an operand is read across K with a
-# stride, plus a call per output. The barrier kernels lost every shape measured (2026-11-23: regblock by 1.0-4x,
-# its 128x128 tiles pad a 32-row product 4x and a barrier is a fiber switch per thread; tiled and v2 by more).
-# CPU ns with one OpenMP thread on a 2-core AMD EPYC (Zen 5, 2026-11-25, shared), float, double and bf16 over
-# squares to 256^3, the LSTM example's products and thin ones: direct wins all but a C of a few elements with
-# a long K (1x1x4096: naive 3.4 us, direct 12-24; 4x1x10000: 21 against 28-57; 2048x1x1024: naive 1.23 ms,
-# direct 0.68-0.94). Re-measure when the simulator's barrier cost or gemm_direct's tile changes.
-SIM_NAIVE_NS = {2: (0.5, 0.35), 4: (0.5, 0.35), 8: (0.5, 0.6)}  # itemsize -> (per multiply-add, extra per strided
+# On sim, gemm_direct (gemm_sim.cuh) pays per K step of each micro-tile (6 rows of 64 bytes: 16 floats, 8 doubles;
+# a C of one column costs 16 (8) columns' work), per simulated thread (a 48 x 64-float or 48 x 32-double tile: its
+# set-up, epilogue, the block around it), and for op(B)'s elements it packs (per thread: every column when B is
+# transposed, the last 64 bytes' worth when C's width leaves a part); gemm_naive pays for the real multiply-adds
+# only, but each is one link of a single add chain (no independent accumulators), more when an operand is read
+# across K with a stride, plus a call per output. The barrier kernels lost every shape measured (2026-11-23:
+# regblock by 1.0-4x, its 128x128 tiles pad a 32-row product 4x and a barrier is a fiber switch per thread; tiled
+# and v2 by more). CPU ns with one OpenMP thread on a 2-core AMD EPYC (Zen 3, AVX2, shared: +-30%), float and
+# double: the micro-kernel's step from 256^3 (float 0.46 ms: 2.5 ns, double 1.2 ms: 3.4 ns), naive's multiply-add
+# from 64^3 and columns (1.0-1.3 ns); direct wins all but a C of a few elements with a long K (with the call's
+# 17 us of CPU: 1x1x4096 naive 23 us, direct 51; 4x1x10000 59 against 103; 16x1x2048, 2x2x512 and 1x16x1024
+# within 10%; 2048x1x1024 direct 1.9 ms, naive 2.6). Re-measure when the simulator's launch cost or
+# gemm_direct's tiles change.
+SIM_NAIVE_NS = {2: (1.0, 0.35), 4: (1.0, 0.35), 8: (1.0, 0.6)}  # itemsize -> (per multiply-add, extra per strided
                                                                 # operand); 16-bit read as float: FP32's
 SIM_NAIVE_OUTPUT_NS = 8.0                         # per C element (one simulated thread)
-SIM_DIRECT_K_NS = 4.0                             # per K step of a gemm_direct tile, every dtype
-SIM_DIRECT_TILE_NS = 40.0                         # per tile (one simulated thread)
+SIM_DIRECT_STEP_NS = 3.0                          # per K step of a gemm_direct micro-tile, every dtype
+SIM_DIRECT_TILE_NS = 100.0                        # per tile (one simulated thread, a block)
+SIM_DIRECT_PACK_NS = 0.5                          # per element of op(B) packed
 
 
 def direct_tile(dtype, sim=None):
@@ -202,7 +206,11 @@ def sim_kernel(m, n, k, trans_a=False, trans_b=False, dtype=np.float32):
     per_fma = base + strided * (bool(trans_a and m > 1) + bool(not trans_b and n > 1))
     naive = m * n * k * per_fma + m * n * SIM_NAIVE_OUTPUT_NS
     tm, tn = direct_tile(dtype, sim=True)
-    direct = ceil_div(m, tm) * ceil_div(n, tn) * (k * SIM_DIRECT_K_NS + SIM_DIRECT_TILE_NS)
+    mr, nr = _DIRECT["DIRECT_SIM_MR"], tn // _DIRECT["DIRECT_SIM_TN_VECTORS"]
+    row_tiles = ceil_div(m, tm)
+    packed = ceil_div(n, nr) * nr if trans_b else (nr if n % nr else 0)  # op(B)'s columns packed, per row of tiles
+    direct = (ceil_div(m, mr) * ceil_div(n, nr) * k * SIM_DIRECT_STEP_NS + row_tiles * ceil_div(n, tn) *
+              SIM_DIRECT_TILE_NS + row_tiles * packed * k * SIM_DIRECT_PACK_NS)
     return "direct" if direct <= naive else "naive"
 
 
