@@ -28,17 +28,19 @@
 //                aligned and the 4 elements are in bounds; else 4 scalar loads, zero-padded) into shared
 //                memory; op(A)'s tile is stored k-major so that a thread's 8 (4) rows are contiguous.
 //                Then 8 (16) rank-1 updates of the thread's register tile. Two barriers per K tile.
-// gemm_direct:   block up to 16x16 (threadIdx.x along columns), each thread a DIRECT_TM x DIRECT_TN tile of C:
-//                4x8 on a GPU (a 16x16 block: 64x128), 16x16 on the simulator (double 16x8), read straight from
-//                global memory: no shared memory, no barrier. For every k it loads DIRECT_TM elements of op(A)'s
-//                column k and DIRECT_TN consecutive ones of op(B)'s row k and does their DIRECT_TM x DIRECT_TN
-//                multiply-adds in registers; each C element is summed in the order k = 0..K-1. A tile that
-//                would cross an edge of C moves back inside it (recomputing, not storing, some of its
-//                neighbour's outputs), so the K loop has no bounds checks; when C is smaller than a tile
+// gemm_direct:   block up to 16x16 (threadIdx.x along columns), each thread a DIRECT_TM x DIRECT_TN tile of C,
+//                read straight from global memory: no shared memory, no barrier. On a GPU 4x8 (a 16x16 block:
+//                64x128): for every k it loads DIRECT_TM elements of op(A)'s column k and DIRECT_TN consecutive ones
+//                of op(B)'s row k and does their multiply-adds in registers; each C element is summed in the order
+//                k = 0..K-1. A tile that would cross an edge of C moves back inside it (recomputing, not storing,
+//                some of its neighbour's outputs), so the K loop has no bounds checks; when C is smaller than a tile
 //                the loads clamp to its last row / column. Transposes and the column fit are template parameters
-//                (one branch per thread picks the instantiation). For skinny products on the simulator,
-//                where a barrier costs a fiber switch per thread and 32 accumulators a thread break the
-//                single add chain of gemm_naive.
+//                (one branch per thread picks the instantiation). On the simulator (gemm_sim.cuh) a block is one
+//                thread, whose tile is 48 x 64 floats (48 x 32 doubles) computed by a CPU BLAS's register-blocked
+//                micro-kernel: 6 x 64-byte micro-tiles of C in vector registers, k innermost, op(B) packed where it
+//                is transposed or C's edge cuts a micro-tile; the same sums in the same order, bit for bit. The
+//                simulator's every product but a C of a few elements with a long K takes it (gemm_naive those):
+//                a barrier costs a fiber switch per thread there.
 // gemm_wmma:     block 128 threads (4 warps), TF32 tensor cores (nvcuda::wmma, 16x16x8 fragments, float
 //                accumulation), 64x64 tile of C per block, 32x32 per warp (2x2 fragments), K in tiles of 8
 //                staged through shared memory. float only, sm_80+ on the cuda backend, also on sim (opt-in: kernel="wmma";
@@ -237,16 +239,15 @@ gemm_regblock(GEMM_PARAMS) {
 // gemm_direct
 // ---------------------------------------------------------------------------------------------------
 // A thread's tile: DIRECT_TM x DIRECT_TN. The GPU's is 4x8 (32 accumulators in registers). The simulator's is
-// 16 rows of one 64-byte vector each (16 floats, 8 doubles; 16-bit inputs accumulate in float): a simulated
-// thread costs ~40 ns of CPU besides its multiply-adds (set-up, the loop over the block's threads, its stores:
-// measured with K = 1), which a 4x8 tile of K = 16 (512 multiply-adds) cannot pay for, and 16 independent vector
-// accumulators keep the CPU's adders busy where 4 waited on each other's latency. CPU us of the LSTM example's
-// float products, one core (4x8 -> 16x16, with the row stores below): 768x256x16 nt 329 -> 103, 32x256x64 nt
-// 33 -> 16.7, 768x45x64 nt 116 -> 49, 256x64x768 tn 438 -> 164; 256x256x512 nn / nt / tn / tt 1100 / 1260 /
-// 1321 / 1497 -> 398 / 460 / 474 / 578 (double, 16x8: 1349 / 1593 / 1744 / 2006 -> 1351 / 1356 / 915 / 1193).
-// gemm_plan.py reads these sizes.
-// SIM_DIRECT_VECTORS: the simulator's tile and its vector code below. A simulator build with GPU_DIRECT_FORM
-// defined compiles the GPU's tile and loops instead, so tests run the code a GPU runs (tests/test_blas3.py).
+// 48 rows of 4 x 64 bytes (64 floats, 32 doubles; 16-bit inputs accumulate in float), gemm_sim.cuh's micro-tiles
+// (MR = 6 rows of one 64-byte row: 12 AVX2 accumulators) 8 x 4 times over, in blocks of one thread that the
+// simulator spreads over the cores (`sim spread` above). CPU ms of one core (Zen 3, AVX2; NumPy's OpenBLAS
+// beside it), before (16 rows of one 64-byte vector a thread, 32 ymm accumulators spilled to the stack) -> after:
+// 256^3 float nn / nt / tn / tt 5.2 / 5.4 / 5.4 / 6.1 -> 0.47 / 0.82 / 0.58 / 0.57 (OpenBLAS 0.48), double
+// 13.5 / 14.0 / 10.9 / 10.6 -> 1.2 / 1.6 / 1.5 / 1.4 (0.86-1.1); nn's GPT block 512x192x64 float 2.8 -> 0.34,
+// digits CNN im2col 4608x16x72 2.6 -> 0.32. Results unchanged, bit for bit. gemm_plan.py reads these sizes.
+// SIM_DIRECT_VECTORS: the simulator's form (gemm_sim.cuh). A simulator build with GPU_DIRECT_FORM defined compiles
+// the GPU's tile and loops instead, so tests run the code a GPU runs (tests/test_blas3.py).
 #define DIRECT_GPU_TM 4
 #define DIRECT_GPU_TN 8
 #define DIRECT_SIM_TM 48         // the simulator's: a thread's rows (8 micro-tiles)
@@ -265,11 +266,10 @@ gemm_regblock(GEMM_PARAMS) {
 #define DIRECT_TM DIRECT_GPU_TM
 #define DIRECT_TN DIRECT_GPU_TN
 #endif
-// On the simulator GCC's loop vectorizer would vectorize the K loop where op(A) is contiguous along K
-// (A not transposed) into in-order reductions with strided loads of B; without it the 4x8 tile is
-// four vector accumulators in registers (float 32x512x144: 900 -> 210 us of CPU). The simulator's
-// tile is now written as those vectors (direct_tile); the pragma still keeps GCC off its staging loops
-// (float tt 256x256x512 1.43 ms with it, 1.56 without). The GPU build is untouched.
+// On the simulator (the GPU_DIRECT_FORM build, which runs the GPU's loops below) GCC's loop vectorizer would
+// vectorize the K loop where op(A) is contiguous along K (A not transposed) into in-order reductions with strided
+// loads of B; without it the 4x8 tile is four vector accumulators in registers (float 32x512x144: 900 -> 210 us of
+// CPU). The GPU build is untouched.
 #ifdef __CUDA_ARCH_SIM__
 #pragma GCC push_options
 #pragma GCC optimize("no-tree-loop-vectorize")
@@ -279,13 +279,8 @@ gemm_regblock(GEMM_PARAMS) {
 // read the last row (only when C has fewer than DIRECT_TM rows). FIT_N: the tile's columns lie inside
 // C, at fixed strides from its corner (op(B)'s row k is read as one run when B is not transposed); else
 // (C has fewer than DIRECT_TN columns) columns past N read the last one. Per k: load a (op(A)'s column k,
-// the tile's rows) and b (op(B)'s row k, its columns), then the tile's multiply-adds. The simulator runs the
-// same multiply-adds in the same order on the tile's rows as vectors of DIRECT_TN, with op(B)'s rows for
-// DIRECT_KC values of k staged where B does not hold them as runs: B transposed (its columns' runs turned
-// into rows, 8 values of 8 or 16 runs at a time, by load_runs_transposed), 16-bit (converted as runs) or C
-// narrower than a tile; a 16-bit tile's op(A) columns are staged as floats too. CPU per 256x256x512 float
-// GEMM, one core, ms, with the 4x8 tile: nn 1.6 -> 0.95, nt 5.0 -> 1.05, tn 1.9 -> 1.3, tt 5.1 -> 1.4 (double
-// 1.2 / 4.9 / 1.6 / 4.8 -> 1.25 / 1.55 / 1.65 / 1.85); results unchanged, bit for bit.
+// the tile's rows) and b (op(B)'s row k, its columns), then the tile's multiply-adds. The GPU's form only: the
+// simulator's is gemm_sim.cuh's tile.
 template <bool TA, bool TB, bool FIT_N>
 __device__ __forceinline__ void direct_tile(int M, int N, int K, const real* __restrict__ A, int lda,
                                             const real* __restrict__ B, int ldb, int row0, int col0,
