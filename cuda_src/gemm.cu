@@ -241,11 +241,12 @@ gemm_regblock(GEMM_PARAMS) {
 // A thread's tile: DIRECT_TM x DIRECT_TN. The GPU's is 4x8 (32 accumulators in registers). The simulator's is
 // 48 rows of 4 x 64 bytes (64 floats, 32 doubles; 16-bit inputs accumulate in float), gemm_sim.cuh's micro-tiles
 // (MR = 6 rows of one 64-byte row: 12 AVX2 accumulators) 8 x 4 times over, in blocks of one thread that the
-// simulator spreads over the cores (`sim spread` above). CPU ms of one core (Zen 3, AVX2; NumPy's OpenBLAS
-// beside it), before (16 rows of one 64-byte vector a thread, 32 ymm accumulators spilled to the stack) -> after:
-// 256^3 float nn / nt / tn / tt 5.2 / 5.4 / 5.4 / 6.1 -> 0.47 / 0.82 / 0.58 / 0.57 (OpenBLAS 0.48), double
-// 13.5 / 14.0 / 10.9 / 10.6 -> 1.2 / 1.6 / 1.5 / 1.4 (0.86-1.1); nn's GPT block 512x192x64 float 2.8 -> 0.34,
-// digits CNN im2col 4608x16x72 2.6 -> 0.32. Results unchanged, bit for bit. gemm_plan.py reads these sizes.
+// simulator spreads over the cores (`sim spread` above). ms of one core (Zen 3, AVX2, a machine shared: +-30%;
+// NumPy's OpenBLAS in the same run), before (16 rows of one 64-byte vector a thread, their 32 ymm accumulators
+// spilled to the stack) -> after: 256^3 float nn / nt / tn / tt 5.8 / 6.4 / 5.8 / 6.2 -> 0.73 / 0.81 / 0.59 / 0.75
+// (OpenBLAS 0.44-0.56; 0.46 nn on a quieter run), double 13.9 / 15.8 / 13.8 / 18.4 -> 1.95 / 1.37 / 2.0 / 2.1
+// (1.0-1.2); nn's GPT block 512x192x64 float 2.7 -> 0.22, digits CNN im2col 4608x16x72 2.1 -> 0.26. Results
+// unchanged, bit for bit. gemm_plan.py reads these sizes.
 // SIM_DIRECT_VECTORS: the simulator's form (gemm_sim.cuh). A simulator build with GPU_DIRECT_FORM defined compiles
 // the GPU's tile and loops instead, so tests run the code a GPU runs (tests/test_blas3.py).
 #define DIRECT_GPU_TM 4
