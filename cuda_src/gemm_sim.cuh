@@ -95,7 +95,8 @@ static void pack_a(const T* __restrict__ A, int lda, int r0, int rows, int k0, i
 
 // out[kk][0..NR) = op(B)[k0 + kk, c0 + 0..NR) for kk < kc; columns at or past N zero (TB: N - 1's, not stored).
 template <bool TB, class T, class Acc>
-static void pack_b(const T* __restrict__ B, int ldb, int c0, int N, int k0, int kc, Acc (*__restrict__ out)[Sizes<Acc>::NR]) {
+static void pack_b(const T* __restrict__ B, int ldb, int c0, int N, int k0, int kc,
+                   Acc (*__restrict__ out)[Sizes<Acc>::NR]) {
     constexpr int NR = Sizes<Acc>::NR;
     if constexpr (TB) {  // op(B)'s columns are runs along k, read as the rows of their transpose
         long long at[NR];
