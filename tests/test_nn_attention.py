@@ -80,6 +80,19 @@ def test_gpu_tiles_on_the_simulator(rng, monkeypatch):
         np.testing.assert_allclose(a.get(), b.get(), rtol=1e-12, atol=1e-12, err_msg=f"dropout: {name}")
 
 
+def test_tiled_form_with_whole_rows_on_the_simulator(rng, monkeypatch):
+    """The tiled kernels as the simulator ran them before its own form (sim_tiled_tiles: 8 threads of whole rows, the
+    d-major copies), float64 against torch, causal with Tk > Tq and not. The simulator's own form
+    (attention_sim.cuh) is test_float64_matches_torch's: CASES cut its 64-key chunks (Tk = 70, 66) and its 64-row
+    forward blocks (Tq = 70, 66)."""
+    monkeypatch.setattr(KA, "tiles", KA.sim_tiled_tiles)
+    for B, H, Tq, Tk, D, causal, scale in (CASES[3], (1, 1, 37, 21, 48, False, None)):
+        q, k, v, g = inputs(rng, B, H, Tq, Tk, D)
+        for name, got, want in zip(("y", "dq", "dk", "dv"), ours(q, k, v, g, causal, scale),
+                                   torch_sdpa(q, k, v, g, causal, scale)):
+            np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12, err_msg=f"D {D} {name}")
+
+
 def test_strided_views_and_three_dims(rng):
     """Heads split by a view of (B, T, H, D) (MultiheadAttention's layout) give the contiguous result, and
     (B, T, D) inputs are one head."""

@@ -34,10 +34,12 @@
 // regenerates the same mask tile by tile (no mask in memory): dv = drop_scale (P o M)^T dy and
 // dS = P (drop_scale M o dP - delta) (delta = rowsum(dy y) still, y being the dropped output).
 //
-// The simulator builds the same kernels with TX = 1 (ATT_TX) so that a thread's keys (queries) are
-// consecutive and its loops over them vectorize on the CPU, and ATT_KT = 1: the operand the score loop reads
-// along its keys (K forward, q and dy backward) also lands d-major in shared memory (a plain transposing
-// copy, the simulator having no cp.async to lose).
+// The simulator runs its own form of both kernels (cuda_src/attention_sim.cuh, built with ATT_SIM_ROWS: one
+// thread a block walking whole rows, no barriers; the GPU's tiles run there only in the tests). Before it, it
+// built these kernels with TX = 1 (ATT_TX) so that a thread's keys (queries) are consecutive and its loops over
+// them vectorize on the CPU, and ATT_KT = 1: the operand the score loop reads along its keys (K forward, q and
+// dy backward) also lands d-major in shared memory (a plain transposing copy, the simulator having no cp.async
+// to lose); nn.kernels.attention.sim_tiled_tiles keeps that configuration under test.
 #include <cuda_pipeline.h>
 
 #include "common.cuh"
@@ -76,6 +78,9 @@
 #endif
 #include "attention_tiles.cuh"
 static_assert(ATT_THREADS == ATT_TX * ATT_TY, "ATT_THREADS is ATT_TX * ATT_TY");
+#if defined(__CUDA_ARCH_SIM__) && defined(ATT_SIM_ROWS)
+#include "attention_sim.cuh"  // the simulator's form (one thread a block), which the kernels below call there
+#endif
 
 // The same tile stored d-major, s[d * ROWS + r] (ATT_KT: the simulator's plain copy; thread t: rows t,
 // t + THREADS ...).
@@ -147,6 +152,10 @@ attention_forward(const real* __restrict__ q, const real* __restrict__ k, const 
                   const long long* __restrict__ drop_offset, long long q_sb, long long q_sh, long long q_st,
                   long long k_sb, long long k_sh, long long k_st, long long v_sb, long long v_sh, long long v_st,
                   long long o_sb, long long o_sh, long long o_st) {
+#if defined(__CUDA_ARCH_SIM__) && defined(ATT_SIM_ROWS)
+    att_sim_forward(q, k, v, o, lse, H, Tq, Tk, D, scale, causal, drop_p, drop_scale, drop_seed, drop_offset, q_sb, q_sh,
+                    q_st, k_sb, k_sh, k_st, v_sb, v_sh, v_st, o_sb, o_sh, o_st);
+#else
     constexpr int BQ = ATT_FWD_BQ, BK = ATT_FWD_BK, TX = ATT_TX, TY = ATT_TY, DP = ATT_DP, P = ATT_PITCH;
     constexpr int RQ = BQ / TY, CS = BK / TX, CO = DP / TX, PP = BK + ATT_VW;
     constexpr int KE = ATT_KT ? DP * BK : BK * P;  // one stage of Ks
@@ -292,6 +301,7 @@ attention_forward(const real* __restrict__ q, const real* __restrict__ k, const 
             if (tx == 0) lse[r] = m[i] + ew_log(sum);
         }
     }
+#endif
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -328,6 +338,10 @@ attention_backward(const real* __restrict__ q, const real* __restrict__ k, const
                    const long long* __restrict__ drop_offset, long long q_sb, long long q_sh, long long q_st, long long k_sb, long long k_sh,
                    long long k_st, long long v_sb, long long v_sh, long long v_st, long long dy_sb, long long dy_sh,
                    long long dy_st) {
+#if defined(__CUDA_ARCH_SIM__) && defined(ATT_SIM_ROWS)
+    att_sim_backward(q, k, v, dy, lse, delta, dq_acc, dk, dv, H, Tq, Tk, D, scale, causal, drop_p, drop_scale, drop_seed,
+                     drop_offset, q_sb, q_sh, q_st, k_sb, k_sh, k_st, v_sb, v_sh, v_st, dy_sb, dy_sh, dy_st);
+#else
     constexpr int BQ = ATT_BWD_BQ, BK = ATT_BWD_BK, TX = ATT_TX, TY = ATT_TY, DP = ATT_DP, P = ATT_PITCH;
     constexpr int RK = BK / TY, CQ = BQ / TX, RQ = BQ / TY, CO = DP / TX, PP = BQ + ATT_VW;
     constexpr int TE = ATT_KT ? DP * BQ : 0;  // one stage of QTs / GTs
@@ -504,4 +518,5 @@ attention_backward(const real* __restrict__ q, const real* __restrict__ k, const
                     dv[r * D + tx + TX * j] = convert<real>(ATT_DROPOUT ? dva[i][j] * drop_scale : dva[i][j]);
                 }
     }
+#endif
 }

@@ -28,10 +28,12 @@ SIM_SHARED = 227 * 1024        # the simulator's tiles stay under its shared mem
 
 class Tiles:
     """One configuration of attention.cu: TX x TY threads; forward blocks of FWD_BQ queries streaming FWD_BK
-    keys a tile; backward blocks of BWD_BK keys streaming BWD_BQ queries a tile; KT: the d-major copies."""
+    keys a tile; backward blocks of BWD_BK keys streaming BWD_BQ queries a tile; KT: the d-major copies.
+    rows: the simulator's form (cuda_src/attention_sim.cuh, ATT_SIM_ROWS): one thread a block, forward blocks of
+    FWD_BQ query rows walking the keys in chunks of FWD_BK, backward one block a head, key chunks of BWD_BK."""
 
-    def __init__(self, tx, ty, fwd_bq, fwd_bk, bwd_bk, bwd_bq, kt):
-        self.tx, self.ty, self.kt = tx, ty, kt
+    def __init__(self, tx, ty, fwd_bq, fwd_bk, bwd_bk, bwd_bq, kt, rows=False):
+        self.tx, self.ty, self.kt, self.rows = tx, ty, kt, rows
         self.fwd_bq, self.fwd_bk, self.bwd_bk, self.bwd_bq = fwd_bq, fwd_bk, bwd_bk, bwd_bq
 
     @property
@@ -40,17 +42,27 @@ class Tiles:
 
     def defines(self, dp):
         return dict(ATT_DP=dp, ATT_THREADS=self.threads, ATT_TX=self.tx, ATT_TY=self.ty, ATT_FWD_BQ=self.fwd_bq, ATT_FWD_BK=self.fwd_bk,
-                    ATT_BWD_BK=self.bwd_bk, ATT_BWD_BQ=self.bwd_bq, ATT_KT=int(self.kt))
+                    ATT_BWD_BK=self.bwd_bk, ATT_BWD_BQ=self.bwd_bq, ATT_KT=int(self.kt), **({"ATT_SIM_ROWS": 1} if self.rows else {}))
+
+    def bwd_blocks(self, Tk):
+        """The backward grid's blocks per head: one a key block, or the simulator form's one."""
+        return 1 if self.rows else ceil_div(Tk, self.bwd_bk)
 
     def fwd_shared(self, dp, size):
-        """Bytes of attention_forward's shared memory (its layout comment): Qs, 2 stages of Ks and Vs, Ps, Rs."""
+        """Bytes of attention_forward's shared memory (its layout comment): Qs, 2 stages of Ks and Vs, Ps, Rs;
+        the simulator form's: a key chunk's k d-major and v row-major, the rows' accumulators, running max and sum."""
+        if self.rows:
+            return size * (2 * dp * self.fwd_bk + self.fwd_bq * (dp + 2))
         vw = 16 // size
         pitch, bq, bk = dp + vw, self.fwd_bq, self.fwd_bk
         ke = dp * bk if self.kt else bk * pitch
         return size * (bq * pitch + 2 * ke + 2 * bk * pitch + bq * (bk + vw) + bq * self.tx)
 
     def bwd_shared(self, dp, size):
-        """Bytes of attention_backward's shared memory: Ks, Vs, 2 stages of Qs and Gs (and QTs, GTs), Ps, Ss."""
+        """Bytes of attention_backward's shared memory: Ks, Vs, 2 stages of Qs and Gs (and QTs, GTs), Ps, Ss; the
+        simulator form's: a key chunk's k and v d-major, its k row-major and its dk, dv accumulators."""
+        if self.rows:
+            return size * 5 * dp * self.bwd_bk
         vw = 16 // size
         pitch, bq, bk = dp + vw, self.bwd_bq, self.bwd_bk
         te = dp * bq if self.kt else 0
@@ -68,6 +80,9 @@ class HalfTiles:
     @property
     def threads(self):
         return 32 * self.warps
+
+    def bwd_blocks(self, Tk):
+        return ceil_div(Tk, self.bwd_bk)
 
     def defines(self, dp):
         return dict(ATT_DP=dp, ATT_WARPS=self.warps, ATT_THREADS=self.threads, ATT_FWD_BK=self.fwd_bk,
@@ -133,12 +148,18 @@ def gpu_tiles(dtype, dp):
 
 
 def sim_tiles(dtype, dp):
-    """8 threads of whole rows (TX = 1: the CPU vectorizes a thread's runs of keys and head-dim columns) and
-    the first tiles of the lists below that fit the simulator's shared memory: forward blocks of 64 queries
-    (a streamed K tile is copied d-major once per block: fewer copies per product), backward blocks of 64 keys
-    (the q and dy tiles' copies and the dq additions are once per key block), the backward's query tiles as
-    large as fit (a tile's cost besides its products is the copies of the dk, dv accumulators that loop
-    fission makes per barrier). Measured on the CPU at T = 512, D = 64 and 128 (float32): issue 30's note."""
+    """The simulator's form (Tiles.rows: cuda_src/attention_sim.cuh, one thread a block whose loops g++
+    vectorizes): forward blocks of 64 query rows, keys in chunks of 64 (multiples of 16, the vector
+    exponentials' runs), the backward's 32 where 64 would not fit the shared memory (double at D > 64). The
+    tiled kernels with TX = 1 (8 fissioned threads of whole rows), the form before it, are sim_tiled_tiles."""
+    bwd = next(kc for kc in (64, 32, 16) if Tiles(1, 1, 64, 64, kc, 16, True, rows=True).bwd_shared(
+        dp, np.dtype(dtype).itemsize) <= SIM_SHARED)
+    return Tiles(1, 1, 64, 64, bwd, 16, True, rows=True)
+
+
+def sim_tiled_tiles(dtype, dp):
+    """The tiled kernels as the simulator ran them before its own form: 8 threads of whole rows (TX = 1) and the
+    first tiles of the lists below that fit its shared memory (issue 30's note); kept under test."""
     size = np.dtype(dtype).itemsize
     fwd = next(t for t in ((64, 32), (32, 32), (32, 16), (16, 16))
                if Tiles(1, 8, *t, 16, 16, True).fwd_shared(dp, size) <= SIM_SHARED)
@@ -170,8 +191,8 @@ def builds(dtype, D, dropout=False):
 
 
 def _fused(direction, dtype, dp, dropout=False):
-    """(kernel, rows a block keeps, threads, shared bytes) of the fused 'forward' or 'backward' kernel for dtype
-    (_fused_build). Its blocks are heavy (a block's rows against every key or query tile): the simulator spreads
+    """(kernel, rows a block keeps, threads, shared bytes, tiles) of the fused 'forward' or 'backward' kernel for
+    dtype (_fused_build). Its blocks are heavy (a block's rows against every key or query tile): the simulator spreads
     even a grid of few threads over its cores (Kernel.spread_blocks)."""
     if dtype in dtypes.HALVES:
         require_tensor_cores(dtype)
@@ -180,7 +201,7 @@ def _fused(direction, dtype, dp, dropout=False):
     size = np.dtype(dtype).itemsize
     rows, shared = (t.fwd_bq, t.fwd_shared(dp, size)) if direction == "forward" else (t.bwd_bk, t.bwd_shared(dp, size))
     kern.allow_shared(shared).spread_blocks()
-    return kern, rows, t.threads, shared
+    return kern, rows, t.threads, shared, t
 
 
 def check_head_dim(D, what="attention"):
@@ -228,7 +249,7 @@ def forward(q, k, v, y, lse, scale, causal, dropout=None):
         raise ValueError(f"attention forward: lse must be {dtypes.TABLE[q.dtype].compute} of {B * H * Tq} elements")
     if B * H * Tq == 0:
         return y
-    kern, bq, threads, shared = _fused("forward", q.dtype, padded(D), bool(dropout))
+    kern, bq, threads, shared, _ = _fused("forward", q.dtype, padded(D), bool(dropout))
     kern((ceil_div(Tq, bq), B * H), threads, q, k, v, y, lse, H, Tq, Tk, D, scale, int(causal),
          *_dropout_args(dropout, q.dtype), *strides, shared=shared, views=True)
     return y
@@ -255,7 +276,7 @@ def backward(q, k, v, y, dy, lse, dq, dk, dv, scale, causal, dropout=None):
         prep(*geometry_1d(rows), dy, y, delta, dq, H, Tq, D, *strides[12:], *strides[9:12], rows, views=True)
     if B * H * Tk == 0:
         return dq, dk, dv
-    kern, bk, threads, shared = _fused("backward", q.dtype, dp, bool(dropout))
-    kern((ceil_div(Tk, bk), B * H), threads, q, k, v, dy, lse, delta, dq, dk, dv, H, Tq, Tk, D, scale,
+    kern, _, threads, shared, t = _fused("backward", q.dtype, dp, bool(dropout))
+    kern((t.bwd_blocks(Tk), B * H), threads, q, k, v, dy, lse, delta, dq, dk, dv, H, Tq, Tk, D, scale,
          int(causal), *_dropout_args(dropout, q.dtype), *strides[:9], *strides[12:], shared=shared, views=True)
     return dq, dk, dv
