@@ -3,7 +3,7 @@ gradients (gpublas' reductions). common.cuh's activation codes (ACT) and act_cod
 import gpublas
 from gpublas.core import reduction
 from gpublas.runtime import dtypes, source
-from gpublas.runtime.launch import geometry_1d
+from gpublas.runtime.launch import flat_geometry
 from gpublas.runtime.launch import fast_divisor as fd
 
 from .common import _epilogue, _same, get_kernel
@@ -30,7 +30,7 @@ def act_forward(x, y, act):
     """y = act(x) elementwise (y may be x)."""
     if x.size != y.size:
         raise ValueError(f"act_forward: {x.shape} vs {y.shape}")
-    get_kernel("activation", "act_forward", _same("act_forward", x, y))(*geometry_1d(x.size), x, y, x.size, act)
+    get_kernel("activation", "act_forward", _same("act_forward", x, y))(*flat_geometry(x.size), x, y, x.size, act)
     return y
 
 
@@ -41,7 +41,7 @@ def act_backward(y, dy, dx, act):
     if act in FROM_INPUT:
         raise ValueError("act_backward: the GELUs' derivative needs the input (act_backward_input)")
     get_kernel("activation", "act_backward", _same("act_backward", y, dy, dx))(
-        *geometry_1d(y.size), y, dy, dx, y.size, act)
+        *flat_geometry(y.size), y, dy, dx, y.size, act)
     return dx
 
 
@@ -50,7 +50,7 @@ def act_backward_input(x, dy, dx, act):
     if not x.size == dy.size == dx.size:
         raise ValueError(f"act_backward_input: sizes {x.shape}, {dy.shape}, {dx.shape} differ")
     get_kernel("activation", "act_backward_input", _same("act_backward_input", x, dy, dx))(
-        *geometry_1d(x.size), x, dy, dx, x.size, act)
+        *flat_geometry(x.size), x, dy, dx, x.size, act)
     return dx
 
 
@@ -63,7 +63,7 @@ def bias_act_forward(x, b, y, channels, inner, act, pre=None):
         raise ValueError(f"bias_act_forward: bias {None if b is None else b.shape}, y {y.shape} and pre "
                          f"{None if pre is None else pre.shape} do not fit x {x.shape} as (*, {channels}, {inner})")
     get_kernel("activation", "bias_act_forward", _epilogue("bias_act_forward", x, y, b, pre))(
-        *geometry_1d(x.size), x, b, y, pre, x.size, fd(channels), fd(inner), act)
+        *flat_geometry(x.size), x, b, y, pre, x.size, fd(channels), fd(inner), act)
     return y
 
 
