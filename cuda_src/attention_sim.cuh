@@ -6,8 +6,10 @@
 // between the threads of a block, the scores in locals, every loop along a contiguous axis (keys after a
 // chunk of K / V is copied d-major, else the head dim) so that g++ vectorizes it, the float exponentials
 // 16 at a time (vector_math.h's exp). The tiled form on the simulator (8 fissioned threads of whole rows)
-// spent its time in the copies between barriers and the spilled tile accumulators: GPT's step shape
-// (B H = 32, T = 64, D = 16, causal, float32, one core) forward 2.5 -> 0.25 ms, backward 6.2 -> 0.5 ms.
+// spent its time in the copies between barriers and the spilled tile accumulators. GPT's step shape (B H = 32,
+// T = 64, D = 16, causal, float32; one thread of a loaded 2-core VM, kernel times): forward 2.2-2.5 -> 1.4-1.8 ms,
+// backward 5.4-6.2 -> 1.1-1.3 ms. The forward's cost is spread over its row loop (scores, exps, P V), no one
+// hot spot; blocking two query rows per pass over the key chunk is the next step to try.
 //
 // att_sim_forward: grid (ceil(Tq / ATT_FWD_BQ), B * H), one thread. Block (x, bh) keeps the running max m,
 //   sum l and accumulator of its ATT_FWD_BQ query rows in shared memory and walks the keys in chunks of
