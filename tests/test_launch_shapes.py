@@ -19,9 +19,10 @@ def test_nn_grid_stride_launchers_follow_the_backends_rule():
     x = gpublas.to_device(np.linspace(-1, 1, 32768).astype(np.float32))
     with gpublas.profile() as p:
         y = K.act_forward(x, gpublas.empty_like(x), K.act_code("relu"))
-    blocks = 16 if gpublas.backend() == "sim" else 128  # sim: 8 elements per thread
-    assert grid_for(x.size) == blocks
-    assert _launches(p) == {("act_forward", (blocks, 1, 1), (256, 1, 1)): 1}
+    # flat_geometry's: a GPU's 128 blocks of 256 threads; the sim's runs of SIM_RUN elements (32 threads in one block)
+    grid, block = (128, 256) if gpublas.backend() == "cuda" else (1, 32768 // launch.SIM_RUN)
+    assert geometry.flat_geometry(x.size) == (grid, block)
+    assert _launches(p) == {("act_forward", (grid, 1, 1), (block, 1, 1)): 1}
     np.testing.assert_array_equal(y.get(), np.maximum(x.get(), 0))
 
 
