@@ -655,6 +655,67 @@ __device__ __forceinline__ long long div_mod(long long n, const FastDivmod& d, l
 //
 // NdLayout<K>: up to ND_MAX = 8 axes d[0..7] (outermost first, padded at the front with 1s), 64-bit
 // index; element i is placed by dividing down the axes, stopping once the remaining index is 0.
+//
+// On the simulator both walk a thread's contiguous run (GRID_STRIDE_LOOP's) by rows of the innermost axis
+// instead (sim_walk_rows): the run's first element is placed by division once, then the innermost index steps
+// along a row and the outer ones carry, so an element costs an add where it cost up to eight 64-bit divisions
+// (a (B, H, T, D) -> (B, T, H, D) head merge of 2^15 floats: 0.86 ms -> see memory.cu's header). Rows whose
+// operands all step by 1 run as a unit-stride loop g++ vectorizes. The same elements, each once, in the same
+// order within a thread as the division form (GRID_STRIDE_GPU_FORM builds that one on the simulator).
+#if defined(__CUDA_ARCH_SIM__) && !defined(GRID_STRIDE_GPU_FORM)
+// f(off) for the elements of [0, n) in this thread's run, over A axes d[0..A-1] (d[0] only bounds: the run
+// ends before axis 0 wraps) and K operands' strides s[k][0..A-1].
+template <int K, int A, class F>
+__device__ __forceinline__ void sim_walk_rows(long long n, const long long (&d)[A], const long long (&s)[K][A], F f) {
+    const long long run = sim_run_length<long long>(n, (long long)gridDim.x * blockDim.x);
+    long long i = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * run;
+    const long long end = sim_run_end<long long>(i, run, n);
+    if (i >= end) return;
+    long long c[A], row[K] = {};  // the outer coordinates and each operand's offset of their row's start
+    long long r = i;
+    for (int a = A - 1; a > 0; --a) {
+        c[a] = r % d[a];
+        r /= d[a];
+    }
+    c[0] = r;
+    for (int a = 0; a < A - 1; ++a)
+        for (int k = 0; k < K; ++k) row[k] += c[a] * s[k][a];
+    long long step[K];  // locals: g++ need not reload them past f's stores
+    bool unit = true;
+    for (int k = 0; k < K; ++k) {
+        step[k] = s[k][A - 1];
+        unit = unit && step[k] == 1;
+    }
+    const long long width = d[A - 1];
+    long long at = c[A - 1];  // the innermost index
+    for (;;) {
+        const long long m = width - at < end - i ? width - at : end - i;
+        if (unit) {
+            for (long long j = at; j < at + m; ++j) {
+                long long o[K];
+                for (int k = 0; k < K; ++k) o[k] = row[k] + j;
+                f(o);
+            }
+        } else {
+            for (long long j = at; j < at + m; ++j) {
+                long long o[K];
+                for (int k = 0; k < K; ++k) o[k] = row[k] + j * step[k];
+                f(o);
+            }
+        }
+        i += m;
+        if (i >= end) return;
+        at = 0;  // the next row: carry into the outer axes (axis 0 never wraps inside [0, n))
+        for (int a = A - 2; a >= 0; --a) {
+            ++c[a];
+            for (int k = 0; k < K; ++k) row[k] += s[k][a];
+            if (a == 0 || c[a] < d[a]) break;
+            for (int k = 0; k < K; ++k) row[k] -= c[a] * s[k][a];
+            c[a] = 0;
+        }
+    }
+}
+#endif
 #define ND_MAX 8
 // An _nd kernel's parameters are d0..d7 (ND_DIM_PARAMS) and, per operand, <p>0..<p>7
 // (ND_STRIDE_PARAMS(p)); the signature parser expands both. ND_DIMS and ND_STRIDES build its
@@ -679,11 +740,15 @@ struct NdLayout {
     }
     template <class F>
     __device__ __forceinline__ void walk(long long n, F f) const {
+#if defined(__CUDA_ARCH_SIM__) && !defined(GRID_STRIDE_GPU_FORM)
+        sim_walk_rows(n, d, s, f);
+#else
         GRID_STRIDE_LOOP(long long, i, n) {
             long long off[K];
             offsets(i, off);
             f(off);
         }
+#endif
     }
 };
 
@@ -709,6 +774,10 @@ struct Nd3Layout {
     }
     template <class F>
     __device__ __forceinline__ void walk(long long n, F f) const {
+#if defined(__CUDA_ARCH_SIM__) && !defined(GRID_STRIDE_GPU_FORM)
+        const long long dims[3] = {n, d1.d, d2.d};  // d0 only bounds the walk
+        sim_walk_rows(n, dims, s, f);
+#else
         const Nd3Layout lay = *this;  // a local copy stays in registers: stores through f cannot change it
         GRID_STRIDE_LOOP(unsigned, i, n) {
             unsigned i1, i2;
@@ -717,5 +786,6 @@ struct Nd3Layout {
             lay.place(off, i0, i1, i2);
             f(off);
         }
+#endif
     }
 };
