@@ -8,8 +8,9 @@
 // 16 at a time (vector_math.h's exp). The tiled form on the simulator (8 fissioned threads of whole rows)
 // spent its time in the copies between barriers and the spilled tile accumulators. GPT's step shape (B H = 32,
 // T = 64, D = 16, causal, float32; one thread of a loaded 2-core VM, kernel times): forward 2.2-2.5 -> 1.4-1.8 ms,
-// backward 5.4-6.2 -> 1.1-1.3 ms. The forward's cost is spread over its row loop (scores, exps, P V), no one
-// hot spot; blocking two query rows per pass over the key chunk is the next step to try.
+// backward 5.4-6.2 -> 1.1-1.3 ms; then the key loops that add a row into registers written as 32-byte vectors
+// (AttSimRow: g++ had vectorized them across keys with permutes, half the forward's time), min of 15 calls:
+// forward 1.25-1.7 -> 0.67-0.82 ms, backward 0.74-1.2 -> 0.70-0.88 ms, bits unchanged.
 //
 // att_sim_forward: grid (ceil(Tq / ATT_FWD_BQ), B * H), one thread. Block (x, bh) keeps the running max m,
 //   sum l and accumulator of its ATT_FWD_BQ query rows in shared memory and walks the keys in chunks of
@@ -94,6 +95,24 @@ __device__ __forceinline__ acc_real att_sim_scale_max(acc_real (&s)[KC], acc_rea
     return lane[0];
 }
 
+// A row of DP values (DP a multiple of 16) as vectors of 32 bytes, for the loops over a chunk's keys that add a
+// multiple of a key's row into a row in registers: written as vectors, g++ keeps the row in registers and steps
+// the keys one by one; as scalar loops it vectorized across 8 keys at a time instead, transposing their rows
+// with permutes (half the forward's time). Each element sees the same operations in the same order.
+typedef acc_real att_sim_vec __attribute__((vector_size(32)));
+typedef acc_real att_sim_uvec __attribute__((vector_size(32), aligned(sizeof(acc_real))));  // at any element
+template <int DP>
+struct AttSimRow {
+    static constexpr int N = DP * (int)sizeof(acc_real) / 32;
+    att_sim_vec v[N];
+    __device__ __forceinline__ void load(const acc_real* p) {
+        for (int c = 0; c < N; ++c) v[c] = reinterpret_cast<const att_sim_uvec*>(p)[c];
+    }
+    __device__ __forceinline__ void store(acc_real* p) const {
+        for (int c = 0; c < N; ++c) reinterpret_cast<att_sim_uvec*>(p)[c] = v[c];
+    }
+};
+
 // s[j] = sum over d in order of x[d] t[d * KC + j], for j < n16 (a multiple of 16: the keys a row sees, rounded up)
 template <int KC>
 __device__ __forceinline__ void att_sim_scores(acc_real (&s)[KC], const acc_real* __restrict__ x,
@@ -156,13 +175,15 @@ __device__ void att_sim_forward(const real* __restrict__ q, const real* __restri
             if (ATT_DROPOUT)
                 for (int j = 0; j < nr; ++j)
                     if (!dropout_keep(drop_seed, drop_row + (unsigned long long)r * Tk + k0 + j, drop_p)) s[j] = 0;
-            acc_real a[DP];  // the row's accumulator in registers while the chunk's P V adds into it
-            for (int d = 0; d < DP; ++d) a[d] = A[r * DP + d] * alpha;
+            AttSimRow<DP> a;  // the row's accumulator in registers while the chunk's P V adds into it
+            a.load(A + r * DP);
+            for (int c = 0; c < a.N; ++c) a.v[c] *= alpha;
             for (int j = 0; j < nr; ++j) {
                 const acc_real p = s[j];
-                for (int d = 0; d < DP; ++d) a[d] += p * VP[j * DP + d];
+                const att_sim_uvec* vj = reinterpret_cast<const att_sim_uvec*>(VP + j * DP);
+                for (int c = 0; c < a.N; ++c) a.v[c] += p * vj[c];
             }
-            for (int d = 0; d < DP; ++d) A[r * DP + d] = a[d];
+            a.store(A + r * DP);
         }
     }
     for (int r = 0; r < rows; ++r) {
@@ -224,20 +245,24 @@ __device__ void att_sim_backward(const real* __restrict__ q, const real* __restr
                 }
                 ds[j] = s[j] * (dpj - dl);
             }
-            acc_real dqa[DP] = {};  // the row's dq over this chunk, in registers
+            AttSimRow<DP> dqa = {}, qv, gv;  // the row's dq over this chunk, in registers; q and dy's rows
+            qv.load(qr);
+            gv.load(gr);
             for (int j = 0; j < nr; ++j) {
-                acc_real* dkj = DK + j * DP;
-                acc_real* dvj = DV + j * DP;
-                const acc_real* kj = KP + j * DP;
                 const acc_real p = pk[j], g = ds[j];
-                for (int d = 0; d < DP; ++d) {
-                    dvj[d] += p * gr[d];
-                    dkj[d] += g * qr[d];
-                    dqa[d] += g * kj[d];
+                att_sim_uvec* dvj = reinterpret_cast<att_sim_uvec*>(DV + j * DP);
+                att_sim_uvec* dkj = reinterpret_cast<att_sim_uvec*>(DK + j * DP);
+                const att_sim_uvec* kj = reinterpret_cast<const att_sim_uvec*>(KP + j * DP);
+                for (int c = 0; c < dqa.N; ++c) {
+                    dvj[c] += p * gv.v[c];
+                    dkj[c] += g * qv.v[c];
+                    dqa.v[c] += g * kj[c];
                 }
             }
+            acc_real dqs[DP];
+            dqa.store(dqs);
             acc_real* dqi = dq_acc + (long long)i * D;
-            for (int d = 0; d < D; ++d) dqi[d] += dqa[d] * scale;
+            for (int d = 0; d < D; ++d) dqi[d] += dqs[d] * scale;
         }
         for (int j = 0; j < n; ++j)
             for (int d = 0; d < D; ++d) {
