@@ -94,8 +94,8 @@ def test_tiled_form_with_whole_rows_on_the_simulator(rng, monkeypatch):
 
 
 def test_strided_views_and_three_dims(rng):
-    """Heads split by a view of (B, T, H, D) (MultiheadAttention's layout) give the contiguous result, and
-    (B, T, D) inputs are one head."""
+    """Heads split by a view of (B, T, H, D) (MultiheadAttention's layout) give the contiguous result, also
+    written through out= into a (B, T, H, D) buffer, and (B, T, D) inputs are one head."""
     B, T, H, D = 2, 19, 3, 24
     x = rng.standard_normal((B, T, 3, H, D))
     qkv = gpublas.to_device(x)
@@ -106,6 +106,12 @@ def test_strided_views_and_three_dims(rng):
     want = torch_sdpa(*(x[:, :, i].transpose(0, 2, 1, 3) for i in range(3)), g, True, None)
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+    merged = gpublas.zeros((B, T, H, D), np.float64)  # out: y written into a (B, T, H, D) buffer's view, bits kept
+    y = layer(q, k, v, out=merged.transpose(0, 2, 1, 3))
+    np.testing.assert_array_equal(merged.get().transpose(0, 2, 1, 3), got[0])
+    assert y.get().tobytes() == got[0].tobytes()
+    for a, b in zip(layer.backward(gpublas.to_device(g)), got[1:]):
+        np.testing.assert_array_equal(a.get(), b)
     y3 = nn.functional.scaled_dot_product_attention(*(gpublas.to_device(x[:, :, i, 0]) for i in range(3)))
     want3 = F.scaled_dot_product_attention(*(torch.tensor(x[:, :, i, 0]) for i in range(3))).numpy()
     np.testing.assert_allclose(y3.get(), want3, rtol=1e-10, atol=1e-12)

@@ -170,15 +170,21 @@ class ScaledDotProductAttention(DeviceDraw, Module):
         f.seed, f.counter = self.seed, self.counter
         return f
 
-    def forward(self, q, k, v, lengths=None):
+    def forward(self, q, k, v, lengths=None, out=None):
         # q: (B, H, Tq, D) or (B, Tq, D); k, v: (B, H, Tk, D) or (B, Tk, D) -> y: q's shape
         # lengths: [L_b], sequence b attends to its first L_b keys only (a key-padding mask that pads at the end)
+        # out: where the fused kernels write y, (B, H, Tq, D) of q's dtype with any b, h, t strides and contiguous,
+        # 16-byte aligned rows (MultiheadAttention passes its merged (B, Tq, H, D) buffer's view: no copy after);
+        # the unfused fallback copies its result there
         squeeze = getattr(q, "ndim", 4) == 3
         q, k, v = _check(q, k, v, self.describe(), fused=False)
         if not fused_takes(q.shape[-1], q.dtype, v.shape[-1]):
             if lengths is not None:
                 raise ValueError(f"{self.describe()}: lengths need the fused kernels (head dim 16..128 step 8)")
             y = self._fallback()(q, k, v)
+            if out is not None:
+                out[...] = y
+                y = out
             self.saved = ("unfused", squeeze)
             return y[:, 0] if squeeze else y
         q, k, v = _check(q, k, v, self.describe())
@@ -192,7 +198,9 @@ class ScaledDotProductAttention(DeviceDraw, Module):
             runs.append((slice(0, B), k.shape[2]))
         else:   # each sequence on its first L_b keys: one launch each
             runs = [(slice(b, b + 1), n) for b, n in enumerate(lengths)]
-        y = gpublas.empty(q.shape, q.dtype)
+        if out is not None and (out.shape != q.shape or out.dtype != q.dtype or q.ndim != 4):
+            raise ValueError(f"{self.describe()}: out must be {q.shape} {q.dtype}, got {out.shape} {out.dtype}")
+        y = gpublas.empty(q.shape, q.dtype) if out is None else out
         saved = []
         for rows, n in runs:
             dropout = None

@@ -5,10 +5,11 @@ batch_first, (T, E) unbatched.
 
 Heads are split by one fused transpose: for self-attention the input projection writes (B, T, 3, H, D) in one
 GEMM (q, k and v side by side in each row, as torch's packed in_proj), whose three slices are the attention's
-q, k and v as strided views; the heads' output (B, H, T, D) is merged back into (B, T, E) by one copy. The
-attention is nn.ScaledDotProductAttention (the fused kernels: no mask, a causal one, or a key-padding mask from
-the host that pads at the end, nn/layers/masks.py) or, for any other mask, need_weights, or a head dim the fused
-kernels decline, the unfused path of attention_unfused.py (PyTorch's SDPA picks its math backend likewise).
+q, k and v as strided views; the fused kernel writes the heads' output (B, H, T, D) straight into a (B, T, E)
+buffer (the unfused path merges it by one copy). The attention is nn.ScaledDotProductAttention (the fused
+kernels: no mask, a causal one, or a key-padding mask from the host that pads at the end, nn/layers/masks.py)
+or, for any other mask, need_weights, or a head dim the fused kernels decline, the unfused path of
+attention_unfused.py (PyTorch's SDPA picks its math backend likewise).
 """
 import math
 
@@ -187,12 +188,14 @@ class MultiheadAttention(Module):
         if fused_ok and plan.fusable:
             attn = self.attn
             attn.is_causal = plan.causal
-            yh = attn(qh, kh, vh, lengths=plan.lengths)    # (B, H, Tq, D)
+            heads = gpublas.empty((B, Tq, H, D), qh.dtype)   # the kernel writes the heads merged: no copy after
+            attn(qh, kh, vh, lengths=plan.lengths, out=heads.transpose(0, 2, 1, 3))
+            merged = heads.reshape(B, Tq, H * D)
         else:
             attn = self.attn_unfused
             attn.is_causal = plan.causal
             yh = attn(qh, kh, vh, plan.mask)
-        merged = gpublas.ascontiguousarray(yh.transpose(0, 2, 1, 3)).reshape(B, Tq, H * D)
+            merged = gpublas.ascontiguousarray(yh.transpose(0, 2, 1, 3)).reshape(B, Tq, H * D)
         y = self.out_proj(merged)
         # cached: the projections' inputs (for dW = d^T x), whether it was self-attention, the shapes
         self.x, self.self_attn, self.shape, self.proj, self.used = inputs, self_attn, (B, Tq, unbatched), proj, attn
