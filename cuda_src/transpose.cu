@@ -41,11 +41,31 @@ extern "C" __global__ void transpose_tiled(const real* __restrict__ a, real* __r
 template <class I>
 __device__ __forceinline__ void swap01_loop(const real* __restrict__ x, real* __restrict__ y, I total,
                                             const FastDivmod& A, I B, const FastDivmod& K) {
+#if defined(__CUDA_ARCH_SIM__) && !defined(GRID_STRIDE_GPU_FORM)
+    // the simulator: the thread's run of y in segments of one (b, a) row of K elements, each a contiguous copy
+    // of x's row (a, b); two divisions a run, not an element
+    const long long run = sim_run_length<long long>((long long)total, (long long)gridDim.x * blockDim.x);
+    long long at = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * run;
+    const long long end = sim_run_end<long long>(at, run, (long long)total);
+    if (at >= end) return;
+    I k, a;
+    I b = div_mod(div_mod((I)at, K, k), A, a);
+    while (at < end) {
+        const long long len = end - at < (long long)(K.d - (int)k) ? end - at : (long long)(K.d - (int)k);
+        const real* src = x + ((I)a * B + b) * (I)K.d + k;
+        real* dst = y + at;
+        for (long long t = 0; t < len; ++t) dst[t] = src[t];
+        at += len;
+        k = 0;
+        if (++a == (I)A.d) { a = 0; ++b; }
+    }
+#else
     GRID_STRIDE_LOOP(I, e, total) {
         I k, a;
         const I b = div_mod(div_mod(e, K, k), A, a);
         y[e] = x[((I)a * B + b) * (I)K.d + k];
     }
+#endif
 }
 
 extern "C" __global__ void swap01(const real* __restrict__ x, real* __restrict__ y, unsigned long long A_,

@@ -135,6 +135,16 @@ struct ActForwardSim {
 };
 
 template <int ACT>
+struct ActBackwardSim {
+    static __device__ __forceinline__ void run(const real* __restrict__ y, const real* dy, real* dx, long long n) {
+        long long at, end;
+        act_sim_run(n, at, end);
+        for (long long i = at; i < end; ++i)
+            dx[i] = convert<real>(load_as(dy[i]) * act_grad_from_output(load_as(y[i]), ACT));
+    }
+};
+
+template <int ACT>
 struct ActBackwardInputSim {
     static __device__ __forceinline__ void run(const real* __restrict__ x, const real* dy, real* dx, long long n) {
         long long at, end;
@@ -208,8 +218,12 @@ extern "C" __global__ void act_backward_input(const real* __restrict__ x, const 
 }
 
 extern "C" __global__ void act_backward(const real* __restrict__ y, const real* dy, real* dx, long long n, int act) {
+#if ACT_SIM_RUNS
+    ACT_SIM_DISPATCH(ActBackwardSim, y, dy, dx, n)
+#else
     GRID_STRIDE_LOOP(long long, i, n)
         dx[i] = convert<real>(load_as(dy[i]) * act_grad_from_output(load_as(y[i]), act));
+#endif
 }
 
 template <class I>

@@ -25,6 +25,24 @@
 // fewer than 2^31 elements, else 64-bit with plain divisions.
 #include "common.cuh"
 
+#if defined(__CUDA_ARCH_SIM__) && !defined(GRID_STRIDE_GPU_FORM)
+#define CONV_SIM_RUNS 1
+// this simulated thread's run [begin, end) of GRID_STRIDE_LOOP's over n items; false when it is empty
+__device__ __forceinline__ bool conv_sim_run(long long n, long long& begin, long long& end) {
+    const long long run = sim_run_length<long long>(n, (long long)gridDim.x * blockDim.x);
+    begin = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * run;
+    end = sim_run_end<long long>(begin, run, n);
+    return begin < end;
+}
+
+// The first d * s >= t (0 for t <= 0): the first output column whose tap lands at or after input column t.
+__device__ __forceinline__ int conv_ceil_div(int t, const FastDivmod& s) {
+    return t <= 0 ? 0 : (int)s.div((unsigned)(t + s.d - 1));
+}
+#else
+#define CONV_SIM_RUNS 0
+#endif
+
 // The sizes of one convolution, each usable as a value (.d) and as a divisor.
 struct ConvGeom {
     FastDivmod N, C, H, W, kh, kw, sh, sw, OH, OW;
@@ -43,9 +61,59 @@ __device__ __forceinline__ ConvGeom conv_geom(unsigned long long N, unsigned lon
 // thread item e = c * NP + q with q = (n * OH + oh) * OW + ow: one division by NP, one chain of two for q;
 // then the kh*kw taps of channel c write rows k = (c * kh + i) * kw + j, the tap's input row and column
 // stepping by dh and dw
+#if CONV_SIM_RUNS
+// The simulator's im2col: the thread's run of items (c, n, oh, ow) in segments of one output row (c, n, oh),
+// tap by tap: a segment of row k = (c, i, j) of cols is zeros, then a copy of the input row h at stride sw,
+// then zeros (the output columns whose tap falls in padding, found once per tap). The same values as the
+// GPU form: every element is written once, with x at its tap or 0.
+template <class I>
+__device__ __forceinline__ void im2col_sim(const real* __restrict__ x, real* __restrict__ cols, I total,
+                                           const ConvGeom& g, const FastDivmod& NP) {
+    long long at, end;
+    if (!conv_sim_run(total, at, end)) return;
+    const int kh = g.kh.d, kw = g.kw.d, H = g.H.d, W = g.W.d, OH = g.OH.d, OW = g.OW.d, sw = g.sw.d;
+    I q_at, ow_at, oh_at;
+    const I c_at = div_mod((I)at, NP, q_at);
+    const I n_at = div_mod(div_mod(q_at, g.OW, ow_at), g.OH, oh_at);
+    for (int i = 0; i < kh; ++i)
+        for (int j = 0; j < kw; ++j) {
+            const int off = j * g.dw - g.pw;  // output column ow reads input column ow * sw + off
+            I c = c_at, n = n_at, q = q_at;
+            int oh = (int)oh_at, ow = (int)ow_at;
+            for (long long e = at; e < end;) {
+                const int len = (int)min((long long)(OW - ow), end - e);
+                real* out = cols + ((c * (I)kh + (I)i) * (I)kw + (I)j) * (I)NP.d + q;
+                const int h = oh * g.sh.d - g.ph + i * g.dh;
+                const bool row_in = h >= 0 && h < H;
+                // one loop, no branch: a tap in padding reads the row's first element and stores 0 (loops
+                // that g++ turns into memset and memcpy calls cost more than a row of 4 to 8 elements)
+                const real* xr = x + ((n * (I)g.C.d + c) * (I)H + (I)(row_in ? h : 0)) * (I)W;
+                for (int t = 0; t < len; ++t) {
+                    const int w = (ow + t) * sw + off;
+                    const bool in = row_in && w >= 0 && w < W;
+                    const real v = xr[in ? w : 0];
+                    out[t] = in ? v : convert<real>(0.0f);
+                }
+                e += len;
+                q += (I)len;
+                if ((ow += len) == OW) {
+                    ow = 0;
+                    if (++oh == OH) {
+                        oh = 0;
+                        if (++n == (I)g.N.d) { n = 0; ++c; q = 0; }
+                    }
+                }
+            }
+        }
+}
+#endif
+
 template <class I>
 __device__ __forceinline__ void im2col_loop(const real* __restrict__ x, real* __restrict__ cols, I total,
                                             const ConvGeom& g, const FastDivmod& NP) {
+#if CONV_SIM_RUNS
+    im2col_sim<I>(x, cols, total, g, NP);
+#else
     const int kh = g.kh.d, kw = g.kw.d, H = g.H.d, W = g.W.d;
     GRID_STRIDE_LOOP(I, e, total) {
         I q, ow, oh;
@@ -63,6 +131,7 @@ __device__ __forceinline__ void im2col_loop(const real* __restrict__ x, real* __
             }
         }
     }
+#endif
 }
 
 extern "C" __global__ void im2col_nchw(const real* __restrict__ x, real* __restrict__ cols, unsigned long long N,
@@ -80,10 +149,64 @@ extern "C" __global__ void im2col_nchw(const real* __restrict__ x, real* __restr
         im2col_loop<long long>(x, cols, total, g, NP);
 }
 
+#if CONV_SIM_RUNS
+#define COL2IM_SIM_CHUNK 64
+// The simulator's col2im: the thread's run of dx in segments of one input row (n, c, h), at most
+// COL2IM_SIM_CHUNK elements, summed in locals: for each kernel row i whose tap lands on h (the output row oh
+// found once a segment), each j adds the dcols run of the output columns ow landing in the segment. Each
+// element gets its taps in the GPU form's order (i, then j, skipping the same taps): the same sums, bit for bit.
+template <class I>
+__device__ __forceinline__ void col2im_sim(const acc_real* __restrict__ dcols, real* __restrict__ dx, I total,
+                                           const ConvGeom& g) {
+    long long at, end;
+    if (!conv_sim_run(total, at, end)) return;
+    const int kh = g.kh.d, kw = g.kw.d, H = g.H.d, W = g.W.d, OW = g.OW.d, sw = g.sw.d;
+    const I P = (I)g.OH.d * (I)OW, NP = (I)g.N.d * P;
+    I w_at, h_at, c;
+    I n = div_mod(div_mod(div_mod((I)at, g.W, w_at), g.H, h_at), g.C, c);
+    int h = (int)h_at, w = (int)w_at;
+    acc_real s[COL2IM_SIM_CHUNK];
+    for (long long e = at; e < end;) {
+        const int len = (int)min((long long)min(W - w, COL2IM_SIM_CHUNK), end - e);
+        for (int t = 0; t < len; ++t) s[t] = 0;
+        for (int i = 0; i < kh; ++i) {
+            const int th = h + g.ph - i * g.dh;  // = oh * sh when tap i of output row oh lands on h
+            if (th < 0) continue;
+            unsigned oh, rh;
+            oh = div_mod((unsigned)th, g.sh, rh);
+            if (rh || (int)oh >= g.OH.d) continue;
+            for (int j = 0; j < kw; ++j) {
+                // output column ow's tap j lands on input column ow * sw - t0 + w: in the segment for ow in [lo, hi)
+                const int t0 = w + g.pw - j * g.dw;
+                const int lo = conv_ceil_div(t0, g.sw), hi = min(conv_ceil_div(t0 + len, g.sw), OW);
+                const acc_real* src = dcols + ((c * (I)kh + (I)i) * (I)kw + (I)j) * NP + n * P + (I)oh * (I)OW;
+                if (sw == 1)
+                    for (int ow = lo; ow < hi; ++ow) s[ow - t0] += src[ow];
+                else
+                    for (int ow = lo; ow < hi; ++ow) s[ow * sw - t0] += src[ow];
+            }
+        }
+        real* out = dx + e;
+        for (int t = 0; t < len; ++t) out[t] = convert<real>(s[t]);
+        e += len;
+        if ((w += len) == W) {
+            w = 0;
+            if (++h == H) {
+                h = 0;
+                if (++c == (I)g.C.d) { c = 0; ++n; }
+            }
+        }
+    }
+}
+#endif
+
 // dx element e = ((n * C + c) * H + h) * W + w
 template <class I>
 __device__ __forceinline__ void col2im_loop(const acc_real* __restrict__ dcols, real* __restrict__ dx, I total,
                                             const ConvGeom& g) {
+#if CONV_SIM_RUNS
+    col2im_sim<I>(dcols, dx, total, g);
+#else
     const I P = (I)g.OH.d * (I)g.OW.d, NP = (I)g.N.d * P;
     GRID_STRIDE_LOOP(I, e, total) {
         I w, h, c;
@@ -107,6 +230,7 @@ __device__ __forceinline__ void col2im_loop(const acc_real* __restrict__ dcols, 
         }
         dx[e] = convert<real>(s);
     }
+#endif
 }
 
 extern "C" __global__ void col2im_nchw(const acc_real* __restrict__ dcols, real* __restrict__ dx, unsigned long long N, unsigned long long C,
@@ -121,11 +245,53 @@ extern "C" __global__ void col2im_nchw(const acc_real* __restrict__ dcols, real*
         col2im_loop<long long>(dcols, dx, total, g);
 }
 
+#if CONV_SIM_RUNS
+// The simulator's cnp_to_nchw_bias: the thread's run of y in segments of one (n, c) row of P elements, each a
+// contiguous run of Y with one bias value, the activation a constant (switched on once per run): a loop g++
+// vectorizes. The same operations per element as the GPU form (no bias: nothing added).
+template <int ACT>
+struct CnpToNchwSim {
+    template <class I>
+    static __device__ __forceinline__ void run(const acc_real* __restrict__ Y, const real* __restrict__ b,
+                                               real* __restrict__ y, I total, I N, const FastDivmod& C,
+                                               const FastDivmod& P) {
+        long long at, end;
+        if (!conv_sim_run(total, at, end)) return;
+        I p, c;
+        I n = div_mod(div_mod((I)at, P, p), C, c);
+        for (long long e = at; e < end;) {
+            const int len = (int)min((long long)(P.d - (int)p), end - e);
+            const acc_real* src = Y + (c * N + n) * (I)P.d + p;
+            real* out = y + e;
+            if (b) {
+                const acc_real bc = load_as(b[c]);
+                for (int t = 0; t < len; ++t) out[t] = convert<real>(act_apply(src[t] + bc, ACT));
+            } else {
+                for (int t = 0; t < len; ++t) out[t] = convert<real>(act_apply(src[t], ACT));
+            }
+            e += len;
+            p = 0;
+            if (++c == (I)C.d) { c = 0; ++n; }
+        }
+    }
+};
+#endif
+
 // y element e = (n * C + c) * P + p; Y element (c * N + n) * P + p
 template <class I>
 __device__ __forceinline__ void cnp_to_nchw_loop(const acc_real* __restrict__ Y, const real* __restrict__ b,
                                                  real* __restrict__ y, I total, I N, const FastDivmod& C,
                                                  const FastDivmod& P, int act) {
+#if CONV_SIM_RUNS
+    switch (act) {
+        case ACT_RELU: CnpToNchwSim<ACT_RELU>::run(Y, b, y, total, N, C, P); break;
+        case ACT_TANH: CnpToNchwSim<ACT_TANH>::run(Y, b, y, total, N, C, P); break;
+        case ACT_SIGMOID: CnpToNchwSim<ACT_SIGMOID>::run(Y, b, y, total, N, C, P); break;
+        case ACT_GELU: CnpToNchwSim<ACT_GELU>::run(Y, b, y, total, N, C, P); break;
+        case ACT_GELU_TANH: CnpToNchwSim<ACT_GELU_TANH>::run(Y, b, y, total, N, C, P); break;
+        default: CnpToNchwSim<ACT_IDENTITY>::run(Y, b, y, total, N, C, P);
+    }
+#else
     GRID_STRIDE_LOOP(I, e, total) {
         I p, c;
         const I n = div_mod(div_mod(e, P, p), C, c);
@@ -133,6 +299,7 @@ __device__ __forceinline__ void cnp_to_nchw_loop(const acc_real* __restrict__ Y,
         if (b) v += load_as(b[c]);
         y[e] = convert<real>(act_apply(v, act));
     }
+#endif
 }
 
 extern "C" __global__ void cnp_to_nchw_bias(const acc_real* __restrict__ Y, const real* __restrict__ b, real* __restrict__ y,

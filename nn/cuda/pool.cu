@@ -52,11 +52,83 @@ __device__ __forceinline__ void covering(int h, int pad, int k, const FastDivmod
     if (hi > out - 1) hi = out - 1;
 }
 
+#if defined(__CUDA_ARCH_SIM__) && !defined(GRID_STRIDE_GPU_FORM)
+#define POOL_SIM_RUNS 1
+// The simulator's forms walk the thread's run of GRID_STRIDE_LOOP in segments of one row (plane, r) of the
+// array they loop over, r and the first column found by two divisions per run, not per element; each element
+// then does what the GPU form does, in the same order.
+struct PoolSimRun {
+    long long at, end;
+    long long plane;
+    int r, col;  // the row of `at` in its plane and its column
+    // this thread's run over planes * rows * cols items; false when it is empty
+    template <class I>
+    __device__ __forceinline__ bool start(I total, const FastDivmod& rows, const FastDivmod& cols) {
+        const long long run = sim_run_length<long long>((long long)total, (long long)gridDim.x * blockDim.x);
+        at = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * run;
+        end = sim_run_end<long long>(at, run, (long long)total);
+        if (at >= end) return false;
+        I c, rr;
+        plane = (long long)div_mod(div_mod((I)at, cols, c), rows, rr);
+        r = (int)rr;
+        col = (int)c;
+        return true;
+    }
+    // the segment [at, at + len) of row r from column col: len, at most `cols`
+    __device__ __forceinline__ int segment(int cols) const {
+        return (int)(end - at < (long long)(cols - col) ? end - at : (long long)(cols - col));
+    }
+    __device__ __forceinline__ void next(int len, int rows) {
+        at += len;
+        col = 0;
+        if (++r == rows) { r = 0; ++plane; }
+    }
+};
+#else
+#define POOL_SIM_RUNS 0
+#endif
+
 // y element e = (plane * OH + oh) * OW + ow
 template <class I, bool MAX>
 __device__ __forceinline__ void pool_forward_loop(const real* __restrict__ x, real* __restrict__ y,
                                                   int* __restrict__ idx, I total, const PoolGeom& g) {
     const acc_real inv = (acc_real)1 / (acc_real)(g.kh * g.kw);
+#if POOL_SIM_RUNS
+    PoolSimRun run;
+    if (!run.start(total, g.OH, g.OW)) return;
+    while (run.at < run.end) {
+        const int len = run.segment(g.OW.d), oh = run.r;
+        const real* xp = x + run.plane * (long long)g.H.d * g.W.d;
+        const int h0 = oh * g.sh.d - g.ph;
+        const int i_lo = h0 < 0 ? -h0 : 0, i_hi = min(g.kh, g.H.d - h0);  // window rows inside the plane
+        for (int t = 0; t < len; ++t) {
+            const long long e = run.at + t;
+            const int w0 = (run.col + t) * g.sw.d - g.pw;
+            const int j_lo = w0 < 0 ? -w0 : 0, j_hi = min(g.kw, g.W.d - w0);
+            int best = -1;
+            acc_real m = 0, s = 0;
+            for (int i = i_lo; i < i_hi; ++i)
+                for (int j = j_lo; j < j_hi; ++j) {
+                    const int at = (h0 + i) * g.W.d + w0 + j;
+                    const acc_real v = load_as(xp[at]);
+                    if (!MAX) {
+                        s += v;
+                    } else {  // the GPU form's test without its branches (a max of random data mispredicts)
+                        const bool take = (best < 0) | (v > m) | ((v != v) & (m == m));
+                        m = take ? v : m;
+                        best = take ? at : best;
+                    }
+                }
+            if (MAX) {
+                y[e] = convert<real>(best < 0 ? (acc_real)0 : m);
+                idx[e] = best;
+            } else {
+                y[e] = convert<real>(s * inv);
+            }
+        }
+        run.next(len, g.OH.d);
+    }
+#else
     GRID_STRIDE_LOOP(I, e, total) {
         I ow, oh;
         const I plane = div_mod(div_mod(e, g.OW, ow), g.OH, oh);
@@ -81,6 +153,7 @@ __device__ __forceinline__ void pool_forward_loop(const real* __restrict__ x, re
             y[e] = convert<real>(s * inv);
         }
     }
+#endif
 }
 
 // dx element e = (plane * H + h) * W + w
@@ -88,6 +161,30 @@ template <class I, bool MAX>
 __device__ __forceinline__ void pool_backward_loop(const real* __restrict__ dy, const int* __restrict__ idx,
                                                    real* __restrict__ dx, I total, const PoolGeom& g) {
     const acc_real inv = (acc_real)1 / (acc_real)(g.kh * g.kw);
+#if POOL_SIM_RUNS
+    PoolSimRun run;
+    if (!run.start(total, g.H, g.W)) return;
+    while (run.at < run.end) {
+        const int len = run.segment(g.W.d), h = run.r;
+        const long long base = run.plane * (long long)g.OH.d * g.OW.d;
+        int oh_lo, oh_hi;
+        covering(h, g.ph, g.kh, g.sh, g.OH.d, oh_lo, oh_hi);
+        for (int t = 0; t < len; ++t) {
+            const int w = run.col + t, me = h * g.W.d + w;
+            int ow_lo, ow_hi;
+            covering(w, g.pw, g.kw, g.sw, g.OW.d, ow_lo, ow_hi);
+            acc_real s = 0;
+            for (int oh = oh_lo; oh <= oh_hi; ++oh)
+                for (int ow = ow_lo; ow <= ow_hi; ++ow) {
+                    const long long o = base + oh * g.OW.d + ow;
+                    if (!MAX) s += load_as(dy[o]);
+                    else if (idx[o] == me) s += load_as(dy[o]);
+                }
+            dx[run.at + t] = convert<real>(MAX ? s : s * inv);
+        }
+        run.next(len, g.H.d);
+    }
+#else
     GRID_STRIDE_LOOP(I, e, total) {
         I w, h;
         const I plane = div_mod(div_mod(e, g.W, w), g.H, h);
@@ -105,6 +202,7 @@ __device__ __forceinline__ void pool_backward_loop(const real* __restrict__ dy, 
             }
         dx[e] = convert<real>(MAX ? s : s * inv);
     }
+#endif
 }
 
 // dy element e = (plane * OH + oh) * OW + ow writes dx over its stride cell (non-overlapping windows)
@@ -113,6 +211,29 @@ __device__ __forceinline__ void pool_backward_cells(const real* __restrict__ dy,
                                                     real* __restrict__ dx, I total, const PoolGeom& g) {
     const acc_real inv = (acc_real)1 / (acc_real)(g.kh * g.kw);
     const int H = g.H.d, W = g.W.d, sh = g.sh.d, sw = g.sw.d;
+#if POOL_SIM_RUNS
+    PoolSimRun run;
+    if (!run.start(total, g.OH, g.OW)) return;
+    while (run.at < run.end) {
+        const int len = run.segment(g.OW.d), oh = run.r;
+        real* dxp = dx + run.plane * (long long)H * W;
+        const int top = oh * sh - g.ph;
+        const int h_end = oh == g.OH.d - 1 ? H : min(top + sh, H);
+        for (int t = 0; t < len; ++t) {
+            const long long e = run.at + t;
+            const int ow = run.col + t, left = ow * sw - g.pw;
+            const int w_end = ow == g.OW.d - 1 ? W : min(left + sw, W);
+            const acc_real d = load_as(dy[e]);
+            const int arg = MAX ? idx[e] : -1;
+            for (int h = max(top, 0); h < h_end; ++h)
+                for (int w = max(left, 0); w < w_end; ++w) {
+                    const bool hit = MAX ? h * W + w == arg : (h - top < g.kh && w - left < g.kw);
+                    dxp[h * W + w] = convert<real>(hit ? (MAX ? d : d * inv) : (acc_real)0);
+                }
+        }
+        run.next(len, g.OH.d);
+    }
+#else
     GRID_STRIDE_LOOP(I, e, total) {
         I ow, oh;
         const I plane = div_mod(div_mod(e, g.OW, ow), g.OH, oh);
@@ -128,6 +249,7 @@ __device__ __forceinline__ void pool_backward_cells(const real* __restrict__ dy,
                 dxp[h * W + w] = convert<real>(hit ? (MAX ? d : d * inv) : (acc_real)0);
             }
     }
+#endif
 }
 
 // Backward takes the stride cells when no two windows overlap (and there is a window: with none, the

@@ -1,7 +1,7 @@
 """Launchers of nn/cuda/conv.cu: im2col, col2im and the GEMM epilogue into NCHW with bias and activation."""
 import functools
 
-from gpublas.runtime.launch import geometry_1d
+from gpublas.runtime.launch import flat_geometry
 from gpublas.runtime.launch import fast_divisor as fd
 
 from .common import _epilogue, _same, get_kernel
@@ -21,7 +21,7 @@ def im2col(x, cols, geom):
     if cols.shape != (C * kh * kw, N * OH * OW):
         raise ValueError(f"im2col: cols {cols.shape}, expected {(C * kh * kw, N * OH * OW)}")
     get_kernel("conv", "im2col_nchw", _same("im2col", x, cols))(  # a thread item per (c, column)
-        *geometry_1d(C * N * OH * OW), x, cols, *_conv_sizes(N, C, H, W, geom), fd(N * OH * OW))
+        *flat_geometry(C * N * OH * OW), x, cols, *_conv_sizes(N, C, H, W, geom), fd(N * OH * OW))
     return cols
 
 
@@ -32,7 +32,7 @@ def col2im(dcols, dx, geom):
     if dcols.shape != (C * kh * kw, N * OH * OW):
         raise ValueError(f"col2im: dcols {dcols.shape}, expected {(C * kh * kw, N * OH * OW)}")
     get_kernel("conv", "col2im_nchw", _epilogue("col2im", dcols, dx))(
-        *geometry_1d(dx.size), dcols, dx, *_conv_sizes(N, C, H, W, geom))
+        *flat_geometry(dx.size), dcols, dx, *_conv_sizes(N, C, H, W, geom))
     return dx
 
 
@@ -43,5 +43,5 @@ def cnp_to_nchw_bias(Y, b, y, act):
     if Y.size != y.size or Y.shape[0] != C:
         raise ValueError(f"cnp_to_nchw_bias: Y {Y.shape} does not fit y {y.shape}")
     get_kernel("conv", "cnp_to_nchw_bias", _epilogue("cnp_to_nchw_bias", Y, y, b))(
-        *geometry_1d(y.size), Y, b, y, N, fd(C), fd(P), act)
+        *flat_geometry(y.size), Y, b, y, N, fd(C), fd(P), act)
     return y

@@ -50,5 +50,5 @@ def swap01(x, y):
     if y.shape != (B, A) + x.shape[2:]:
         raise ValueError(f"swap01: y {y.shape}, expected {(B, A) + x.shape[2:]}")
     launch.get_kernel("transpose", "swap01", _same("swap01", x, y))(
-        *geometry_1d(x.size), x, y, launch.fast_divisor(A), B, launch.fast_divisor(K))
+        *launch.flat_geometry(x.size), x, y, launch.fast_divisor(A), B, launch.fast_divisor(K))
     return y

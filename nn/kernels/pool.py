@@ -3,7 +3,7 @@ import functools
 
 import numpy as np
 
-from gpublas.runtime.launch import geometry_1d
+from gpublas.runtime.launch import flat_geometry
 from gpublas.runtime.launch import fast_divisor as fd
 
 from .common import _same, get_kernel
@@ -23,7 +23,7 @@ def maxpool_forward(x, y, idx, geom):
     if idx.dtype != np.int32 or idx.shape != y.shape:
         raise ValueError(f"maxpool_forward: idx must be int32 {y.shape}, got {idx.dtype} {idx.shape}")
     get_kernel("pool", "maxpool_forward", _same("maxpool_forward", x, y))(
-        *geometry_1d(y.size), x, y, idx, *_pool_sizes(N, C, H, W, OH, OW, geom))
+        *flat_geometry(y.size), x, y, idx, *_pool_sizes(N, C, H, W, OH, OW, geom))
     return y
 
 
@@ -39,7 +39,7 @@ def maxpool_backward(dy, idx, dx, geom):
     N, C, H, W = dx.shape
     OH, OW = dy.shape[2:]
     get_kernel("pool", "maxpool_backward", _same("maxpool_backward", dy, dx))(
-        *geometry_1d(_pool_backward_items(dy, dx, geom)), dy, idx, dx, *_pool_sizes(N, C, H, W, OH, OW, geom))
+        *flat_geometry(_pool_backward_items(dy, dx, geom)), dy, idx, dx, *_pool_sizes(N, C, H, W, OH, OW, geom))
     return dx
 
 
@@ -47,7 +47,7 @@ def avgpool_forward(x, y, geom):
     N, C, H, W = x.shape
     OH, OW = y.shape[2:]
     get_kernel("pool", "avgpool_forward", _same("avgpool_forward", x, y))(
-        *geometry_1d(y.size), x, y, *_pool_sizes(N, C, H, W, OH, OW, geom))
+        *flat_geometry(y.size), x, y, *_pool_sizes(N, C, H, W, OH, OW, geom))
     return y
 
 
@@ -55,5 +55,5 @@ def avgpool_backward(dy, dx, geom):
     N, C, H, W = dx.shape
     OH, OW = dy.shape[2:]
     get_kernel("pool", "avgpool_backward", _same("avgpool_backward", dy, dx))(
-        *geometry_1d(_pool_backward_items(dy, dx, geom)), dy, dx, *_pool_sizes(N, C, H, W, OH, OW, geom))
+        *flat_geometry(_pool_backward_items(dy, dx, geom)), dy, dx, *_pool_sizes(N, C, H, W, OH, OW, geom))
     return dx
