@@ -10,6 +10,8 @@
 // swap01:          grid-stride loop, one thread per output element: y[b, a, k] = x[a, b, k] for x (A, B, K)
 //                  (nn: NCHW <-> (C, N, HW) around Conv2d's GEMMs, batch-first <-> time-major for LSTM).
 //                  A and K come as FastDivmod divisors; below 2^31 elements the index math is 32-bit.
+//                  The simulator: one run of about a thousand elements a thread (flat_geometry) copied in
+//                  segments of one (b, a) row of K: digits CNN's dy (32, 16, 64) 185 -> 16 us.
 //
 // The simulator compiles swap01 (nn's layers) apart from transpose_tiled (gpublas.transpose): 0.4 s of g++
 // CPU instead of the family's 1.2 s (gpublas/runtime/source.py's sim_units).

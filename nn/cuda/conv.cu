@@ -18,6 +18,15 @@
 //                   then the activation `act` (common.cuh's ACT_*); b may be null. Y is acc_real.
 // Its inverse without bias (dY (C, N*P) from dy (N, C, P)) is gpublas' swap01 (cuda_src/transpose.cu).
 //
+// The simulator (unless GRID_STRIDE_GPU_FORM, which builds the GPU's loops there for the tests): the launchers
+// give a thread one run of about a thousand items (flat_geometry, where a thread had 8), decomposed once:
+// im2col walks its run tap by tap in segments of one output row (one loop per segment, no division);
+// col2im in segments of one dx row (at most 64 elements) summed in locals, each element's taps added in the
+// GPU form's order (the same bits); cnp_to_nchw_bias in (n, c) rows of P, the activation switched on once per
+// run (a loop g++ vectorizes). Digits CNN step shapes (batch 32, 16 channels of 4x4 / 1 of 8x8), one thread of
+// a loaded 2-core VM, us: cnp_to_nchw_bias 244 -> 17 and 153 -> 16; col2im 320 -> 115-240, im2col 270 -> 140-260
+// (rows of 4 leave ~10 ns of loop overhead per row and tap: what is left to gain here).
+//
 // Index math: every size a kernel divides by (N, C, H, W, kh, kw, sh, sw, OH, OW; N*OH*OW for im2col_nchw,
 // P for cnp_to_nchw_bias)
 // arrives as a FastDivmod divisor (gpublas.runtime.launch.fast_divisor), and each kernel body is a template on

@@ -18,6 +18,12 @@
 //                   windows that cover it; non-overlapping windows per output element as above
 //                   (dy / (kh*kw) inside the window, 0 in the rest of its cell).
 //
+// The simulator (unless GRID_STRIDE_GPU_FORM): a thread takes one run of about a thousand items (flat_geometry)
+// and walks it in segments of one row (PoolSimRun), the row and column found by two divisions a run; each
+// element does what the GPU form does, in its order (the max's test without branches). Digits CNN shapes,
+// us on a loaded VM: maxpool_forward 265 -> 170-215, maxpool_backward 275 -> 160-210 (16 planes of 8x8
+// per image); 113 -> 70-100 and 147 -> 80-110 (32 of 4x4).
+//
 // Sizes a kernel divides by (H, W, OH, OW, sh, sw) arrive as FastDivmod divisors (gpublas.runtime.launch.
 // fast_divisor); each body is a template on its index type, 32-bit below 2^31 elements (see conv.cu).
 //
