@@ -15,26 +15,14 @@ import warnings
 import numpy as np
 
 from . import layout
+from .array_layouts import LAYOUTS, RESHAPES, _shape, new_layout, reshape_kept  # noqa: F401 (_shape: re-exported)
 from .operations import arithmetic, comparison, impl, method, provide, reduction  # noqa: F401 (provide: re-exported)
 from ..runtime import backends, device_checks, dtypes
 from ..runtime.launch import geometry_1d, get_kernel
-from ..runtime.stream import _local, copy_handle, current_stream, refuse_in_capture, stream_handle
+from ..runtime.stream import _local, copy_handle, refuse_in_capture, stream_handle
 
 DTYPES = dtypes.DTYPES
 SRC_CODES = {d: r.src for d, r in dtypes.TABLE.items()}  # the SRC_* numbers of cuda_src/memory.cu
-
-
-def _shape(shape):
-    if type(shape) is tuple:  # the launchers' case (a shape computed from arrays): taken as it is
-        for s in shape:
-            if type(s) is not int or s < 0:
-                break
-        else:
-            return shape
-    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
-    if any(s < 0 for s in shape):
-        raise ValueError(f"negative dimension in shape {shape}")
-    return shape
 
 
 _READ_BACK = "it reads a value back to the host, and nothing captured runs until a replay"
@@ -45,27 +33,29 @@ class DeviceArray:
     __hash__ = None  # == is elementwise, so arrays are unhashable (as NumPy's)
 
     def __init__(self, shape, dtype=np.float32, *, _mem=None, _offset=0, _strides=None, _base=None):
-        # a view (_base given, from _view) has its base's dtype and int tuples derived from its base's
-        # layout: only a new array's arguments need checking and converting
-        if _base is None:
-            shape, dtype = _shape(shape), dtypes.canonical(dtype)
-        self.shape, self.dtype = shape, dtype
-        self.size = math.prod(shape)
-        self.nbytes = self.size * dtype.itemsize
+        if _strides is None:  # a new C-contiguous array: its layout made once per (shape, dtype) as given
+            try:
+                shape, dtype, size, nbytes, strides = LAYOUTS[shape, dtype]
+            except (KeyError, TypeError):
+                shape, dtype, size, nbytes, strides = new_layout(shape, dtype)
+            self.c_contiguous = True
+        else:
+            # a view (_base given, from _view) has its base's dtype and int tuples derived from its base's
+            # layout: only an array on memory of its own (interop) needs its arguments checked and converted
+            if _base is None:
+                shape, dtype, _strides = _shape(shape), dtypes.canonical(dtype), tuple(int(s) for s in _strides)
+            strides, size = _strides, math.prod(shape)
+            nbytes = size * dtype.itemsize
+            self.c_contiguous = layout.is_c_contiguous(shape, strides, dtype.itemsize)
+        self.shape, self.dtype, self.size, self.nbytes, self.strides = shape, dtype, size, nbytes, strides
         if _mem is None:
             self.backend = backend = backends.current()
-            stream = current_stream()
-            _mem = backend.pool.malloc(self.nbytes, None if stream is None else stream.handle)
+            stream = _local.stack  # current_stream(), inline
+            _mem = backend.pool.malloc(nbytes, stream[-1].handle if stream else None)
         else:
             self.backend = _mem.pool.backend if _mem.pool is not None else backends.current()
         self._mem = _mem
         self._offset = _offset  # bytes from the allocation's start to element [0, ..., 0]
-        if _strides is None:
-            self.strides = layout.c_strides(shape, dtype.itemsize)
-            self.c_contiguous = True
-        else:
-            self.strides = tuple(int(s) for s in _strides) if _base is None else _strides
-            self.c_contiguous = layout.is_c_contiguous(self.shape, self.strides, self.dtype.itemsize)
         self.base = _base  # the array this is a view of (None when it owns its memory)
 
     @classmethod
@@ -242,7 +232,26 @@ class DeviceArray:
     def reshape(self, *shape, order="C"):
         """A view with a new shape when the layout allows (always for a contiguous array), else a copy,
         as NumPy's; `order` 'C', 'F' or 'A' reads and places the elements in that order."""
-        return impl.reshape(self, shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape, order)
+        shape = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
+        if order == "C" and type(shape) is tuple:  # a layout's reshapes worked out once (array_layouts)
+            for s in shape:
+                if type(s) is not int:  # 2.0 equals 2 as a key, but reshape refuses it
+                    return impl.reshape(self, shape, order)
+            key = (self.shape, self.strides, self.dtype.itemsize, shape)
+            try:
+                view = RESHAPES[key]
+            except KeyError:
+                return reshape_kept(impl.reshape(self, shape, order), self, key)
+            mem = self._mem
+            if mem.freed:
+                mem.ptr  # raises FreedArrayError, as _view does
+            out = object.__new__(DeviceArray)
+            out.shape, out.strides, out.c_contiguous = view
+            out.dtype, out.size, out.nbytes, out._mem, out._offset = self.dtype, self.size, self.nbytes, mem, self._offset
+            out.backend = mem.pool.backend if mem.pool is not None else backends.current()
+            out.base = self if self.base is None else self.base
+            return out
+        return impl.reshape(self, shape, order)
 
     def ravel(self, order="C"):
         """The elements as 1-D: a view when contiguous in `order`, else a copy (NumPy's rule)."""
