@@ -280,13 +280,18 @@ def kernel_name(kernel, p):
 _PLANS = {}  # (kernel, $GPUBLAS_GEMM_KERNEL, target, SMs, Problem) -> Plan
 
 
+def env_kernel():
+    """$GPUBLAS_GEMM_KERNEL as it is now (read at each product: a test or a user may set it between calls)."""
+    return os.environ.get(ENV_KERNEL)
+
+
 def plan(kernel, p):
     """The Plan for problem p (a Problem) with kernel= `kernel` (None: $GPUBLAS_GEMM_KERNEL or auto): made once
     per kernel argument, environment value, target (and SM count on a GPU) and Problem, which holds every other
     input of the table (shape, transposes, leading dimensions, batch strides, dtypes, alignment), then looked
     up; a refusal is raised again each time, never kept."""
     where = target()
-    key = (kernel, os.environ.get(ENV_KERNEL), where, where[0] != "sim" and multiprocessors(), p)
+    key = (kernel, env_kernel(), where, where[0] != "sim" and multiprocessors(), p)
     found = _PLANS.get(key)
     if found is None:
         if len(_PLANS) >= MAX_CACHED:
