@@ -15,6 +15,10 @@ import gpublas
 from . import init, portable
 
 
+_set = object.__setattr__
+_F32 = np.dtype(np.float32)  # compared with a dtype: no conversion of np.float32 per call
+
+
 class Parameter:
     """A trainable array: `.data` and `.grad` are DeviceArrays of the same shape; backward ADDS into
     `.grad`, zero_grad() clears it."""
@@ -75,11 +79,12 @@ class Module:
         object.__setattr__(self, "_check_site", None)  # a device-side index check's id, once asked for
 
     def __setattr__(self, name, value):
-        if "_parameters" not in self.__dict__:
+        d = self.__dict__
+        if "_parameters" not in d:
             raise AttributeError(f"{type(self).__name__}.__init__ must call Module.__init__ first")
-        if not (isinstance(value, (Parameter, Module)) or name in self._parameters or name in self._modules
-                or name in self._buffers):
-            object.__setattr__(self, name, value)  # plain state (a layer's forward caches): nothing to register
+        if not (name in d["_parameters"] or name in d["_modules"] or name in d["_buffers"]
+                or isinstance(value, (Parameter, Module))):
+            _set(self, name, value)  # plain state (a layer's forward caches, each step): nothing to register
             return
         if not (isinstance(value, Parameter) and name in self._parameters):   # a replacement keeps its place
             self._parameters.pop(name, None)
@@ -192,7 +197,9 @@ class Module:
 
     @property
     def dtype(self):
-        for _, p in self.named_parameters():  # the first parameter's: no list of them all (layers ask per call)
+        for p in self._parameters.values():  # the first parameter's (named_parameters yields its own first)
+            return p.data.dtype
+        for _, p in self.named_parameters():  # a child's: no list of them all (layers ask per call)
             return p.dtype
         return getattr(self, "_dtype", np.dtype(np.float32))
 
@@ -316,7 +323,7 @@ class Module:
         """dy in `dtype` where dy is float32 and `dtype` (an output's) float16 or bfloat16: the loss
         boundary, where a loss computed in FP32 hands back an FP32 gradient for 16-bit logits. PyTorch's
         gradient has its tensor's dtype, so it is rounded to it once here; anything else is left as given."""
-        if (dtype is not None and isinstance(dy, gpublas.DeviceArray) and dy.dtype == np.float32
+        if (dtype is not None and isinstance(dy, gpublas.DeviceArray) and dy.dtype == _F32
                 and np.dtype(dtype) in gpublas.runtime.dtypes.HALVES):
             return dy.astype(dtype)
         return dy
