@@ -215,9 +215,16 @@ class DeviceArray:
     def _view(self, shape, strides, offset=0):
         """A view of the same memory: `offset` bytes from this array's first element; shape and
         strides are tuples of ints (the constructor takes them unchecked)."""
-        self.ptr  # a view of freed memory is an error now, not later
-        return DeviceArray(shape, self.dtype, _mem=self._mem, _offset=self._offset + offset, _strides=strides,
-                           _base=self if self.base is None else self.base)
+        mem = self._mem
+        if mem.freed:
+            mem.ptr  # raises FreedArrayError: a view of freed memory is an error now, not later
+        out = object.__new__(DeviceArray)  # the constructor's view branch, without its call (views are many)
+        out.shape, out.dtype, out.strides, out.size = shape, self.dtype, strides, math.prod(shape)
+        out.nbytes = out.size * out.dtype.itemsize
+        out.c_contiguous = layout.is_c_contiguous(shape, strides, out.dtype.itemsize)
+        out.backend = mem.pool.backend if mem.pool is not None else backends.current()
+        out._mem, out._offset, out.base = mem, self._offset + offset, self if self.base is None else self.base
+        return out
 
     def __getitem__(self, key):
         """Basic indexing (ints, slices with any step, None, ...) returns a view, as NumPy's; one integer
