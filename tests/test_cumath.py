@@ -152,3 +152,19 @@ def test_binary_int32_array_with_float_scalar_is_float64():
     got = gpublas.fmod(dev(x), 2.5)
     assert got.dtype == np.float64
     np.testing.assert_array_equal(got.get(), np.fmod(x, 2.5))
+
+
+def test_exp_and_sigmoid_give_one_set_of_bits_in_every_layout():
+    # float32 exp and sigmoid take 16 elements at a time on the simulator (vector_math.h), a run's tail padded and
+    # strided layouts gathered 16 at a time, so an element's bits do not depend on where it lies or the layout
+    edges = np.array([0, -0.0, np.inf, -np.inf, np.nan, 88.7, 89, -103.9, -88, 1e-30, -1e-30], np.float32)
+    x = np.concatenate([np.random.default_rng(3).standard_normal(4992).astype(np.float32) * 30, edges])  # 5003
+    d = gpublas.to_device(x)
+    with np.errstate(over="ignore"):
+        want_exp, want_sig = np.exp(x.astype(np.float64)), 1 / (1 + np.exp(-x.astype(np.float64)))
+    for f, want in ((gpublas.exp, want_exp), (gpublas.sigmoid, want_sig)):
+        flat = f(d).get()
+        np.testing.assert_allclose(flat, want.astype(np.float32), rtol=3e-7, atol=0)
+        for view, host in ((d[::3], flat[::3]), (d[1:4999].reshape(2, 2499).T, flat[1:4999].reshape(2, 2499).T),
+                           (d[7:40], flat[7:40])):
+            np.testing.assert_array_equal(f(view).get().view(np.int32), np.ascontiguousarray(host).view(np.int32))

@@ -35,9 +35,11 @@ class DeviceArray:
     def __init__(self, shape, dtype=np.float32, *, _mem=None, _offset=0, _strides=None, _base=None):
         if _strides is None:  # a new C-contiguous array: its layout made once per (shape, dtype) as given
             try:
-                shape, dtype, size, nbytes, strides = LAYOUTS[shape, dtype]
-            except (KeyError, TypeError):
-                shape, dtype, size, nbytes, strides = new_layout(shape, dtype)
+                kept = LAYOUTS.get((shape, dtype))
+            except TypeError:  # unhashable (a list)
+                kept = None
+            # outside the except: a bad shape's ValueError comes alone, not chained to a lookup's miss
+            shape, dtype, size, nbytes, strides = kept or new_layout(shape, dtype)
             self.c_contiguous = True
         else:
             # a view (_base given, from _view) has its base's dtype and int tuples derived from its base's
@@ -245,9 +247,8 @@ class DeviceArray:
                 if type(s) is not int:  # 2.0 equals 2 as a key, but reshape refuses it
                     return impl.reshape(self, shape, order)
             key = (self.shape, self.strides, self.dtype.itemsize, shape)
-            try:
-                view = RESHAPES[key]
-            except KeyError:
+            view = RESHAPES.get(key)
+            if view is None:  # (not in an except: a refused shape's ValueError comes alone)
                 return reshape_kept(impl.reshape(self, shape, order), self, key)
             mem = self._mem
             if mem.freed:
