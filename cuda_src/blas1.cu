@@ -199,12 +199,11 @@ extern "C" __global__ void nrm2_partial(long long n, const real* __restrict__ x,
 template <class Better, class R>  // R: real, as a template parameter so that `if constexpr` drops the vectors
 __device__ __forceinline__ void arg_run(long long n, const R* __restrict__ x, long long incx, R& v,
                                         long long& idx) {
-    const long long count = (long long)gridDim.x * blockDim.x, run = sim_run_length<long long>(n, count);
-    const long long begin = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * run;
-    const long long end = sim_run_end<long long>(begin, run, n);
+    long long begin, end;
+    sim_thread_run(n, begin, end);
     if constexpr (std::is_floating_point<R>::value) {
         typedef typename std::conditional<sizeof(R) == 4, int, long long>::type offset;  // a lane per mask lane
-        if (incx == 1 && run < 0x7fffffffLL) {
+        if (incx == 1 && end - begin < 0x7fffffffLL) {  // offsets in the run fit the mask lanes
             constexpr int W = 32 / sizeof(R);
             typedef R vec __attribute__((vector_size(32)));
             typedef offset vec_at __attribute__((vector_size(32)));

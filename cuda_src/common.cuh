@@ -94,6 +94,14 @@ template <class I> __device__ __forceinline__ I sim_run_length(I len, I count) {
 template <class I> __device__ __forceinline__ I sim_run_end(I at, I run, I end) {
     return at < end ? (end - at < run ? end : at + run) : at;
 }
+// This simulated thread's run [begin, end) of GRID_STRIDE_LOOP's over n items, for a simulator form that walks
+// its run itself (in segments, vectors of 16); false when it is empty.
+__device__ __forceinline__ bool sim_thread_run(long long n, long long& begin, long long& end) {
+    const long long run = sim_run_length<long long>(n, (long long)gridDim.x * blockDim.x);
+    begin = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * run;
+    end = sim_run_end<long long>(begin, run, n);
+    return begin < end;
+}
 #define GRID_STRIDE_LOOP(I, i, n) \
     for (I i##_run = sim_run_length<I>((I)(n), (I)gridDim.x * blockDim.x), \
            i = ((I)blockIdx.x * blockDim.x + threadIdx.x) * i##_run, i##_end = sim_run_end<I>(i, i##_run, (I)(n)); \

@@ -322,9 +322,8 @@ template <int OP, class L>
 __device__ __forceinline__ void unary_vector16(const real* x, real* y, long long n, const L& lay) {
     gpublas_sim::float16v v = {};
     if constexpr (std::is_same<L, Flat<2>>::value) {  // the thread's run, 16 at a time in place
-        const long long count = (long long)gridDim.x * blockDim.x, run = sim_run_length<long long>(n, count);
-        const long long begin = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * run;
-        const long long end = sim_run_end<long long>(begin, run, n);
+        long long begin, end;
+        sim_thread_run(n, begin, end);
         for (long long i = begin; i < end; i += 16) {
             const int m = (int)min(16LL, end - i);
             if (m == 16) memcpy(&v, x + i, sizeof v);

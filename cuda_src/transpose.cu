@@ -46,10 +46,8 @@ __device__ __forceinline__ void swap01_loop(const real* __restrict__ x, real* __
 #if defined(__CUDA_ARCH_SIM__) && !defined(GRID_STRIDE_GPU_FORM)
     // the simulator: the thread's run of y in segments of one (b, a) row of K elements, each a contiguous copy
     // of x's row (a, b); two divisions a run, not an element
-    const long long run = sim_run_length<long long>((long long)total, (long long)gridDim.x * blockDim.x);
-    long long at = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * run;
-    const long long end = sim_run_end<long long>(at, run, (long long)total);
-    if (at >= end) return;
+    long long at, end;
+    if (!sim_thread_run((long long)total, at, end)) return;
     I k, a;
     I b = div_mod(div_mod((I)at, K, k), A, a);
     while (at < end) {

@@ -38,13 +38,6 @@
 
 #if defined(__CUDA_ARCH_SIM__) && !defined(GRID_STRIDE_GPU_FORM)
 #define ACT_SIM_RUNS 1
-// this thread's run [begin, end) of GRID_STRIDE_LOOP's
-__device__ __forceinline__ void act_sim_run(long long n, long long& begin, long long& end) {
-    const long long run = sim_run_length<long long>(n, (long long)gridDim.x * blockDim.x);
-    begin = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * run;
-    end = sim_run_end<long long>(begin, run, n);
-}
-
 // 16 floats at any float's address: float data's whole runs of 16 load and store as vectors (get16, put16 below:
 // the same operations on every element as get and put one by one, which g++ leaves scalar, 2 ns an element)
 typedef float act_sim_f16u __attribute__((vector_size(64), aligned(4)));
@@ -127,7 +120,7 @@ template <int ACT>
 struct ActForwardSim {
     static __device__ __forceinline__ void run(const real* __restrict__ x, real* y, long long n) {
         long long at, end;
-        act_sim_run(n, at, end);
+        sim_thread_run(n, at, end);
         act_sim_apply<ACT>(end - at, [&](long long t) { return load_as(x[at + t]); },
                            [&](long long t, acc_real v) { y[at + t] = convert<real>(v); },
                            [&](auto t) { return (gpublas_sim::float16v)*(const act_sim_f16u*)(x + at + t); },
@@ -139,7 +132,7 @@ template <int ACT>
 struct ActBackwardSim {
     static __device__ __forceinline__ void run(const real* __restrict__ y, const real* dy, real* dx, long long n) {
         long long at, end;
-        act_sim_run(n, at, end);
+        sim_thread_run(n, at, end);
         for (long long i = at; i < end; ++i)
             dx[i] = convert<real>(load_as(dy[i]) * act_grad_from_output(load_as(y[i]), ACT));
     }
@@ -149,7 +142,7 @@ template <int ACT>
 struct ActBackwardInputSim {
     static __device__ __forceinline__ void run(const real* __restrict__ x, const real* dy, real* dx, long long n) {
         long long at, end;
-        act_sim_run(n, at, end);
+        sim_thread_run(n, at, end);
         act_sim_grad<ACT>(end - at, [&](long long t) { return load_as(x[at + t]); },
                           [&](long long t, acc_real g) { dx[at + t] = convert<real>(load_as(dy[at + t]) * g); },
                           [&](auto t) { return (gpublas_sim::float16v)*(const act_sim_f16u*)(x + at + t); },
@@ -168,7 +161,7 @@ struct BiasActSim {
     static __device__ __forceinline__ void run(const acc_real* x, const real* __restrict__ b, real* y, real* pre, I n,
                                                const FastDivmod& C, const FastDivmod& inner) {
         long long at, end;
-        act_sim_run(n, at, end);
+        sim_thread_run(n, at, end);
         if (at >= end) return;
         I j = 0, c = 0;
         if (b) div_mod(div_mod((I)at, inner, j), C, c);  // c = (at / inner) % C

@@ -36,13 +36,6 @@
 
 #if defined(__CUDA_ARCH_SIM__) && !defined(GRID_STRIDE_GPU_FORM)
 #define CONV_SIM_RUNS 1
-// this simulated thread's run [begin, end) of GRID_STRIDE_LOOP's over n items; false when it is empty
-__device__ __forceinline__ bool conv_sim_run(long long n, long long& begin, long long& end) {
-    const long long run = sim_run_length<long long>(n, (long long)gridDim.x * blockDim.x);
-    begin = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * run;
-    end = sim_run_end<long long>(begin, run, n);
-    return begin < end;
-}
 
 // The first d * s >= t (0 for t <= 0): the first output column whose tap lands at or after input column t.
 __device__ __forceinline__ int conv_ceil_div(int t, const FastDivmod& s) {
@@ -79,7 +72,7 @@ template <class I>
 __device__ __forceinline__ void im2col_sim(const real* __restrict__ x, real* __restrict__ cols, I total,
                                            const ConvGeom& g, const FastDivmod& NP) {
     long long at, end;
-    if (!conv_sim_run(total, at, end)) return;
+    if (!sim_thread_run(total, at, end)) return;
     const int kh = g.kh.d, kw = g.kw.d, H = g.H.d, W = g.W.d, OH = g.OH.d, OW = g.OW.d, sw = g.sw.d;
     I q_at, ow_at, oh_at;
     const I c_at = div_mod((I)at, NP, q_at);
@@ -168,7 +161,7 @@ template <class I>
 __device__ __forceinline__ void col2im_sim(const acc_real* __restrict__ dcols, real* __restrict__ dx, I total,
                                            const ConvGeom& g) {
     long long at, end;
-    if (!conv_sim_run(total, at, end)) return;
+    if (!sim_thread_run(total, at, end)) return;
     const int kh = g.kh.d, kw = g.kw.d, H = g.H.d, W = g.W.d, OW = g.OW.d, sw = g.sw.d;
     const I P = (I)g.OH.d * (I)OW, NP = (I)g.N.d * P;
     I w_at, h_at, c;
@@ -265,7 +258,7 @@ struct CnpToNchwSim {
                                                real* __restrict__ y, I total, I N, const FastDivmod& C,
                                                const FastDivmod& P) {
         long long at, end;
-        if (!conv_sim_run(total, at, end)) return;
+        if (!sim_thread_run(total, at, end)) return;
         I p, c;
         I n = div_mod(div_mod((I)at, P, p), C, c);
         for (long long e = at; e < end;) {

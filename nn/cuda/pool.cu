@@ -70,10 +70,7 @@ struct PoolSimRun {
     // this thread's run over planes * rows * cols items; false when it is empty
     template <class I>
     __device__ __forceinline__ bool start(I total, const FastDivmod& rows, const FastDivmod& cols) {
-        const long long run = sim_run_length<long long>((long long)total, (long long)gridDim.x * blockDim.x);
-        at = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * run;
-        end = sim_run_end<long long>(at, run, (long long)total);
-        if (at >= end) return false;
+        if (!sim_thread_run((long long)total, at, end)) return false;
         I c, rr;
         plane = (long long)div_mod(div_mod((I)at, cols, c), rows, rr);
         r = (int)rr;
@@ -211,6 +208,18 @@ __device__ __forceinline__ void pool_backward_loop(const real* __restrict__ dy, 
 #endif
 }
 
+// One dy element's stride cell of dx (rows top.. h_end, columns left.. w_end of its plane dxp, W wide): d where
+// the max was (flat index arg in the plane) or, averaging, d / (kh kw) inside the window; 0 elsewhere.
+template <bool MAX>
+__device__ __forceinline__ void pool_cell(real* __restrict__ dxp, int W, int top, int left, int h_end, int w_end,
+                                          acc_real d, int arg, const PoolGeom& g, acc_real inv) {
+    for (int h = max(top, 0); h < h_end; ++h)
+        for (int w = max(left, 0); w < w_end; ++w) {
+            const bool hit = MAX ? h * W + w == arg : (h - top < g.kh && w - left < g.kw);
+            dxp[h * W + w] = convert<real>(hit ? (MAX ? d : d * inv) : (acc_real)0);
+        }
+}
+
 // dy element e = (plane * OH + oh) * OW + ow writes dx over its stride cell (non-overlapping windows)
 template <class I, bool MAX>
 __device__ __forceinline__ void pool_backward_cells(const real* __restrict__ dy, const int* __restrict__ idx,
@@ -229,13 +238,7 @@ __device__ __forceinline__ void pool_backward_cells(const real* __restrict__ dy,
             const long long e = run.at + t;
             const int ow = run.col + t, left = ow * sw - g.pw;
             const int w_end = ow == g.OW.d - 1 ? W : min(left + sw, W);
-            const acc_real d = load_as(dy[e]);
-            const int arg = MAX ? idx[e] : -1;
-            for (int h = max(top, 0); h < h_end; ++h)
-                for (int w = max(left, 0); w < w_end; ++w) {
-                    const bool hit = MAX ? h * W + w == arg : (h - top < g.kh && w - left < g.kw);
-                    dxp[h * W + w] = convert<real>(hit ? (MAX ? d : d * inv) : (acc_real)0);
-                }
+            pool_cell<MAX>(dxp, W, top, left, h_end, w_end, load_as(dy[e]), MAX ? idx[e] : -1, g, inv);
         }
         run.next(len, g.OH.d);
     }
@@ -247,13 +250,7 @@ __device__ __forceinline__ void pool_backward_cells(const real* __restrict__ dy,
         const int top = (int)oh * sh - g.ph, left = (int)ow * sw - g.pw;  // the window's corner
         const int h_end = (int)oh == g.OH.d - 1 ? H : min(top + sh, H);
         const int w_end = (int)ow == g.OW.d - 1 ? W : min(left + sw, W);
-        const acc_real d = load_as(dy[e]);
-        const int arg = MAX ? idx[e] : -1;
-        for (int h = max(top, 0); h < h_end; ++h)
-            for (int w = max(left, 0); w < w_end; ++w) {
-                const bool hit = MAX ? h * W + w == arg : (h - top < g.kh && w - left < g.kw);
-                dxp[h * W + w] = convert<real>(hit ? (MAX ? d : d * inv) : (acc_real)0);
-            }
+        pool_cell<MAX>(dxp, W, top, left, h_end, w_end, load_as(dy[e]), MAX ? idx[e] : -1, g, inv);
     }
 #endif
 }
