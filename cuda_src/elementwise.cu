@@ -321,6 +321,7 @@ template <int OP> constexpr bool sim_vector16 = std::is_same<real, float>::value
 template <int OP, class L>
 __device__ __forceinline__ void unary_vector16(const real* x, real* y, long long n, const L& lay) {
     gpublas_sim::float16v v = {};
+#if !defined(GRID_STRIDE_GPU_FORM)  // (a simulator build of the GPU's loops gathers: its threads have no runs)
     if constexpr (std::is_same<L, Flat<2>>::value) {  // the thread's run, 16 at a time in place
         long long begin, end;
         sim_thread_run(n, begin, end);
@@ -334,6 +335,7 @@ __device__ __forceinline__ void unary_vector16(const real* x, real* y, long long
         }
         return;
     }
+#endif
     long long at[16];
     int m = 0;
     auto flush = [&]() {
