@@ -43,63 +43,50 @@
 typedef float act_sim_f16u __attribute__((vector_size(64), aligned(4)));
 constexpr bool ACT_SIM_VEC_IO = std::is_same_v<real, float>;
 
+// put(t0 + i, f(x)[i]) for the runs of 16 x[i] = get(t0 + i), t < len (a last short run padded with 0). With float
+// data (ACT_SIM_VEC_IO) a whole run of 16 comes from get16(t0) and goes to put16(t0, v) (generic lambdas,
+// instantiated only there), unless they are nullptr.
+template <class Get, class Put, class Get16, class Put16, class F>
+__device__ __forceinline__ void act_sim_map16(long long len, Get get, Put put, Get16 get16, Put16 put16, F f) {
+    constexpr bool VEC = ACT_SIM_VEC_IO && !std::is_same_v<Get16, std::nullptr_t>;
+    for (long long t0 = 0; t0 < len; t0 += 16) {
+        const int w = len - t0 < 16 ? (int)(len - t0) : 16;
+        gpublas_sim::float16v x;
+        if constexpr (VEC) {
+            if (w == 16) {
+                put16(t0, f(get16(t0)));
+                continue;
+            }
+        }
+        for (int i = 0; i < 16; ++i) x[i] = i < w ? get(t0 + i) : 0.0f;
+        x = f(x);
+        for (int i = 0; i < w; ++i) put(t0 + i, x[i]);
+    }
+}
+
 // put(t, act(get(t))) for t < len, ACT a constant: float tanh and GELU-tanh 16 at a time through the vector
-// tanh (act_apply's operations in act_apply's order), the others one by one. With float data (ACT_SIM_VEC_IO)
-// a whole run of 16 comes from get16(t0) and goes to put16(t0, v) (generic lambdas, instantiated only there),
-// unless they are nullptr.
+// tanh (act_apply's operations in act_apply's order), the others one by one.
 template <int ACT, class Get, class Put, class Get16, class Put16>
 __device__ __forceinline__ void act_sim_apply(long long len, Get get, Put put, Get16 get16, Put16 put16) {
-    constexpr bool VEC = ACT_SIM_VEC_IO && !std::is_same_v<Get16, std::nullptr_t>;
     if constexpr (sizeof(acc_real) == 4 && (ACT == ACT_TANH || ACT == ACT_GELU_TANH)) {
-        for (long long t0 = 0; t0 < len; t0 += 16) {
-            const int w = len - t0 < 16 ? (int)(len - t0) : 16;
-            gpublas_sim::float16v x;
-            if constexpr (VEC) {
-                if (w == 16) x = get16(t0);
-                else for (int i = 0; i < 16; ++i) x[i] = i < w ? get(t0 + i) : 0.0f;
-            } else {
-                for (int i = 0; i < 16; ++i) x[i] = i < w ? get(t0 + i) : 0.0f;
-            }
-            if (ACT == ACT_TANH) x = tanh(x);
-            else x = 0.5f * x * (1.0f + tanh(0.79788456080286535588f * (x + 0.044715f * x * x * x)));
-            if constexpr (VEC) {
-                if (w == 16) {
-                    put16(t0, x);
-                    continue;
-                }
-            }
-            for (int i = 0; i < w; ++i) put(t0 + i, x[i]);
-        }
+        act_sim_map16(len, get, put, get16, put16, [](gpublas_sim::float16v x) {
+            if (ACT == ACT_TANH) return tanh(x);
+            return 0.5f * x * (1.0f + tanh(0.79788456080286535588f * (x + 0.044715f * x * x * x)));
+        });
     } else {
         for (long long t = 0; t < len; ++t) put(t, act_apply(get(t), ACT));
     }
 }
 
-// put(t, act'(get(t))) for t < len (act_grad_from_input's; GELU-tanh's 16 at a time through the vector tanh;
-// get16 / put16 as act_sim_apply's)
+// put(t, act'(get(t))) for t < len (act_grad_from_input's; GELU-tanh's 16 at a time through the vector tanh)
 template <int ACT, class Get, class Put, class Get16, class Put16>
 __device__ __forceinline__ void act_sim_grad(long long len, Get get, Put put, Get16 get16, Put16 put16) {
     if constexpr (sizeof(acc_real) == 4 && ACT == ACT_GELU_TANH) {
-        for (long long t0 = 0; t0 < len; t0 += 16) {
-            const int w = len - t0 < 16 ? (int)(len - t0) : 16;
-            gpublas_sim::float16v x;
-            if constexpr (ACT_SIM_VEC_IO) {
-                if (w == 16) x = get16(t0);
-                else for (int i = 0; i < 16; ++i) x[i] = i < w ? get(t0 + i) : 0.0f;
-            } else {
-                for (int i = 0; i < 16; ++i) x[i] = i < w ? get(t0 + i) : 0.0f;
-            }
+        act_sim_map16(len, get, put, get16, put16, [](gpublas_sim::float16v x) {
             const float k = 0.79788456080286535588f;
             const gpublas_sim::float16v x2 = x * x, t = tanh(k * (x + 0.044715f * x2 * x));
-            x = 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * k * (1.0f + 0.134145f * x2);
-            if constexpr (ACT_SIM_VEC_IO) {
-                if (w == 16) {
-                    put16(t0, x);
-                    continue;
-                }
-            }
-            for (int i = 0; i < w; ++i) put(t0 + i, x[i]);
-        }
+            return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * k * (1.0f + 0.134145f * x2);
+        });
     } else {
         for (long long t = 0; t < len; ++t) put(t, act_grad_from_input(get(t), ACT));
     }
