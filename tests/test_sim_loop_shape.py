@@ -120,3 +120,31 @@ def test_gemv_n_both_forms(form, rng):
             grid = ((m + 7) // 8, 256) if form else launch.geometry_1d(m)
             k(*grid, m, n, 2.0, gpublas.to_device(a), n, gpublas.to_device(x), beta, dy, 0)
             np.testing.assert_allclose(dy.get(), 2 * a @ x + beta * y, rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize("form", [{}, {"GEMV_GPU_FORM": 1}], ids=["sim", "gpu"])
+def test_gemv_t_both_forms(form, rng):
+    """gemv_t_partial then gemv_t_finish: the simulator's thread per GEMV_SIM_COL_BYTES of columns over a chunk of
+    rows (a run cut at N, a chunk cut at M, launched as one block or a block a run) and the GPU's 32 x 8 blocks
+    with their shared-memory sum, against NumPy; beta == 0 never reads y."""
+    from gpublas.blas.blas2 import SIM_COL_BYTES
+    part_k = get_kernel("gemv", "gemv_t_partial", np.float64, **form)
+    finish = get_kernel("gemv", "gemv_t_finish", np.float64, **form)
+    cols = SIM_COL_BYTES // 8
+    for m, n in [(1, 1), (37, 5), (9, cols + 3), (300, 2)]:
+        a, x, y = rng.standard_normal((m, n)), rng.standard_normal(m), rng.standard_normal(n)
+        for nchunks in (1, 3):
+            rows = -(-m // nchunks)
+            part = gpublas.empty((nchunks, n), np.float64)
+            if form:
+                grids = [((-(-n // 32), nchunks), (32, 8))]
+            else:
+                runs = -(-n // cols)
+                grids = [((1, nchunks), (runs, 1)), ((runs, nchunks), (1, 1))]
+            for grid, block in grids:
+                part_k(grid, block, m, n, gpublas.to_device(a), n, gpublas.to_device(x), rows, part, 0)
+                for beta in (0.0, 0.5):
+                    dy = gpublas.to_device(y if beta else np.full(n, np.nan))
+                    finish(*launch.flat_geometry(n), n, nchunks, part, 2.0, beta, dy)
+                    np.testing.assert_allclose(dy.get(), 2 * a.T @ x + beta * y, rtol=1e-12, atol=1e-12,
+                                               err_msg=f"{m}x{n}, {nchunks} chunks, grid {grid} x {block}")

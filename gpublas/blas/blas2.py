@@ -15,12 +15,17 @@ from ..core.array import empty
 from .blas1 import scale_output
 from ..core.checks import FLOATS, blas_matrix, check_operands, contiguous, write_back
 from .gemm_complex import trans_op
-from ..runtime.launch import BLOCK, SIM_RUN, ceil_div, geometry_1d, get_kernel, grid_1d, simulated
+from ..runtime import source
+from ..runtime.geometry import SIM_SPREAD, flat_geometry
+from ..runtime.launch import BLOCK, ceil_div, get_kernel, grid_1d, simulated
 from ..core.layout import may_share_memory
 
 WARPS_PER_BLOCK = 8      # gemv_n_warp: one warp per row
 ROWS_PER_CHUNK = 256     # gemv_t_partial: rows summed by one block before the partials are combined
 MAX_GRID_Y = 65535
+SIM_ROWS_RUN = 16        # the sim: a thread's run of rows (common.cuh's sim_thread_run rounds runs up to 16)
+SIM_COL_BYTES = source.int_defines("gemv.cu", "GEMV_SIM_COL_")["GEMV_SIM_COL_BYTES"]  # gemv_t_partial's run
+SIM_T_CHUNK = 1 << 18    # the sim: gemv_t_partial's elements a thread at most (then rows go in chunks)
 TYPES = FLOATS + dtypes.COMPLEX  # S, D, C, Z
 
 
@@ -71,22 +76,36 @@ def gemv(a, x, y=None, *, alpha=1.0, beta=0.0, trans=False, stream=None):
 def _launch_gemv_n(a, lda, x, y, alpha, beta, conjugate, stream):
     m, n = a.shape
     k = get_kernel("gemv", "gemv_n_warp", a.dtype)
-    # the sim's form: a thread per run of rows, about SIM_RUN elements each
-    grid = geometry_1d(m, sim_run=max(1, SIM_RUN // n)) if simulated() else \
+    grid = _sim_grid(ceil_div(m, SIM_ROWS_RUN), m * n) if simulated() else \
         (ceil_div(m, WARPS_PER_BLOCK), 32 * WARPS_PER_BLOCK)
     k(*grid, m, n, alpha, a, lda, x, beta, y, conjugate, stream=stream, views=True)
 
 
 def _launch_gemv_t(a, lda, x, y, alpha, beta, conjugate, stream):
     m, n = a.shape
-    nchunks = min(ceil_div(m, ROWS_PER_CHUNK), MAX_GRID_Y)
+    sim = simulated()
+    if sim:  # a thread per SIM_COL_BYTES of columns over a chunk of rows: up to SIM_T_CHUNK elements each
+        cols = SIM_COL_BYTES // a.dtype.itemsize
+        nchunks = min(ceil_div(m * min(n, cols), SIM_T_CHUNK), MAX_GRID_Y)
+    else:
+        nchunks = min(ceil_div(m, ROWS_PER_CHUNK), MAX_GRID_Y)
     rows_per_chunk = ceil_div(m, nchunks)
     partial = empty((nchunks, n), a.dtype)
     k = get_kernel("gemv", "gemv_t_partial", a.dtype)
-    k((ceil_div(n, 32), nchunks), (32, 8), m, n, a, lda, x, rows_per_chunk, partial, conjugate, stream=stream,
-      views=True)
+    if sim:
+        grid, block = _sim_grid(ceil_div(n, cols), m * n)
+        grid, block = (grid, nchunks), (block, 1)
+    else:
+        grid, block = (ceil_div(n, 32), nchunks), (32, 8)
+    k(grid, block, m, n, a, lda, x, rows_per_chunk, partial, conjugate, stream=stream, views=True)
     k = get_kernel("gemv", "gemv_t_finish", a.dtype)
-    k(grid_1d(n), BLOCK, n, nchunks, partial, alpha, beta, y, stream=stream)
+    k(*(flat_geometry(n) if sim else (grid_1d(n), BLOCK)), n, nchunks, partial, alpha, beta, y, stream=stream)
+
+
+def _sim_grid(threads, elements):
+    """(grid, block) on the sim for `threads` runs of about elements / threads each: one block, run by the calling
+    thread, below SIM_SPREAD elements; else a block a run, spread over the cores (gemv.cu's `sim spread`)."""
+    return (1, threads) if elements < SIM_SPREAD else (threads, 1)
 
 
 def ger(alpha, x, y, a, stream=None):
