@@ -135,6 +135,13 @@ __device__ __forceinline__ bool sim_thread_run(long long n, long long& begin, lo
     } while (0)
 #define GRID_STRIDE_FOLD(I, i, n, acc, op, expr) \
     STRIDED_FOLD(I, i, 0, n, (I)blockIdx.x * blockDim.x + threadIdx.x, (I)gridDim.x * blockDim.x, acc, op, expr)
+// STRIDED_FOLD of load_as(p[i]); the max and min of floats, doubles and integers read p in 32-byte vectors
+// (sim_vector_fold, below: the array form's selects are a compare and a branch per element)
+#define STRIDED_FOLD_LOAD(I, i, begin, end, me, count, acc, op, p) \
+    do { \
+        if (!sim_vector_fold<I>(p, begin, end, me, count, acc, op)) \
+            STRIDED_FOLD(I, i, begin, end, me, count, acc, op, load_as((p)[i])); \
+    } while (0)
 #define UNIT_STRIDES(cond, ...) \
     if (cond) { constexpr long long incx = 1, incy = 1; (void)incx; (void)incy; __VA_ARGS__ } else { __VA_ARGS__ }
 #else
@@ -144,6 +151,8 @@ __device__ __forceinline__ bool sim_thread_run(long long n, long long& begin, lo
     GRID_STRIDE_LOOP(I, i, n) acc = op(expr, acc)
 #define STRIDED_FOLD(I, i, begin, end, me, count, acc, op, expr) \
     for (I i = (I)(begin) + (me); i < (I)(end); i += (count)) acc = op(expr, acc)
+#define STRIDED_FOLD_LOAD(I, i, begin, end, me, count, acc, op, p) \
+    STRIDED_FOLD(I, i, begin, end, me, count, acc, op, load_as((p)[i]))
 #define UNIT_STRIDES(cond, ...) __VA_ARGS__
 #endif
 
@@ -413,6 +422,60 @@ template <class T>
 struct MinOp {
     __device__ __forceinline__ T operator()(T a, T b) const { return (a != a || a < b) ? a : b; }
 };
+
+#if defined(__CUDA_ARCH_SIM__) && !defined(GRID_STRIDE_GPU_FORM)
+// STRIDED_FOLD_LOAD's vector form: acc = op over p[i] for worker `me`'s run (STRIDED_FOLD's), when op is the max
+// or min of a float, double, int or long long p: the run's 16 lanes in 32-byte vectors, each lane taking the CPU's
+// plain max (vmaxps), whether a value was a NaN noted in a separate chain; the lanes combined in STRIDED_FOLD's
+// tree (0 with 8, 1 with 9, ..., then 0 with 4, ...). Without a NaN the plain max selects what MaxOp selects: the
+// array form's result bit for bit. False (acc untouched) for any other (T, Op), or when the run holds a NaN:
+// STRIDED_FOLD then walks it in the array form.
+template <class T, class Op> struct SimMinMax { static constexpr int kind = 0; };
+template <class T> struct SimMinMax<T, MaxOp<T>> { static constexpr int kind = 1; };
+template <class T> struct SimMinMax<T, MinOp<T>> { static constexpr int kind = -1; };
+template <class I, class S, class T, class Op>
+__device__ __forceinline__ bool sim_vector_fold(const S* __restrict__ p, I begin, I end, I me, I count, T& acc, Op op) {
+    constexpr int kind = SimMinMax<T, Op>::kind;
+    if constexpr (kind == 0 || !std::is_same<S, T>::value ||
+                  !(std::is_floating_point<T>::value || std::is_same<T, int>::value || std::is_same<T, long long>::value)) {
+        return false;
+    } else {
+        typedef T vec __attribute__((vector_size(32)));
+        constexpr int L = SIM_FOLD_LANES, W = 32 / sizeof(T), NV = L / W;
+        const I run = sim_run_length<I>(end - begin, count);
+        const I at0 = begin + me * run, stop = sim_run_end<I>(at0, run, end);
+        vec v[NV];
+        for (int k = 0; k < NV; ++k) v[k] = vec{} + acc;
+        decltype(vec{} != vec{}) nan = {};
+        auto fold = [&](int k, vec a) {
+            nan |= a != a;
+            if constexpr (kind > 0) v[k] = a > v[k] ? a : v[k];
+            else v[k] = a < v[k] ? a : v[k];
+        };
+        I at = at0;
+        for (; at + L <= stop; at += L)
+            for (int k = 0; k < NV; ++k) {
+                vec a;
+                memcpy(&a, p + at + k * W, sizeof a);
+                fold(k, a);
+            }
+        T l[L];
+        for (int j = 0; j < L; ++j) l[j] = at + j < stop ? p[at + j] : acc;  // the cut end: acc, the identity
+        for (int k = 0; k < NV; ++k) {
+            vec a;
+            memcpy(&a, l + k * W, sizeof a);
+            fold(k, a);
+        }
+        for (int e = 0; e < W; ++e)
+            if (nan[e]) return false;
+        memcpy(l, v, sizeof l);
+        for (int w = L / 2; w > 0; w /= 2)
+            for (int j = 0; j < w; ++j) l[j] = op(l[j + w], l[j]);
+        acc = l[0];
+        return true;
+    }
+}
+#endif
 
 __device__ __forceinline__ int block_thread_id() {
     return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);

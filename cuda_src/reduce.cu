@@ -111,11 +111,11 @@ extern "C" __global__ void reduce_rows(const real* x, const int* xidx, compute_t
     if (!idx && !xidx) {  // the value alone (max, min): a fold as the sum's (in lanes on the simulator), NaN wins
         if (op == RED_MAX) {  // (the fold's accumulator declared beside it: the sim's loop fission sees the macro's write)
             acc_real m = red_lowest((acc_real)0);
-            STRIDED_FOLD(long long, k, start, stop, threadIdx.x, blockDim.x, m, MaxOp<acc_real>(), load_as(xr[k]));
+            STRIDED_FOLD_LOAD(long long, k, start, stop, threadIdx.x, blockDim.x, m, MaxOp<acc_real>(), xr);
             v = block_reduce(m, MaxOp<acc_real>(), red_lowest((acc_real)0));
         } else {
             acc_real m = red_highest((acc_real)0);
-            STRIDED_FOLD(long long, k, start, stop, threadIdx.x, blockDim.x, m, MinOp<acc_real>(), load_as(xr[k]));
+            STRIDED_FOLD_LOAD(long long, k, start, stop, threadIdx.x, blockDim.x, m, MinOp<acc_real>(), xr);
             v = block_reduce(m, MinOp<acc_real>(), red_highest((acc_real)0));
         }
         if (threadIdx.x == 0) val[blockIdx.x] = v;

@@ -148,3 +148,29 @@ def test_gemv_t_both_forms(form, rng):
                     finish(*launch.flat_geometry(n), n, nchunks, part, 2.0, beta, dy)
                     np.testing.assert_allclose(dy.get(), 2 * a.T @ x + beta * y, rtol=1e-12, atol=1e-12,
                                                err_msg=f"{m}x{n}, {nchunks} chunks, grid {grid} x {block}")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64])
+def test_max_min_vector_lanes(dtype, rng):
+    """reduce_rows' max and min (STRIDED_FOLD_LOAD: on the simulator 32-byte vector lanes, a run holding a NaN
+    walked again in the array form) against NumPy: runs cut mid-vector, a NaN in one run of many (and at a cut
+    end), signed zeros, infinities, integer extremes; every row of a (rows, n) array too."""
+    floating = np.dtype(dtype).kind == "f"
+    for n in (1, 17, 1000, 70001):
+        x = rng.standard_normal(n) * 1e3
+        x = x.astype(dtype) if floating else rng.integers(np.iinfo(dtype).min, np.iinfo(dtype).max, n, dtype)
+        d = gpublas.to_device(x)
+        assert float(d.max()) == x.max() and float(d.min()) == x.min(), n
+        rows = x[: n // 7 * 7].reshape(7, -1) if n >= 7 else x.reshape(1, -1)
+        np.testing.assert_array_equal(gpublas.to_device(rows).max(axis=1).get(), rows.max(axis=1))
+        np.testing.assert_array_equal(gpublas.to_device(rows).min(axis=1).get(), rows.min(axis=1))
+        if floating:
+            for at in {0, n // 2, n - 1}:
+                y = x.copy()
+                y[at] = np.nan
+                dy = gpublas.to_device(y)
+                assert np.isnan(float(dy.max())) and np.isnan(float(dy.min())), (n, at)
+            z = np.zeros(n + 2, dtype)
+            z[::2] = -0.0
+            z[n // 3 + 1] = -np.inf
+            assert float(gpublas.to_device(z).max()) == 0 and float(gpublas.to_device(z).min()) == -np.inf

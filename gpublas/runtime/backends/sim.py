@@ -32,6 +32,12 @@ _libc.mmap.restype = ctypes.c_void_p
 _libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
 _libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
 _libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+_libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+# Allocations from 4 MiB on are 2 MiB-aligned and asked to live in transparent huge pages, as NumPy asks for its
+# own (where the kernel's THP mode is "madvise"): a kernel streaming 16 MB through 4 KiB pages misses the TLB
+# every page (2^22 float32 a.max(), one thread: 2.5 -> 1.3 ms, NumPy's 1.3)
+_HUGE_FROM, _HUGE_ALIGN = 4 << 20, 2 << 20
+_MADV_HUGEPAGE = getattr(mmap, "MADV_HUGEPAGE", 14)
 _PAGE = mmap.PAGESIZE
 _MAP_NORESERVE = getattr(mmap, "MAP_NORESERVE", 0x4000)
 _ATTACH = threading.Lock()
@@ -173,14 +179,25 @@ class SimBackend(Backend):
             if self.allocated + nbytes > self.total_memory:
                 raise MemoryError(nbytes)
             self.allocated += nbytes
-        ptr, base, length = self._guarded(nbytes) if self.memcheck else \
-            (_libc.aligned_alloc(256, (nbytes + 255) // 256 * 256), None, 0)
+        ptr, base, length = self._guarded(nbytes) if self.memcheck else (self._plain(nbytes), None, 0)
         if not ptr:
             with self._lock:
                 self.allocated -= nbytes
             raise MemoryError(nbytes)
         ctypes.memset(ptr, 0xFF, nbytes)  # NaN in every float type: uninitialized reads show
         self._blocks[ptr] = (nbytes, base, length)
+        return ptr
+
+    @staticmethod
+    def _plain(nbytes):
+        """An allocation from the C heap: 256-byte aligned, from _HUGE_FROM bytes in huge pages where the kernel
+        gives them (madvise's failure is harmless: the block keeps 4 KiB pages)."""
+        if nbytes < _HUGE_FROM:
+            return _libc.aligned_alloc(256, (nbytes + 255) // 256 * 256)
+        size = -(-nbytes // _HUGE_ALIGN) * _HUGE_ALIGN
+        ptr = _libc.aligned_alloc(_HUGE_ALIGN, size)
+        if ptr:
+            _libc.madvise(ptr, size, _MADV_HUGEPAGE)
         return ptr
 
     @staticmethod
