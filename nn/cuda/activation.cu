@@ -28,8 +28,8 @@
 // channels) instead of two divisions an element. 512 x 256 floats, bias over 256 channels, one thread of a
 // loaded 2-core VM (medians): bias + identity 0.72 -> 0.06 ms, + ReLU 0.97 -> 0.05, + GELU-tanh 3.4 -> 1.5-1.7;
 // act_backward_input GELU-tanh 2.4 -> 1.7, ReLU 1.3 -> 0.04. act_backward's run form switches on act once per run
-// too; its ReLU still costs ~4 ns an element of random sign (g++ keeps a branch that multiplies by 0 on one side
-// only). Then vector_math.h's tanh in 32-byte quarters and, for float data, whole runs of 16 loaded and stored as
+// too, and takes float data 8 at a time as 32-byte vectors (its scalar ReLU kept a branch that multiplied by 0 on
+// one side only, ~4 ns an element of random sign: 32K floats, the digits CNN's, ~80 -> ~10 us). Then vector_math.h's tanh in 32-byte quarters and, for float data, whole runs of 16 loaded and stored as
 // vectors (act_sim_apply's get16 / put16; bias_act_forward keeps the scalar ones, faster there), same machine, min
 // of 200 calls interleaved with the form before: act_forward tanh 0.57 -> 0.35 ms, bias + GELU-tanh ~0.71 and
 // act_backward_input GELU-tanh ~0.70 unchanged (their cost is the arithmetic now; tanh alone ~3 ns an element).
@@ -120,7 +120,20 @@ struct ActBackwardSim {
     static __device__ __forceinline__ void run(const real* __restrict__ y, const real* dy, real* dx, long long n) {
         long long at, end;
         sim_thread_run(n, at, end);
-        for (long long i = at; i < end; ++i)
+        long long i = at;
+        if constexpr (ACT_SIM_VEC_IO) {  // float data 8 at a time: act_grad_from_output's operations as vectors
+            typedef float f8 __attribute__((vector_size(32)));
+            typedef float f8u __attribute__((vector_size(32), aligned(4)));
+            for (; i + 8 <= end; i += 8) {
+                const f8 yv = *(const f8u*)(y + i), d = *(const f8u*)(dy + i);
+                f8 g = f8{} + 1.0f;
+                if constexpr (ACT == ACT_RELU) g = yv > 0.0f ? g : f8{};
+                else if constexpr (ACT == ACT_TANH) g = 1.0f - yv * yv;
+                else if constexpr (ACT == ACT_SIGMOID) g = yv * (1.0f - yv);
+                *(f8u*)(dx + i) = d * g;
+            }
+        }
+        for (; i < end; ++i)
             dx[i] = convert<real>(load_as(dy[i]) * act_grad_from_output(load_as(y[i]), ACT));
     }
 };
