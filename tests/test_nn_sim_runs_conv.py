@@ -20,7 +20,7 @@ CONVS = [(2, 3, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1), (3, 2, 7, 9, 3, 2, 2, 3, 1, 2, 1,
          (1, 2, 9, 6, 2, 3, 1, 2, 0, 3, 2, 2), (2, 1, 5, 5, 5, 5, 1, 1, 2, 2, 1, 1), (2, 3, 4, 11, 1, 4, 3, 1, 0, 0, 1, 3)]
 # (N, C, H, W, kh, kw, sh, sw, ph, pw): non-overlapping windows (backward by cells) and overlapping ones
 POOLS = [(2, 3, 8, 8, 2, 2, 2, 2, 0, 0), (1, 2, 7, 9, 3, 2, 3, 2, 1, 1), (2, 2, 9, 7, 3, 3, 2, 1, 1, 1),
-         (1, 3, 5, 6, 2, 3, 1, 2, 1, 0)]
+         (1, 3, 5, 6, 2, 3, 1, 2, 1, 0), (1, 2, 7, 9, 2, 2, 2, 1, 1, 1)]  # the last: the unrolled 2 x 2 window, padded
 
 
 def kernel(family, name, dtype, form, root=KERNELS):

@@ -22,7 +22,8 @@
 // and walks it in segments of one row (PoolSimRun), the row and column found by two divisions a run; each
 // element does what the GPU form does, in its order (the max's test without branches). Digits CNN shapes,
 // us on a loaded VM: maxpool_forward 265 -> 170-215, maxpool_backward 275 -> 160-210 (16 planes of 8x8
-// per image); 113 -> 70-100 and 147 -> 80-110 (32 of 4x4).
+// per image); 113 -> 70-100 and 147 -> 80-110 (32 of 4x4). The forward's row then became pool_forward_row, its
+// window loops of a constant count (2 x 2, MaxPool2d(2)'s, unrolled whole): 16 planes of 8x8, 243 -> 154 us a call.
 //
 // Sizes a kernel divides by (H, W, OH, OW, sh, sw) arrive as FastDivmod divisors (gpublas.runtime.launch.
 // fast_divisor); each body is a template on its index type, 32-bit below 2^31 elements (see conv.cu).
@@ -91,6 +92,43 @@ struct PoolSimRun {
 #define POOL_SIM_RUNS 0
 #endif
 
+#if POOL_SIM_RUNS
+// The simulator's forward along one output row segment: outputs col .. col + len - 1 of a row whose window starts
+// at input row h0 (rows i_lo .. i_hi - 1 of the window inside the plane), y and idx at the segment's first output.
+// KH, KW: the window's size when fixed at compile time (0: g.kh, g.kw).
+template <bool MAX, int KH, int KW>
+__device__ __forceinline__ void pool_forward_row(const real* __restrict__ xp, real* __restrict__ y, int* __restrict__ idx,
+                                                 int len, int col, int h0, int i_lo, int i_hi, acc_real inv,
+                                                 const PoolGeom& g) {
+    const int kh = KH ? KH : g.kh, kw = KW ? KW : g.kw;  // loops of a constant count unroll whole
+    for (int t = 0; t < len; ++t) {
+        const int w0 = (col + t) * g.sw.d - g.pw;
+        const int j_lo = w0 < 0 ? -w0 : 0, j_hi = min(kw, g.W.d - w0);
+        int best = -1;
+        acc_real m = 0, s = 0;
+        for (int i = 0; i < kh; ++i)
+            for (int j = 0; j < kw; ++j) {
+                if (i < i_lo || i >= i_hi || j < j_lo || j >= j_hi) continue;
+                const int at = (h0 + i) * g.W.d + w0 + j;
+                const acc_real v = load_as(xp[at]);
+                if (!MAX) {
+                    s += v;
+                } else {  // the GPU form's test without its branches (a max of random data mispredicts)
+                    const bool take = (best < 0) | (v > m) | ((v != v) & (m == m));
+                    m = take ? v : m;
+                    best = take ? at : best;
+                }
+            }
+        if (MAX) {
+            y[t] = convert<real>(best < 0 ? (acc_real)0 : m);
+            idx[t] = best;
+        } else {
+            y[t] = convert<real>(s * inv);
+        }
+    }
+}
+#endif
+
 // y element e = (plane * OH + oh) * OW + ow
 template <class I, bool MAX>
 __device__ __forceinline__ void pool_forward_loop(const real* __restrict__ x, real* __restrict__ y,
@@ -104,31 +142,10 @@ __device__ __forceinline__ void pool_forward_loop(const real* __restrict__ x, re
         const real* xp = x + run.plane * (long long)g.H.d * g.W.d;
         const int h0 = oh * g.sh.d - g.ph;
         const int i_lo = h0 < 0 ? -h0 : 0, i_hi = min(g.kh, g.H.d - h0);  // window rows inside the plane
-        for (int t = 0; t < len; ++t) {
-            const long long e = run.at + t;
-            const int w0 = (run.col + t) * g.sw.d - g.pw;
-            const int j_lo = w0 < 0 ? -w0 : 0, j_hi = min(g.kw, g.W.d - w0);
-            int best = -1;
-            acc_real m = 0, s = 0;
-            for (int i = i_lo; i < i_hi; ++i)
-                for (int j = j_lo; j < j_hi; ++j) {
-                    const int at = (h0 + i) * g.W.d + w0 + j;
-                    const acc_real v = load_as(xp[at]);
-                    if (!MAX) {
-                        s += v;
-                    } else {  // the GPU form's test without its branches (a max of random data mispredicts)
-                        const bool take = (best < 0) | (v > m) | ((v != v) & (m == m));
-                        m = take ? v : m;
-                        best = take ? at : best;
-                    }
-                }
-            if (MAX) {
-                y[e] = convert<real>(best < 0 ? (acc_real)0 : m);
-                idx[e] = best;
-            } else {
-                y[e] = convert<real>(s * inv);
-            }
-        }
+        if (g.kh == 2 && g.kw == 2)  // MaxPool2d(2)'s window, its loops unrolled
+            pool_forward_row<MAX, 2, 2>(xp, y + run.at, idx ? idx + run.at : nullptr, len, run.col, h0, i_lo, i_hi, inv, g);
+        else
+            pool_forward_row<MAX, 0, 0>(xp, y + run.at, idx ? idx + run.at : nullptr, len, run.col, h0, i_lo, i_hi, inv, g);
         run.next(len, g.OH.d);
     }
 #else
