@@ -32,8 +32,10 @@ template <class F>
 __device__ __forceinline__ acc_real lanes_sum(F f, int C, int) {
     acc_real p[32];
     for (int l = 0; l < 32; ++l) p[l] = 0;
-    for (int c0 = 0; c0 < C; c0 += 32)
-        for (int l = 0; l < 32 && c0 + l < C; ++l) p[l] += f(c0 + l);
+    int c0 = 0;
+    for (; c0 + 32 <= C; c0 += 32)  // whole rounds of 32 apart from the cut one: g++ vectorizes these
+        for (int l = 0; l < 32; ++l) p[l] += f(c0 + l);
+    for (int l = 0; c0 + l < C; ++l) p[l] += f(c0 + l);
     return warp_reduce_serial(p, 32, SumOp<acc_real>());
 }
 #else
