@@ -44,8 +44,8 @@ __device__ __forceinline__ void gemv_sim_rows(const T* const* a, const T* __rest
         constexpr int W = 32 / sizeof(T), NV = L / W;  // a vector's elements, a row's vectors of lanes
         vec acc[R][NV] = {};
         for (; j + L <= n; j += L) {
-            vec xv[NV];
-            memcpy(xv, x + j, sizeof xv);
+            vec xv[NV];  // one load a vector (a memcpy of the whole array went through the stack: a stall a round)
+            for (int v = 0; v < NV; ++v) memcpy(&xv[v], x + j + v * W, sizeof(vec));
             for (int q = 0; q < R; ++q)
                 for (int v = 0; v < NV; ++v) {
                     vec av;
@@ -114,7 +114,18 @@ extern "C" __global__ void gemv_t_partial(int M, int N, const real* __restrict__
     const int r1 = r0 + rows_per_chunk < M ? r0 + rows_per_chunk : M;
     real* __restrict__ s = partial + (long long)blockIdx.y * N + c0;
     for (int j = 0; j < w; ++j) s[j] = 0;
-    for (int r = r0; r < r1; ++r) {
+    int r = r0;
+    for (; r + 4 <= r1; r += 4) {  // 4 rows a pass over the sums (each added in row order, as one at a time)
+        const real* __restrict__ a = A + (long long)r * lda + c0;
+        const real x0 = x[r], x1 = x[r + 1], x2 = x[r + 2], x3 = x[r + 3];
+        if (conjugate)
+            for (int j = 0; j < w; ++j)
+                s[j] = conj(a[3 * lda + j]) * x3 + (conj(a[2 * lda + j]) * x2 + (conj(a[lda + j]) * x1 + (conj(a[j]) * x0 + s[j])));
+        else
+            for (int j = 0; j < w; ++j)
+                s[j] = a[3 * lda + j] * x3 + (a[2 * lda + j] * x2 + (a[lda + j] * x1 + (a[j] * x0 + s[j])));
+    }
+    for (; r < r1; ++r) {
         const real* __restrict__ a = A + (long long)r * lda + c0;
         const real xr = x[r];
         if (conjugate) for (int j = 0; j < w; ++j) s[j] = conj(a[j]) * xr + s[j];
