@@ -194,7 +194,7 @@ class SimBackend(Backend):
         gives them (madvise's failure is harmless: the block keeps 4 KiB pages)."""
         if nbytes < _HUGE_FROM:
             return _libc.aligned_alloc(256, (nbytes + 255) // 256 * 256)
-        size = -(-nbytes // _HUGE_ALIGN) * _HUGE_ALIGN
+        size = -(-nbytes // _PAGE) * _PAGE  # no rounding up to 2 MiB: the last part of one keeps small pages
         ptr = _libc.aligned_alloc(_HUGE_ALIGN, size)
         if ptr:
             _libc.madvise(ptr, size, _MADV_HUGEPAGE)
