@@ -12,6 +12,7 @@ nvcc comes from the PATH; cuobjdump from the PATH or the `nvidia-cuda-cuobjdump`
 Builds are cached beside the kernel cache, so tests/test_sass.py and this suite compile each family once.
 """
 import collections
+import functools
 import glob
 import math
 import os
@@ -60,6 +61,7 @@ def missing():
     return ""
 
 
+@functools.lru_cache(maxsize=None)
 def _nvcc_version():
     out = subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout.strip().splitlines()
     return out[-1] if out else ""
@@ -70,15 +72,19 @@ def target(arch):
     return ARCH_SPECIFIC.get(int(arch[3:]), arch) if re.fullmatch(r"sm_\d+", arch) else arch
 
 
-def build(family, real, arch="sm_90", root=None):
-    """(cubin path, ptxas -v log) of <root>/<family>.cu (root: cuda_src/) with `real` for `arch`, cached."""
-    flags = ["-cubin", "-std=c++17", "-O3", "-Xptxas", "-v", f"-Dreal={real}", f"-arch={target(arch)}"]
+def build(family, real, arch="sm_90", root=None, defines=None):
+    """(cubin path, ptxas -v log) of <root>/<family>.cu (root: cuda_src/) with `real` and `defines` for `arch`,
+    cached (one build at a time across processes: tests/test_nvcc.py, test_sass.py and this report share them)."""
+    flags = ["-cubin", "-std=c++17", "-O3", "-Xptxas", "-v", f"-Dreal={real}",
+             *(f"-D{k}={v}" for k, v in sorted((defines or {}).items())), f"-arch={target(arch)}"]
     key = compiler.cache_key(source.read(family, root), source.headers_digest(), " ".join(flags), _nvcc_version())
     out = compiler.cache_dir() / f"sass-{family}-{real}-{key}.cubin"
     log = out.with_suffix(".log")
     if out.exists() and log.exists():
         return out, log.read_text()
-    with tempfile.TemporaryDirectory(prefix="gpublas-sass-") as tmp:
+    with compiler.build_lock(out.parent, out.name), tempfile.TemporaryDirectory(prefix="gpublas-sass-") as tmp:
+        if out.exists() and log.exists():  # another process built it while this one waited
+            return out, log.read_text()
         binary = Path(tmp) / "out.cubin"
         cmd = ["nvcc", *flags, "-I", str(source.src_dir()), str(source.path(family, root)), "-o", str(binary)]
         text = compiler.run_compiler(cmd, what=f"nvcc ({arch})", output=binary,

@@ -1,12 +1,14 @@
-"""Every kernel family compiles with nvcc for real GPU architectures (sm_80 and sm_90 in float, sm_90 in
+"""Every kernel family compiles with nvcc for real GPU architectures (sm_80 and sm_90a in float, sm_90a in
 double for the families listed in DOUBLE), so CUDA-only mistakes surface on machines without a GPU. Registers and spills from
-`ptxas -v` go to the test log (pytest -s, or the captured output of a failure); no kernel may spill."""
+`ptxas -v` go to the test log (pytest -s, or the captured output of a failure); no kernel may spill. Each build is
+one cubin of benchmarks/sass.py's, cached beside the kernel cache: test_sass.py, test_sass_blas.py and the sass
+benchmark read the same sm_90a builds (one nvcc run per family, type and architecture in the whole suite)."""
 import re
 import shutil
-import subprocess
 
 import pytest
 
+from benchmarks import sass
 from gpublas.runtime import source
 from nn.kernels import KERNELS as NN_KERNELS
 
@@ -30,17 +32,13 @@ DOUBLE = {"gemm", "gemm_v2", "reduce", "blas1", "sort", "getrf", "nn/attention",
 @pytest.mark.parametrize("root, family, real", [(r, f, real) for (r, f), i in zip(FAMILIES, IDS)
                                                 for real in ("float", "double") if real == "float" or i in DOUBLE],
                          ids=[f"{i}-{real}" for i in IDS for real in ("float", "double") if real == "float" or i in DOUBLE])
-def test_family_compiles_with_nvcc(root, family, real, tmp_path, archs=None, defines=None):
-    # float for sm_80 and sm_90 (the older target catches a missing feature guard, the newer gives sm_90's
-    # registers); double for sm_90 only, the same source with another type (half the nvcc time of two targets)
+def test_family_compiles_with_nvcc(root, family, real, archs=None, defines=None):
+    # float for sm_80 and sm_90 (the older target catches a missing feature guard, the newer gives the registers
+    # of what the cuda backend builds for an H100 / H200: sm_90a, wgmma kernels included); double for sm_90 only,
+    # the same source with another type (half the nvcc time of two targets). A failed build raises CompileError
+    # with nvcc's log.
     archs = archs or ((80, 90) if real == "float" else (90,))
-    gencode = [f for a in archs for f in ("-gencode", f"arch=compute_{a},code=sm_{a}")]
-    cmd = ["nvcc", "-fatbin", "-std=c++17", "-O3", "-Xptxas", "-v", *gencode,
-           f"-Dreal={real}", *(f"-D{k}={v}" for k, v in (defines or {}).items()), "-I", str(source.src_dir()), str(source.path(family, root)),
-           "-o", str(tmp_path / f"{family}.fatbin")]
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    log = p.stdout + p.stderr
-    assert p.returncode == 0, f"nvcc failed for {family}.cu (real={real}):\n{log}"
+    log = "".join(sass.build(family, real, f"sm_{a}", root, defines)[1] for a in archs)
     kernels = set(source.kernel_signatures(source.read(family, root), {"real": real}))
     compiled = {m.group(1) for m in _REGS.finditer(log)}
     assert kernels <= compiled, f"kernels missing from the nvcc build: {kernels - compiled}"
@@ -83,8 +81,8 @@ def test_family_compiles_with_nvcc(root, family, real, tmp_path, archs=None, def
                                           ("memory", "short"), ("memory", "unsigned short"), ("memory", "unsigned int"),
                                           ("memory", "unsigned long long"), ("elementwise", "unsigned long long"),
                                           ("reduce", "unsigned long long"), ("gather", "signed char")])
-def test_array_dtypes_compile_with_nvcc(family, real, tmp_path):
-    test_family_compiles_with_nvcc(None, family, real, tmp_path, archs=(80,))
+def test_array_dtypes_compile_with_nvcc(family, real):
+    test_family_compiles_with_nvcc(None, family, real, archs=(80,))
 
 
 def test_every_include_resolves_in_cuda_src():
@@ -103,14 +101,14 @@ def test_every_include_resolves_in_cuda_src():
                                           ("pool", "__half"), ("pool", "__nv_bfloat16"), ("batchnorm", "__half"),
                                           ("batchnorm", "__nv_bfloat16"), ("dropout", "__nv_bfloat16"),
                                           ("attention", "__half"), ("attention_half", "__nv_bfloat16")])
-def test_nn_16bit_kernels_compile_with_nvcc(family, real, tmp_path):
-    test_family_compiles_with_nvcc(NN_KERNELS, family, real, tmp_path, archs=(80,))
+def test_nn_16bit_kernels_compile_with_nvcc(family, real):
+    test_family_compiles_with_nvcc(NN_KERNELS, family, real, archs=(80,))
 
 
 # The tensor-core attention at its largest tiles (head dim 128: the most registers a lane), sm_80 and sm_90.
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
 @pytest.mark.parametrize("real", ["__half", "__nv_bfloat16"])
-def test_attention_half_at_head_dim_128_compiles_without_spills(real, tmp_path):
+def test_attention_half_at_head_dim_128_compiles_without_spills(real):
     from nn.kernels import attention as kernels_attention
-    test_family_compiles_with_nvcc(NN_KERNELS, "attention_half", real, tmp_path, archs=(80, 90),
+    test_family_compiles_with_nvcc(NN_KERNELS, "attention_half", real, archs=(80, 90),
                                    defines=kernels_attention.half_tiles(128).defines(128))

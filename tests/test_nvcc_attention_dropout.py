@@ -16,9 +16,9 @@ pytestmark = pytest.mark.nvcc
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
 @pytest.mark.parametrize("family, real", [("attention", "float"), ("attention", "double"),
                                           ("attention_half", "__nv_bfloat16")])
-def test_attention_dropout_builds_compile_without_spills(family, real, tmp_path):
+def test_attention_dropout_builds_compile_without_spills(family, real):
     tiles = kernels_attention.half_tiles(128).defines(128) if family == "attention_half" else {}
-    compiles_with_nvcc(NN_KERNELS, family, real, tmp_path, archs=(80, 90), defines={**tiles, "ATT_DROPOUT": 1})
+    compiles_with_nvcc(NN_KERNELS, family, real, archs=(80, 90), defines={**tiles, "ATT_DROPOUT": 1})
 
 
 # The builds nearest the 255-register cap (nvcc 13, sm_90a, as the cuda backend builds for an H100 / H200): float
@@ -27,7 +27,7 @@ def test_attention_dropout_builds_compile_without_spills(family, real, tmp_path)
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
 @pytest.mark.parametrize("family, real, D", [("attention", "float", 128), ("attention", "float", 64),
                                              ("attention_half", "__half", 128)])
-def test_attention_dropout_builds_near_the_register_cap_for_sm_90a(family, real, D, tmp_path):
+def test_attention_dropout_builds_near_the_register_cap_for_sm_90a(family, real, D):
     tiles = (kernels_attention.half_tiles(D) if family == "attention_half"
              else kernels_attention.gpu_tiles(np.float32, D)).defines(D)
-    compiles_with_nvcc(NN_KERNELS, family, real, tmp_path, archs=("90a",), defines={**tiles, "ATT_DROPOUT": 1})
+    compiles_with_nvcc(NN_KERNELS, family, real, archs=("90a",), defines={**tiles, "ATT_DROPOUT": 1})

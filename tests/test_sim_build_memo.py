@@ -32,7 +32,10 @@ DEFINES = {"real": "float", "SCALE": "3"}
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
+    """A fresh cache directory, without the precompiled header (tests/test_sim_pch.py's subject): its build
+    in every test's new directory cost more CPU than the few modules here save with it."""
     monkeypatch.setenv("GPUBLAS_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("GPUBLAS_SIM_PCH", "0")
     monkeypatch.delenv("GPUBLAS_SIM_FISSION_DUMP", raising=False)
     monkeypatch.setattr(compiler, "_private", None)
     return tmp_path / "cache"

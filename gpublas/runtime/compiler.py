@@ -13,8 +13,14 @@ is rebuilt quietly. A cache directory deleted while a module compiles is recreat
 compiled again, said in one line on stderr (not the compiler's error about its vanished files). A
 cache directory that cannot be written is left alone: modules are built into a private temporary
 directory for this process instead, said once on stderr.
+
+One build per module at a time: a miss takes `<name>.lock` in the cache directory (flock, where the OS
+has it) and looks again once it holds it, so processes that want the same module at once (pytest's
+workers, MPI ranks, nn.prefetch beside a launch) compile it once and the others load it; the lock file
+is removed by its holder (a waiter that finds its file unlinked opens the new one).
 """
 import atexit
+import contextlib
 import hashlib
 import json
 import os
@@ -26,6 +32,11 @@ import tempfile
 import threading
 import uuid
 from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # Windows: no lock; concurrent builds of one module stay correct (atomic replace), only slower
+    fcntl = None
 
 from .errors import CompileError, GpublasError
 
@@ -87,10 +98,15 @@ def check_cached(path):
     return f"{len(data)} bytes where {size} were written" if str(len(data)) != size else "corrupted (checksum differs)"
 
 
+def cached_name(source, *, key_parts, suffix, source_name):
+    """The file name compile_cached keeps `source`'s binary under."""
+    return f"{Path(source_name).stem}-{cache_key(source, *key_parts)}{suffix}"
+
+
 def compile_cached(source, *, key_parts, suffix, build, source_name):
     """Returns the path of the cached binary for `source`, building it with
     `build(src_path, out_path)` on a miss or when the cached one fails its check."""
-    name = f"{Path(source_name).stem}-{cache_key(source, *key_parts)}{suffix}"
+    name = cached_name(source, key_parts=key_parts, suffix=suffix, source_name=source_name)
     for root in (cache_dir(), _private):
         if root is None:
             continue
@@ -100,10 +116,51 @@ def compile_cached(source, *, key_parts, suffix, build, source_name):
             return out
         if problem not in ("missing", "unrecorded"):
             print(f"gpublas: cached module {out} is {problem}; rebuilding it", file=sys.stderr)
+    root = cache_dir()
+    with build_lock(root, name):
+        if check_cached(root / name) is None:  # another process built it while this one waited
+            return root / name
+        try:
+            return _build_into(root, name, source, build)
+        except _Unwritable as e:
+            return _build_into(_private_dir(e), name, source, build)
+
+
+@contextlib.contextmanager
+def build_lock(root, name):
+    """Holds `<name>.lock` in directory `root` (made if missing) while the body runs: one build of `name`
+    at a time across processes and threads. No lock where the OS has no flock or `root` cannot be written
+    (the body runs unlocked: builds stay atomic, a module may then be compiled twice)."""
+    fd = _lock_fd(root / f"{name}.lock")
     try:
-        return _build_into(cache_dir(), name, source, build)
-    except _Unwritable as e:
-        return _build_into(_private_dir(e), name, source, build)
+        yield
+    finally:
+        if fd is not None:
+            Path(root / f"{name}.lock").unlink(missing_ok=True)  # before unlocking: a waiter then sees it unlinked
+            os.close(fd)
+
+
+def _lock_fd(path):
+    """An open descriptor of `path` holding its exclusive flock, or None when it cannot be had."""
+    if fcntl is None:
+        return None
+    while True:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError:
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:  # a filesystem without locks: build unlocked
+            os.close(fd)
+            return None
+        try:
+            if os.fstat(fd).st_ino == os.stat(path).st_ino:
+                return fd
+        except OSError:  # unlinked by the holder this one waited for: take the next file
+            pass
+        os.close(fd)
 
 
 class _Unwritable(OSError):

@@ -16,7 +16,9 @@ included libstdc++'s containers, strings and mutex: buffer.h) and saves 0.4-0.8 
 process compiles starts the build on a thread of its own; a module a launch waits for compiles beside
 it, without it; a module of a background batch (nn.prefetch, prebuild: compile_queue's threads) and
 every module after the first wait for it (on a 2-core machine compiling beside the build slowed both:
-the header came too late for most of the first run's modules). GPUBLAS_SIM_PCH=0 turns it off.
+the header came too late for most of the first run's modules). A process that finds the header in the
+cache already (another built it: a test suite's workers and subprocesses, MPI ranks, a second run) uses
+it from its first module on. GPUBLAS_SIM_PCH=0 turns it off.
 """
 import os
 import sys
@@ -51,12 +53,28 @@ def include(cxx, flags, key_parts, header):
             _building[key] = builder = threading.Thread(target=_build, args=(key, cxx, flags, key_parts, header),
                                                         name="gpublas-sim-pch")
             builder.start()
-    if first and not compile_queue.in_worker():  # a launch waits for this module: compiled beside the build
-        return header
+    if first and not compile_queue.in_worker() and not _in_cache(key_parts, header):
+        return header  # a launch waits for this module: compiled beside the build
     builder.join(WAIT_S)  # later modules, and a background batch's first (prefetch): it saves more than it costs
     with _lock:
         stub = _ready.get(key)
     return stub if stub is not None and _intact(stub) else header
+
+
+def _in_cache(key_parts, header):
+    """Whether the cache holds the header and its stub intact already (another process built them): the
+    builder then only checks them, in a fraction of a module's compile, and this process's first module
+    waits for that. A damaged one is rebuilt as when there is none (its first module does not wait)."""
+    gch = compiler.cache_dir() / compiler.cached_name(_pch_source(header), key_parts=key_parts, suffix=".h.gch",
+                                                      source_name=header.name)
+    try:
+        return gch.with_suffix("").read_text() == _stub_text(gch) and compiler.check_cached(gch) is None
+    except OSError:
+        return False
+
+
+def _pch_source(header):
+    return f'#include "{header.name}"\n'
 
 
 def wait():
@@ -98,7 +116,7 @@ def _build(key, cxx, flags, key_parts, header):
         compiler.run_compiler([cxx, *flags, "-I", str(header.parent), "-x", "c++-header", str(src), "-o", str(out)],
                               what="the sim backend's precompiled header", output=out, source_name=header.name)
     try:
-        gch = compiler.compile_cached(f'#include "{header.name}"\n', key_parts=key_parts, suffix=".h.gch",
+        gch = compiler.compile_cached(_pch_source(header), key_parts=key_parts, suffix=".h.gch",
                                       build=build, source_name=header.name)
         stub = gch.with_suffix("")  # gpublas_sim-<key>.h
         text = _stub_text(gch)
