@@ -16,9 +16,10 @@ GRIDS = [(1, 32), (3, 64), (7, 256)]  # (blocks, threads): threads without an el
 
 
 @pytest.mark.parametrize("form", FORMS, ids=["sim", "gpu"])
-def test_axpy_and_copy_visit_every_element_once(form, rng):
+def test_axpy_copy_and_scal_visit_every_element_once(form, rng):
     axpy = get_kernel("blas1", "axpy_real", np.float64, **form)
     copy = get_kernel("blas1", "copy_real", np.float64, **form)
+    scal = get_kernel("blas1", "scal_real", np.float64, **form)
     for n in SIZES:
         for inc in (1, 2, -1):
             x = rng.standard_normal(n * abs(inc))
@@ -32,6 +33,9 @@ def test_axpy_and_copy_visit_every_element_once(form, rng):
                 np.testing.assert_array_equal(dy.get(), want, err_msg=f"n {n}, inc {inc}, grid {grid}x{block}")
                 copy(grid, block, n, xv, inc, yv, inc, views=True)
                 want[::abs(inc)] = x[::abs(inc)]
+                np.testing.assert_array_equal(dy.get(), want)
+                scal(grid, block, n, 3.0, yv, inc, views=True)  # the simulator's unit stride: its unrolled run
+                want[::abs(inc)] *= 3.0
                 np.testing.assert_array_equal(dy.get(), want)
 
 
