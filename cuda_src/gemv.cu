@@ -67,6 +67,25 @@ __device__ __forceinline__ void gemv_sim_rows(const T* const* a, const T* __rest
         s[q] = lanes[q][0];
     }
 }
+
+// s[j] = sum over rows r0 .. r1 - 1, in row order, of f(a[r * lda + j]) * x[r], for j < w: 4 rows a pass over the sums
+// (one load and store of s[j] for four rows, each still added in row order), vector adds across the columns
+template <class F>
+__device__ __forceinline__ void gemv_sim_cols(const real* __restrict__ a, int lda, const real* __restrict__ x, int r0,
+                                              int r1, int w, real* __restrict__ s, F f) {
+    for (int j = 0; j < w; ++j) s[j] = 0;
+    int r = r0;
+    for (; r + 4 <= r1; r += 4) {
+        const real* __restrict__ ar = a + (long long)r * lda;
+        const real x0 = x[r], x1 = x[r + 1], x2 = x[r + 2], x3 = x[r + 3];
+        for (int j = 0; j < w; ++j)
+            s[j] = f(ar[3 * lda + j]) * x3 + (f(ar[2 * lda + j]) * x2 + (f(ar[lda + j]) * x1 + (f(ar[j]) * x0 + s[j])));
+    }
+    for (; r < r1; ++r) {
+        const real* __restrict__ ar = a + (long long)r * lda;
+        for (int j = 0; j < w; ++j) s[j] = f(ar[j]) * x[r] + s[j];
+    }
+}
 #endif
 
 extern "C" __global__ void gemv_n_warp(int M, int N, real alpha, const real* __restrict__ A, int lda,
@@ -104,8 +123,8 @@ extern "C" __global__ void gemv_t_partial(int M, int N, const real* __restrict__
                                           int conjugate) {
 #if defined(__CUDA_ARCH_SIM__) && !defined(GEMV_GPU_FORM)
     // the simulator: thread blockIdx.x * blockDim.x + threadIdx.x owns GEMV_SIM_COL_BYTES of columns and walks
-    // chunk blockIdx.y's rows in order, each row's piece times x[r] added into the columns' sums where they end,
-    // in partial (an L1-sized run; vector adds across the columns, no barrier)
+    // chunk blockIdx.y's rows in order (gemv_sim_cols), the columns' sums where they end, in partial (an L1-sized
+    // run; no barrier)
     constexpr int C = GEMV_SIM_COL_BYTES / (int)sizeof(real);
     const long long c0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * C;
     if (c0 >= N) return;
@@ -113,24 +132,8 @@ extern "C" __global__ void gemv_t_partial(int M, int N, const real* __restrict__
     const int r0 = blockIdx.y * rows_per_chunk;
     const int r1 = r0 + rows_per_chunk < M ? r0 + rows_per_chunk : M;
     real* __restrict__ s = partial + (long long)blockIdx.y * N + c0;
-    for (int j = 0; j < w; ++j) s[j] = 0;
-    int r = r0;
-    for (; r + 4 <= r1; r += 4) {  // 4 rows a pass over the sums (each added in row order, as one at a time)
-        const real* __restrict__ a = A + (long long)r * lda + c0;
-        const real x0 = x[r], x1 = x[r + 1], x2 = x[r + 2], x3 = x[r + 3];
-        if (conjugate)
-            for (int j = 0; j < w; ++j)
-                s[j] = conj(a[3 * lda + j]) * x3 + (conj(a[2 * lda + j]) * x2 + (conj(a[lda + j]) * x1 + (conj(a[j]) * x0 + s[j])));
-        else
-            for (int j = 0; j < w; ++j)
-                s[j] = a[3 * lda + j] * x3 + (a[2 * lda + j] * x2 + (a[lda + j] * x1 + (a[j] * x0 + s[j])));
-    }
-    for (; r < r1; ++r) {
-        const real* __restrict__ a = A + (long long)r * lda + c0;
-        const real xr = x[r];
-        if (conjugate) for (int j = 0; j < w; ++j) s[j] = conj(a[j]) * xr + s[j];
-        else for (int j = 0; j < w; ++j) s[j] = a[j] * xr + s[j];
-    }
+    if (conjugate) gemv_sim_cols(A + c0, lda, x, r0, r1, w, s, [](real v) { return conj(v); });
+    else gemv_sim_cols(A + c0, lda, x, r0, r1, w, s, [](real v) { return v; });
 #else
     __shared__ real part[8][33];  // part[ty][tx]: the sum of rows ty, ty + 8, ... for one column
     const int tx = threadIdx.x, ty = threadIdx.y;

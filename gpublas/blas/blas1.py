@@ -23,13 +23,12 @@ from ..runtime import dtypes
 from ..core.array import DeviceArray, empty
 from ..core.checks import FLOATS, check_operands, contiguous, vector, write_back
 from ..core.scratch import scratch
-from ..runtime.geometry import SIM_BLOCK_RUNS, SIM_SPREAD
+from ..runtime.geometry import SIM_BLOCK_RUNS, SIM_REDUCE_RUNS, SIM_SPREAD
 from ..runtime.launch import BLOCK, SIM_RUN, ceil_div, flat_geometry, get_kernel, simulated
 from ..runtime.stream import refuse_in_capture
 
 MAX_PARTIALS = 1024   # reductions: partials per pass-1 launch
 SIM_PARTIALS = 16     # ... on the sim backend (blocks of SIM_RUN-element runs: 2^22 elements fill them)
-SIM_REDUCE_RUNS = 8   # runs of SIM_RUN elements a thread of a first pass takes on the sim from SIM_SPREAD elements
 
 
 BLAS1_TYPES = FLOATS + dtypes.COMPLEX  # axpy, scal, copy, swap, dot, dotc, asum, nrm2
@@ -114,8 +113,7 @@ def _parts(n):
     """(blocks, threads) of the first reduction pass: up to MAX_PARTIALS blocks of BLOCK threads. On the sim a
     thread per run of SIM_RUN elements: one block of them below SIM_SPREAD elements (partial warps: common.cuh's
     block_reduce takes any count), else blocks of SIM_BLOCK_RUNS runs or more (at most SIM_PARTIALS of them), which
-    the runtime spreads over the cores (blas1.cu's `// sim spread:` lines), a thread taking SIM_REDUCE_RUNS runs there
-    (a block's threads save their partials around its barrier: 2^22 float32 nrm2 1.7 -> 1.4 ms, dot 1.8 -> 1.6)."""
+    the runtime spreads over the cores (blas1.cu's `// sim spread:` lines), a thread taking SIM_REDUCE_RUNS runs there."""
     if simulated():
         runs = ceil_div(n, SIM_RUN) or 1
         if n < SIM_SPREAD:

@@ -17,7 +17,7 @@ from ..core.checks import FLOATS, blas_matrix, check_operands, contiguous, write
 from .gemm_complex import trans_op
 from ..runtime import source
 from ..runtime.geometry import SIM_SPREAD, flat_geometry
-from ..runtime.launch import BLOCK, ceil_div, get_kernel, grid_1d, simulated
+from ..runtime.launch import ceil_div, get_kernel, simulated
 from ..core.layout import may_share_memory
 
 WARPS_PER_BLOCK = 8      # gemv_n_warp: one warp per row
@@ -99,7 +99,7 @@ def _launch_gemv_t(a, lda, x, y, alpha, beta, conjugate, stream):
         grid, block = (ceil_div(n, 32), nchunks), (32, 8)
     k(grid, block, m, n, a, lda, x, rows_per_chunk, partial, conjugate, stream=stream, views=True)
     k = get_kernel("gemv", "gemv_t_finish", a.dtype)
-    k(*(flat_geometry(n) if sim else (grid_1d(n), BLOCK)), n, nchunks, partial, alpha, beta, y, stream=stream)
+    k(*flat_geometry(n), n, nchunks, partial, alpha, beta, y, stream=stream)
 
 
 def _sim_grid(threads, elements):

@@ -21,6 +21,7 @@ from . import promotion
 from ..runtime import dtypes, source
 from .array import DeviceArray, impl, provide
 from .checks import as_array, check_float, normalize_axes
+from ..runtime.geometry import SIM_REDUCE_RUNS
 from ..runtime.launch import SIM_RUN, ceil_div, geometry_1d, get_kernel, simulated
 
 _OPS = source.int_defines("reduce.cu", "RED_")
@@ -80,9 +81,8 @@ def launch_reduce_rows(op, x, rows, n, val, idx, scale=1):
     compute = dtypes.TABLE[x.dtype].compute  # the partials' dtype, and the second pass's build
     pval = DeviceArray((rows, parts), compute)
     pidx = DeviceArray((rows, parts), np.int32) if idx is not None else None
-    # on the sim 32 threads a part, each a run of 8 SIM_RUN (a block's threads save their partials around its
-    # barrier: 2^22 float32 sum 1.18 -> 0.92 ms, max 1.49 -> 1.21)
-    k(rows * parts, 32 if simulated() else 256, x, None, pval, pidx, op, n, parts, 1)
+    # on the sim a part's SIM_PART elements in threads of SIM_REDUCE_RUNS runs
+    k(rows * parts, SIM_PART // (SIM_REDUCE_RUNS * SIM_RUN) if simulated() else 256, x, None, pval, pidx, op, n, parts, 1)
     k2 = k if compute == x.dtype else get_kernel("reduce", "reduce_rows", compute)
     k2(rows, _row_block(parts), pval, pidx, val, idx, op, parts, 1, scale)
 

@@ -29,8 +29,9 @@
 // loaded 2-core VM (medians): bias + identity 0.72 -> 0.06 ms, + ReLU 0.97 -> 0.05, + GELU-tanh 3.4 -> 1.5-1.7;
 // act_backward_input GELU-tanh 2.4 -> 1.7, ReLU 1.3 -> 0.04. act_backward's run form switches on act once per run
 // too, and takes float data 8 at a time as 32-byte vectors (its scalar ReLU kept a branch that multiplied by 0 on
-// one side only, ~4 ns an element of random sign: 32K floats, the digits CNN's, ~80 -> ~10 us). Then vector_math.h's tanh in 32-byte quarters and, for float data, whole runs of 16 loaded and stored as
-// vectors (act_sim_apply's get16 / put16; bias_act_forward keeps the scalar ones, faster there), same machine, min
+// one side only, ~4 ns an element of random sign: 32K floats, the digits CNN's, ~80 -> ~10 us). Then
+// vector_math.h's tanh in 32-byte quarters and, for float data, whole runs of 16 loaded and stored as vectors
+// (act_sim_apply's get16 / put16; bias_act_forward keeps the scalar ones, faster there), same machine, min
 // of 200 calls interleaved with the form before: act_forward tanh 0.57 -> 0.35 ms, bias + GELU-tanh ~0.71 and
 // act_backward_input GELU-tanh ~0.70 unchanged (their cost is the arithmetic now; tanh alone ~3 ns an element).
 // sim spread: act_forward act_backward act_backward_input bias_act_forward

@@ -92,15 +92,27 @@ struct PoolSimRun {
 #define POOL_SIM_RUNS 0
 #endif
 
+// Output e of a forward: the max (0 for a window all padding) and its argmax, or the average
+template <bool MAX, class I>
+__device__ __forceinline__ void pool_store(real* __restrict__ y, int* __restrict__ idx, I e, int best, acc_real m,
+                                           acc_real s, acc_real inv) {
+    if (MAX) {
+        y[e] = convert<real>(best < 0 ? (acc_real)0 : m);
+        idx[e] = best;
+    } else {
+        y[e] = convert<real>(s * inv);
+    }
+}
+
 #if POOL_SIM_RUNS
 // The simulator's forward along one output row segment: outputs col .. col + len - 1 of a row whose window starts
 // at input row h0 (rows i_lo .. i_hi - 1 of the window inside the plane), y and idx at the segment's first output.
-// KH, KW: the window's size when fixed at compile time (0: g.kh, g.kw).
-template <bool MAX, int KH, int KW>
+// K: a square window's side when fixed at compile time (0: g.kh x g.kw).
+template <bool MAX, int K>
 __device__ __forceinline__ void pool_forward_row(const real* __restrict__ xp, real* __restrict__ y, int* __restrict__ idx,
                                                  int len, int col, int h0, int i_lo, int i_hi, acc_real inv,
                                                  const PoolGeom& g) {
-    const int kh = KH ? KH : g.kh, kw = KW ? KW : g.kw;  // loops of a constant count unroll whole
+    const int kh = K ? K : g.kh, kw = K ? K : g.kw;  // loops of a constant count unroll whole
     for (int t = 0; t < len; ++t) {
         const int w0 = (col + t) * g.sw.d - g.pw;
         const int j_lo = w0 < 0 ? -w0 : 0, j_hi = min(kw, g.W.d - w0);
@@ -119,12 +131,7 @@ __device__ __forceinline__ void pool_forward_row(const real* __restrict__ xp, re
                     best = take ? at : best;
                 }
             }
-        if (MAX) {
-            y[t] = convert<real>(best < 0 ? (acc_real)0 : m);
-            idx[t] = best;
-        } else {
-            y[t] = convert<real>(s * inv);
-        }
+        pool_store<MAX>(y, idx, t, best, m, s, inv);
     }
 }
 #endif
@@ -143,9 +150,9 @@ __device__ __forceinline__ void pool_forward_loop(const real* __restrict__ x, re
         const int h0 = oh * g.sh.d - g.ph;
         const int i_lo = h0 < 0 ? -h0 : 0, i_hi = min(g.kh, g.H.d - h0);  // window rows inside the plane
         if (g.kh == 2 && g.kw == 2)  // MaxPool2d(2)'s window, its loops unrolled
-            pool_forward_row<MAX, 2, 2>(xp, y + run.at, idx ? idx + run.at : nullptr, len, run.col, h0, i_lo, i_hi, inv, g);
+            pool_forward_row<MAX, 2>(xp, y + run.at, idx ? idx + run.at : nullptr, len, run.col, h0, i_lo, i_hi, inv, g);
         else
-            pool_forward_row<MAX, 0, 0>(xp, y + run.at, idx ? idx + run.at : nullptr, len, run.col, h0, i_lo, i_hi, inv, g);
+            pool_forward_row<MAX, 0>(xp, y + run.at, idx ? idx + run.at : nullptr, len, run.col, h0, i_lo, i_hi, inv, g);
         run.next(len, g.OH.d);
     }
 #else
@@ -166,12 +173,7 @@ __device__ __forceinline__ void pool_forward_loop(const real* __restrict__ x, re
                 else if (best < 0 || v > m || (v != v && m == m)) { m = v; best = h * g.W.d + w; }
             }
         }
-        if (MAX) {
-            y[e] = convert<real>(best < 0 ? (acc_real)0 : m);
-            idx[e] = best;
-        } else {
-            y[e] = convert<real>(s * inv);
-        }
+        pool_store<MAX>(y, idx, e, best, m, s, inv);
     }
 #endif
 }
