@@ -1,5 +1,6 @@
 """The simulator's run forms of Conv2d's and the pools' data movement (nn/cuda/conv.cu, nn/cuda/pool.cu,
-swap01 of cuda_src/transpose.cu: a thread's run walked in row segments, the divisions hoisted): the same bits as
+swap01 of cuda_src/transpose.cu: a thread's run walked in row segments or, for conv's small planes, whole planes
+through a tap table, the divisions hoisted): the same bits as
 the grid-stride form a GPU runs (GRID_STRIDE_GPU_FORM builds it on the simulator), over strides, padding and
 dilation that cut rows at both ends, sizes that cut runs mid-row and mid-plane, and grids with threads that find
 no element."""
@@ -13,7 +14,9 @@ from nn.kernels import KERNELS
 from nn.kernels.activation import ACT
 from nn.layers.conv import out_size
 
-FORMS = {"sim": {}, "gpu": {"GRID_STRIDE_GPU_FORM": 1}}
+# "rows": the simulator's row-segment forms of im2col and col2im, which it takes for planes too large for its
+# tap table (CONV_SIM_TABLE entries; these tests' small planes take the table)
+FORMS = {"sim": {}, "gpu": {"GRID_STRIDE_GPU_FORM": 1}, "rows": {"CONV_SIM_TABLE": 0}}
 GRIDS = [(1, 1), (1, 32), (3, 64), (2, 7)]
 # (N, C, H, W, kh, kw, sh, sw, ph, pw, dh, dw)
 CONVS = [(2, 3, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1), (3, 2, 7, 9, 3, 2, 2, 3, 1, 2, 1, 1),
@@ -27,10 +30,11 @@ def kernel(family, name, dtype, form, root=KERNELS):
     return launch.get_kernel(family, name, dtype, root=root, **FORMS[form])
 
 
-def both_forms(run):
-    """run(form) -> array, for both builds: equal bit for bit."""
-    a, b = run("sim"), run("gpu")
-    np.testing.assert_array_equal(a, b)
+def both_forms(run, forms=("sim", "gpu")):
+    """run(form) -> array, for each build: equal bit for bit."""
+    a = run(forms[0])
+    for form in forms[1:]:
+        np.testing.assert_array_equal(a, run(form), err_msg=f"{forms[0]} and {form} forms differ")
     return a
 
 
@@ -52,14 +56,14 @@ def test_im2col_and_col2im_equal_the_gpu_form(rng, dtype):
                 kernel("conv", "im2col_nchw", dtype, form)(grid, block, gpublas.to_device(x), cols, *sizes,
                                                           fd(N * OH * OW))
                 return cols.get()
-            cols = both_forms(im2col)
+            cols = both_forms(im2col, ("sim", "gpu", "rows"))
             assert not np.isnan(cols).any()
 
             def col2im(form):
                 dx = gpublas.to_device(np.full(x.shape, np.nan, dtype))
                 kernel("conv", "col2im_nchw", dtype, form)(grid, block, gpublas.to_device(dcols), dx, *sizes)
                 return dx.get()
-            dx = both_forms(col2im)
+            dx = both_forms(col2im, ("sim", "gpu", "rows"))
         # col2im is im2col's adjoint: <im2col(x), dcols> = <x, col2im(dcols)>
         np.testing.assert_allclose(np.vdot(cols, dcols), np.vdot(x, dx), rtol=1e-4)
 

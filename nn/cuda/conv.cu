@@ -64,6 +64,60 @@ __device__ __forceinline__ ConvGeom conv_geom(unsigned long long N, unsigned lon
 // then the kh*kw taps of channel c write rows k = (c * kh + i) * kw + j, the tap's input row and column
 // stepping by dh and dw
 #if CONV_SIM_RUNS
+// Small planes (the digits CNN's 4 x 4 and 8 x 8, rows of 4 to 8 columns) leave the row forms below ~10 ns of
+// loop overhead per row and tap. Where a convolution's taps x output pixels fit CONV_SIM_TABLE entries, a
+// thread first tabulates, per tap, the input pixel each output pixel reads (h * W + w in its plane, -1 in
+// padding), then walks whole (n, c) planes through the table: one loop of P per tap, no row breaks.
+#ifndef CONV_SIM_TABLE
+#define CONV_SIM_TABLE 1024  // ints on the simulated thread's stack (4 KB; a fiber has 64 KB)
+#endif
+
+// tab[(i * kw + j) * P + p]: the input pixel output pixel p = oh * OW + ow reads through tap (i, j), or -1
+__device__ __forceinline__ void conv_tap_table(int* tab, const ConvGeom& g) {
+    for (int i = 0, t = 0; i < g.kh.d; ++i)
+        for (int j = 0; j < g.kw.d; ++j)
+            for (int oh = 0; oh < g.OH.d; ++oh) {
+                const int h = oh * g.sh.d - g.ph + i * g.dh;
+                for (int ow = 0; ow < g.OW.d; ++ow, ++t) {
+                    const int w = ow * g.sw.d - g.pw + j * g.dw;
+                    tab[t] = h >= 0 && h < g.H.d && w >= 0 && w < g.W.d ? h * g.W.d + w : -1;
+                }
+            }
+}
+
+__device__ __forceinline__ bool conv_sim_tabled(const ConvGeom& g) {
+    return (long long)g.kh.d * g.kw.d * g.OH.d * g.OW.d <= CONV_SIM_TABLE;
+}
+
+// im2col through the table: the thread's items (c, n, p) in segments of one (c, n) plane, each tap's segment
+// of its cols row gathered from the plane (x at the tapped pixel or 0). The GPU form's values.
+template <class I>
+__device__ __forceinline__ void im2col_sim_table(const real* __restrict__ x, real* __restrict__ cols, long long at,
+                                                 long long end, const ConvGeom& g, const FastDivmod& NP) {
+    int tab[CONV_SIM_TABLE > 0 ? CONV_SIM_TABLE : 1];
+    conv_tap_table(tab, g);
+    const int taps = g.kh.d * g.kw.d, P = g.OH.d * g.OW.d, HW = g.H.d * g.W.d;
+    I q;
+    I c = div_mod((I)at, NP, q);
+    I n = q / (I)P, p = q % (I)P;
+    for (long long e = at; e < end;) {
+        const int len = (int)min((long long)(P - (int)p), end - e);
+        const real* xc = x + (n * (I)g.C.d + c) * (I)HW;
+        for (int tap = 0; tap < taps; ++tap) {
+            real* out = cols + (c * (I)taps + (I)tap) * (I)NP.d + n * (I)P + p;
+            const int* tp = tab + tap * P + (int)p;
+            for (int t = 0; t < len; ++t) {
+                const int k = tp[t];
+                const real v = xc[k < 0 ? 0 : k];
+                out[t] = k < 0 ? convert<real>(0.0f) : v;
+            }
+        }
+        e += len;
+        p = 0;
+        if (++n == (I)g.N.d) { n = 0; ++c; }
+    }
+}
+
 // The simulator's im2col: the thread's run of items (c, n, oh, ow) in segments of one output row (c, n, oh),
 // tap by tap: a segment of row k = (c, i, j) of cols is zeros, then a copy of the input row h at stride sw,
 // then zeros (the output columns whose tap falls in padding, found once per tap). The same values as the
@@ -73,6 +127,7 @@ __device__ __forceinline__ void im2col_sim(const real* __restrict__ x, real* __r
                                            const ConvGeom& g, const FastDivmod& NP) {
     long long at, end;
     if (!sim_thread_run(total, at, end)) return;
+    if (conv_sim_tabled(g)) return im2col_sim_table<I>(x, cols, at, end, g, NP);
     const int kh = g.kh.d, kw = g.kw.d, H = g.H.d, W = g.W.d, OH = g.OH.d, OW = g.OW.d, sw = g.sw.d;
     I q_at, ow_at, oh_at;
     const I c_at = div_mod((I)at, NP, q_at);
@@ -153,6 +208,42 @@ extern "C" __global__ void im2col_nchw(const real* __restrict__ x, real* __restr
 
 #if CONV_SIM_RUNS
 #define COL2IM_SIM_CHUNK 64
+
+// col2im through the table (conv_sim_tabled, and a plane of at most COL2IM_SIM_PLANE pixels): the thread's dx
+// elements in segments of one (n, c) plane [lo, hi), summed in locals: tap by tap in the GPU form's order (i,
+// then j), every output pixel's dcols value added to the pixel its tap lands on (a tap's pixels land on
+// distinct pixels). Each element gets its taps in the GPU form's order: the same sums, bit for bit.
+#define COL2IM_SIM_PLANE 1024
+template <class I>
+__device__ __forceinline__ void col2im_sim_table(const acc_real* __restrict__ dcols, real* __restrict__ dx,
+                                                 long long at, long long end, const ConvGeom& g) {
+    int tab[CONV_SIM_TABLE > 0 ? CONV_SIM_TABLE : 1];
+    conv_tap_table(tab, g);
+    const int taps = g.kh.d * g.kw.d, P = g.OH.d * g.OW.d, HW = g.H.d * g.W.d;
+    const I NP = (I)g.N.d * (I)P;
+    acc_real s[COL2IM_SIM_PLANE];
+    I hw, c;
+    I n = div_mod((I)at / (I)HW, g.C, c);
+    hw = (I)at % (I)HW;
+    for (long long e = at; e < end;) {
+        const int lo = (int)hw, hi = (int)min((long long)HW, lo + (end - e));
+        for (int t = lo; t < hi; ++t) s[t] = 0;
+        for (int tap = 0; tap < taps; ++tap) {
+            const acc_real* src = dcols + (c * (I)taps + (I)tap) * NP + n * (I)P;
+            const int* tp = tab + tap * P;
+            for (int p = 0; p < P; ++p) {
+                const int k = tp[p];
+                if (k >= lo && k < hi) s[k] += src[p];
+            }
+        }
+        real* out = dx + e - lo;
+        for (int t = lo; t < hi; ++t) out[t] = convert<real>(s[t]);
+        e += hi - lo;
+        hw = 0;
+        if (++c == (I)g.C.d) { c = 0; ++n; }
+    }
+}
+
 // The simulator's col2im: the thread's run of dx in segments of one input row (n, c, h), at most
 // COL2IM_SIM_CHUNK elements, summed in locals: for each kernel row i whose tap lands on h (the output row oh
 // found once a segment), each j adds the dcols run of the output columns ow landing in the segment. Each
@@ -162,6 +253,8 @@ __device__ __forceinline__ void col2im_sim(const acc_real* __restrict__ dcols, r
                                            const ConvGeom& g) {
     long long at, end;
     if (!sim_thread_run(total, at, end)) return;
+    if (conv_sim_tabled(g) && (long long)g.H.d * g.W.d <= COL2IM_SIM_PLANE)
+        return col2im_sim_table<I>(dcols, dx, at, end, g);
     const int kh = g.kh.d, kw = g.kw.d, H = g.H.d, W = g.W.d, OW = g.OW.d, sw = g.sw.d;
     const I P = (I)g.OH.d * (I)OW, NP = (I)g.N.d * P;
     I w_at, h_at, c;
