@@ -24,6 +24,9 @@
 // us on a loaded VM: maxpool_forward 265 -> 170-215, maxpool_backward 275 -> 160-210 (16 planes of 8x8
 // per image); 113 -> 70-100 and 147 -> 80-110 (32 of 4x4). The forward's row then became pool_forward_row, its
 // window loops of a constant count (2 x 2, MaxPool2d(2)'s, unrolled whole): 16 planes of 8x8, 243 -> 154 us a call.
+// The backward's whole 2 x 2 cells are four zeros and d stored at the argmax (a select per element compiled to
+// branches an argmax's randomness mispredicts): A/B in one process, 16 planes of 8x8 140-180 -> 80-106 us, 32 of
+// 4x4 60-84 -> 34-44 us.
 //
 // Sizes a kernel divides by (H, W, OH, OW, sh, sw) arrive as FastDivmod divisors (gpublas.runtime.launch.
 // fast_divisor); each body is a template on its index type, 32-bit below 2^31 elements (see conv.cu).
@@ -253,10 +256,25 @@ __device__ __forceinline__ void pool_backward_cells(const real* __restrict__ dy,
         real* dxp = dx + run.plane * (long long)H * W;
         const int top = oh * sh - g.ph;
         const int h_end = oh == g.OH.d - 1 ? H : min(top + sh, H);
+        const bool rows2 = g.kh == 2 && sh == 2 && top >= 0 && h_end == top + 2;
         for (int t = 0; t < len; ++t) {
             const long long e = run.at + t;
             const int ow = run.col + t, left = ow * sw - g.pw;
             const int w_end = ow == g.OW.d - 1 ? W : min(left + sw, W);
+            if (rows2 && g.kw == 2 && sw == 2 && left >= 0 && w_end == left + 2) {
+                // MaxPool2d(2)'s whole 2 x 2 cell, unrolled: pool_cell's values, the max's as zeros then d at
+                // the argmax when it lies in the cell (no select per element: an argmax is random)
+                const int base = top * W + left;
+                const acc_real d = load_as(dy[e]);
+                const real v = convert<real>(MAX ? d : d * inv);
+                real* c = dxp + base;
+                c[0] = c[1] = c[W] = c[W + 1] = MAX ? convert<real>((acc_real)0) : v;
+                if (MAX) {
+                    const int off = idx[e] - base;
+                    if (off == 0 || off == 1 || off == W || off == W + 1) c[off] = v;
+                }
+                continue;
+            }
             pool_cell<MAX>(dxp, W, top, left, h_end, w_end, load_as(dy[e]), MAX ? idx[e] : -1, g, inv);
         }
         run.next(len, g.OH.d);
