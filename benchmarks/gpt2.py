@@ -3,7 +3,8 @@ T = 1024) as nn.models.GPT, under nn.autocast(bfloat16) (--precision fp16 for fl
 with nanoGPT's groups and gradient clipping; an eager step and, with --graph, the same step captured once
 and replayed (nn.examples.graphed, as `python -m nn.examples.gpt --graph` runs it); against PyTorch eager
 (benchmarks/train_torch.py's twin of the model: the same weights, torch.autocast with the same dtype,
-torch.optim.AdamW) on the same GPU in the same run.
+torch.optim.AdamW) on the same GPU in the same run, and the graph row also against PyTorch's step captured in a
+CUDA graph (torch.cuda.CUDAGraph, AdamW with capturable=True) and replayed.
 
 A step is zero_grad, forward, cross-entropy over (B, T, V), backward, clip_grad_norm(1.0), AdamW; the loss
 stays on the device (nothing is read back inside the timed steps). Before timing, the first step's loss is
@@ -71,37 +72,52 @@ def first_loss(net, state, x, y, precision):
     return float(nn.CrossEntropyLoss()(logits, gpublas.to_device(y)))
 
 
-def torch_peer(ctx, net, state, x, y, precision, device):
-    """{"ms", "first_loss"} of the same step in PyTorch eager on `device` (None: torch does not import)."""
+def torch_peer(ctx, net, state, x, y, precision, device, graph=False):
+    """{"ms", "first_loss"} of the same step in PyTorch eager on `device` (None: torch does not import); graph=True
+    (CUDA) adds the step captured in a CUDA graph and replayed (train_torch.graph_timing: "graph_ms" or
+    "graph_error"), from a second twin whose AdamW keeps its step count on the device (capturable=True)."""
     try:
         import torch
     except ImportError:
         return None
     net.load_state_dict(state)
-    model = train_torch.torch_gpt(net, device)
     tx, ty = torch.from_numpy(x).long().to(device), torch.from_numpy(y).long().to(device)
     if device != "cuda":   # off the GPU only the first loss is compared (torch's optimizers import slowly)
+        model = train_torch.torch_gpt(net, device)
         with torch.no_grad():
             return {"first_loss": torch.nn.functional.cross_entropy(model(tx).flatten(0, 1), ty.flatten()).item(),
                     "ms": None}
-    decay = [p for p in model.parameters() if p.dim() >= 2]
-    rest = [p for p in model.parameters() if p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
-                            lr=LR, betas=(0.9, 0.95), eps=1e-8)
     low = getattr(torch, train_torch.AUTOCAST[precision]) if precision in train_torch.AUTOCAST else None
+
+    def twin(capturable):
+        """(optimizer, body): a twin of net and its step from forward to the update (no zero_grad, no read-back)."""
+        model = train_torch.torch_gpt(net, device)
+        decay = [p for p in model.parameters() if p.dim() >= 2]
+        rest = [p for p in model.parameters() if p.dim() < 2]
+        opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
+                                lr=LR, betas=(0.9, 0.95), eps=1e-8, capturable=capturable)
+
+        def body():
+            with torch.autocast(device, dtype=low or torch.bfloat16, enabled=low is not None):
+                logits = model(tx)
+            loss = torch.nn.functional.cross_entropy(logits.float().flatten(0, 1), ty.flatten())
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)   # as step_parts
+            opt.step()
+            return loss
+        return opt, body
+
+    opt, body = twin(False)
 
     def step():
         opt.zero_grad()
-        with torch.autocast(device, dtype=low or torch.bfloat16, enabled=low is not None):
-            logits = model(tx)
-        loss = torch.nn.functional.cross_entropy(logits.float().flatten(0, 1), ty.flatten())
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)   # as step_parts
-        opt.step()
-        return loss
+        return body()
 
-    first = step().item()
-    return {"first_loss": first, "ms": train_torch.median_ms(ctx, step, device)}
+    out = {"first_loss": step().item(), "ms": train_torch.median_ms(ctx, step, device)}
+    if graph:
+        g_opt, g_body = twin(True)
+        out.update(train_torch.graph_timing(ctx, lambda: g_opt.zero_grad(set_to_none=True), g_body))
+    return out
 
 
 def run(ctx):
@@ -122,22 +138,31 @@ def run(ctx):
                       np.array([loss32]), rtol=2 ** -6, atol=0)
     ok &= report.check(f"{label}: initial loss near ln(V)", np.array([loss32]), np.array([np.log(V)]), rtol=0.1, atol=0)
     device = train_torch.device() or "cpu"
-    peer = torch_peer(ctx, net, state, x, y, "fp32" if device == "cpu" else precision, device)
+    graphs = (ctx.graph or ctx.simulated) and precision == "bf16"   # the graph rows (fp16: see below)
+    peer = torch_peer(ctx, net, state, x, y, "fp32" if device == "cpu" else precision, device,
+                      graph=graphs and device == "cuda")
     if peer is not None:
         ok &= report.check(f"{label}: PyTorch twin's first loss", np.array([peer["first_loss"]]),
                            np.array([loss32]), rtol=2 ** -5 if device == "cuda" else 1e-4, atol=0)
     if not ok:
         return report
     # fp16's GradScaler decides on the host each step, which a graph cannot hold (Precision.check_graph)
-    for graph in (False, True) if (ctx.graph or ctx.simulated) and precision == "bf16" else (False,):
+    for graph in (False, True) if graphs else (False,):
         ms = time_ours(ctx, net, state, x, y, precision, graph)
         row = report.add(model=label, step="graph" if graph else "eager", precision=precision, step_ms=ms,
                          tokens_per_s=B * T / ms * 1e3)
         if peer is not None and peer["ms"]:
             row.update(torch_step_ms=peer["ms"], torch_tokens_per_s=B * T / peer["ms"] * 1e3, vs_torch=peer["ms"] / ms)
+        if graph and peer is not None and "graph_ms" in peer:   # replayed against replayed
+            row.update(torch_graph_step_ms=peer["graph_ms"], torch_graph_tokens_per_s=B * T / peer["graph_ms"] * 1e3,
+                       vs_torch_graph=peer["graph_ms"] / ms)
+    if peer is not None and "graph_error" in peer:
+        report.note(f"PyTorch's CUDA graph capture failed ({peer['graph_error']})")
     report.columns = [("model", "model", "s"), ("step", "step", "s"), ("precision", "precision", "s"),
                       ("step_ms", "step ms", ".2f"), ("tokens_per_s", "tokens/s", ".0f"),
-                      ("torch_tokens_per_s", "PyTorch eager tokens/s", ".0f"), ("vs_torch", "x PyTorch", ".2f")]
+                      ("torch_tokens_per_s", "PyTorch eager tokens/s", ".0f"), ("vs_torch", "x PyTorch", ".2f"),
+                      ("torch_graph_tokens_per_s", "PyTorch graph tokens/s", ".0f"),
+                      ("vs_torch_graph", "x PyTorch graph", ".2f")]
     report.note("a step = zero_grad + forward + cross-entropy + backward + clip_grad_norm(1.0) + AdamW; random tokens")
     report.note("graph: the step captured once and replayed (nn.examples.graphed), as `nn.examples.gpt --graph`")
     if device != "cuda":
@@ -155,6 +180,10 @@ def draw(plt, report):
     if rows[0].get("torch_tokens_per_s"):
         names.append("PyTorch eager")
         values.append(rows[0]["torch_tokens_per_s"])
+    replayed = [r["torch_graph_tokens_per_s"] for r in rows if r.get("torch_graph_tokens_per_s")]
+    if replayed:
+        names.append("PyTorch CUDA graph")
+        values.append(replayed[0])
     ax.barh(names, values)
     ax.set_xlabel(f"tokens/s ({rows[0]['precision']})")
     ax.set_title(rows[0]["model"], fontsize=9)

@@ -334,10 +334,12 @@ def run(ctx):
         row = report.add(model=label, layer="STEP", batch=batch, step_ms=step_ms,
                          samples_per_s=batch / step_ms * 1e3, numpy_step_ms=np_step,
                          numpy_samples_per_s=batch / np_step * 1e3, vs_numpy=np_step / step_ms)
+        g_row = None
         if ctx.graph and check_graph(report, label, layers, x, labels):
             g_ms = time_graph(ctx, layers, x, labels)
-            report.add(model=label, layer="STEP graph", batch=batch, step_ms=g_ms, samples_per_s=batch / g_ms * 1e3,
-                       numpy_step_ms=np_step, numpy_samples_per_s=batch / np_step * 1e3, vs_numpy=np_step / g_ms)
+            g_row = report.add(model=label, layer="STEP graph", batch=batch, step_ms=g_ms,
+                               samples_per_s=batch / g_ms * 1e3, numpy_step_ms=np_step,
+                               numpy_samples_per_s=batch / np_step * 1e3, vs_numpy=np_step / g_ms)
         rows = [("fp32", row, step_ms)]
         if ctx.precision in HALF:
             h_ms = time_autocast(ctx, report, label, layers, x, labels, HALF[ctx.precision])
@@ -348,10 +350,16 @@ def run(ctx):
                     vs_numpy=np_step / h_ms), h_ms))
         # on the CPU fp32 only: torch's CPU autocast needs what this CPU may lack (bf16 LSTM: AVX-512)
         for precision, r, ms in rows if torch_device == "cuda" else rows[:1] if torch_device else ():
-            t = train_torch.time_torch(ctx, layers, state, x, labels, LR, MOMENTUM, precision, torch_device)
+            t = train_torch.time_torch(ctx, layers, state, x, labels, LR, MOMENTUM, precision, torch_device,
+                                       graph=g_row is not None and precision == "fp32")
             if t is not None:
                 r.update(torch_step_ms=t["ms"], torch_samples_per_s=batch / t["ms"] * 1e3, vs_torch=t["ms"] / ms,
                          torch_first_loss=t["first_loss"])
+                if "graph_ms" in t:  # both replayed: nn's graph against PyTorch's CUDA graph
+                    g_row.update(torch_step_ms=t["graph_ms"], torch_samples_per_s=batch / t["graph_ms"] * 1e3,
+                                 vs_torch=t["graph_ms"] / g_row["step_ms"])
+                elif "graph_error" in t:
+                    report.note(f"{label}: PyTorch's CUDA graph capture failed ({t['graph_error']})")
     report.columns = [("model", "model", "s"), ("layer", "layer", "s"), ("fwd_ms", "fwd ms", ".4f"),
                       ("bwd_ms", "bwd ms", ".4f"), ("numpy_fwd_ms", "NumPy fwd", ".4f"),
                       ("numpy_bwd_ms", "NumPy bwd", ".4f"), ("step_ms", "step ms", ".3f"),
@@ -362,7 +370,9 @@ def run(ctx):
     report.note("a step = zero_grad + forward + loss + backward + SGD(momentum 0.9); random data")
     if ctx.graph:
         report.note("STEP graph: the same step (loss kept on the device) captured once with gpublas.graph and "
-                    "replayed; its losses and weights checked equal to eager steps bit for bit")
+                    "replayed; its losses and weights checked equal to eager steps bit for bit"
+                    + ("; its PyTorch peer is PyTorch's step captured in a CUDA graph (torch.cuda.CUDAGraph) "
+                       "and replayed" if torch_device == "cuda" else ""))
     if ctx.precision in HALF:
         report.note(f"STEP {ctx.precision}: the same step under nn.autocast({np.dtype(HALF[ctx.precision])}): Dense, "
                     f"Conv2d and LSTM GEMMs in 16 bits from FP32 master weights, FP32 gradients and SGD"

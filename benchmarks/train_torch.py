@@ -102,13 +102,15 @@ def _last_state_lstm(i, h):
     return LastState()
 
 
-def time_torch(ctx, layers, state, x, labels, lr, momentum, precision="fp32", device="cuda"):
+def time_torch(ctx, layers, state, x, labels, lr, momentum, precision="fp32", device="cuda", graph=False):
     """The same step in PyTorch: {"ms": median ms per step, "first_loss", "dtypes" (the dtype of each
     layer's output: float32, or the autocast dtype), "scale" (GradScaler's after the run, 1.0 when
     disabled)}; None when the model has a layer PyTorch cannot mirror here. A step is zero_grad,
     forward and cross-entropy under torch.autocast(device, dtype) (cross-entropy in FP32, autocast's
     rule), scaler.scale(loss).backward(), scaler.step(opt), scaler.update(); on the GPU timed with
-    CUDA events, elsewhere (tests) with the host clock."""
+    CUDA events, elsewhere (tests) with the host clock. graph=True on CUDA without a GradScaler (whose
+    step decides on the host) also times the step captured once in a CUDA graph and replayed
+    (captured(): "graph_ms", or "graph_error" with the reason a capture failed)."""
     import torch
 
     if precision not in ("fp32", *AUTOCAST):
@@ -145,7 +147,44 @@ def time_torch(ctx, layers, state, x, labels, lr, momentum, precision="fp32", de
     for h in hooks:
         h.remove()
     out.update(ms=median_ms(ctx, step, device), scale=scaler.get_scale() if scaler.is_enabled() else 1.0)
+    if graph and device == "cuda" and not scaler.is_enabled():
+        def body():  # the step without its host read-back, the gradients assigned (None before the capture)
+            with torch.autocast(device, dtype=low or torch.bfloat16, enabled=low is not None):
+                loss = lossf(model(tx), ty)
+            loss.backward()
+            opt.step()
+        out.update(graph_timing(ctx, lambda: opt.zero_grad(set_to_none=True), body))
     return out
+
+
+def captured(zero, body, warmup=3):
+    """PyTorch's whole-step CUDA graph, as PyTorch's CUDA-graph notes capture a training step: body() run
+    `warmup` times on a side stream (cuBLAS and cuDNN handles, the optimizer's state made), the gradients set to
+    None by zero() so that the captured backward allocates them from the graph's pool and assigns them, then one
+    capture; returns the graph's replay, one step."""
+    import torch
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(warmup):
+            zero()
+            body()
+    torch.cuda.current_stream().wait_stream(side)
+    zero()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        body()
+    return g.replay
+
+
+def graph_timing(ctx, zero, body):
+    """{"graph_ms": median ms of a replayed step} or, where PyTorch cannot capture it, {"graph_error": why}: the
+    GPU run goes on without that figure rather than losing the suite."""
+    try:
+        return {"graph_ms": median_ms(ctx, captured(zero, body), "cuda")}
+    except Exception as e:  # torch raises RuntimeError (capture), AssertionError (optimizer checks) and others
+        return {"graph_error": f"{type(e).__name__}: {e}"}
 
 
 def median_ms(ctx, step, device):

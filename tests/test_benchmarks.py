@@ -286,6 +286,51 @@ def test_train_torch_peer_runs_under_autocast_of_the_same_dtype(precision):
         train_torch.time_torch(ctx, runs[0][1], {}, runs[0][2], runs[0][3], 0.1, 0.9, "fp8", device="cpu")
 
 
+def test_torch_graph_timing_reports_a_failed_capture():
+    """The PyTorch CUDA-graph peer (train_torch.graph_timing) returns why a capture failed instead of raising,
+    so a GPU run keeps the rest of its suite: here PyTorch's CPU build, which has no CUDA graphs."""
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("PyTorch has CUDA here: the capture would run (test_torch_graph_replays_equal_eager_steps)")
+    from benchmarks import train_torch
+    got = train_torch.graph_timing(harness.Context(quick=True, repeats=1), lambda: None, lambda: None)
+    assert list(got) == ["graph_error"] and "CUDA" in got["graph_error"]
+
+
+@pytest.mark.cuda
+def test_torch_graph_replays_equal_eager_steps():
+    """train_torch.captured's replay is PyTorch's training step: a small model's weights after the warm-up and
+    replays equal those of as many eager steps from the same weights (SGD with momentum, as the train suite's
+    peer)."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA build of PyTorch")
+    from benchmarks import train_torch
+    torch.manual_seed(0)
+    x, y = torch.randn(32, 20, device="cuda"), torch.randint(0, 5, (32,), device="cuda")
+    init = torch.nn.Sequential(torch.nn.Linear(20, 16), torch.nn.ReLU(), torch.nn.Linear(16, 5)).cuda()
+    weights = []
+    for graphed in (False, True):
+        model = torch.nn.Sequential(torch.nn.Linear(20, 16), torch.nn.ReLU(), torch.nn.Linear(16, 5)).cuda()
+        model.load_state_dict(init.state_dict())
+        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+        def body():
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+        if graphed:
+            replay = train_torch.captured(lambda: opt.zero_grad(set_to_none=True), body, warmup=3)
+            for _ in range(4):
+                replay()
+        else:
+            for _ in range(7):
+                opt.zero_grad(set_to_none=True)
+                body()
+        torch.cuda.synchronize()
+        weights.append(torch.cat([p.detach().flatten() for p in model.parameters()]).cpu().numpy())
+    np.testing.assert_allclose(weights[1], weights[0], rtol=1e-5, atol=1e-6)
+
+
 def test_train_without_nn_reports_skipped(tmp_path, monkeypatch, capsys):
     from benchmarks import train
     monkeypatch.setattr(train, "nn", None)
