@@ -15,6 +15,11 @@ Suites (`python -m benchmarks` with none lists them, `all` runs every one in thi
   scaling   the digits CNN data-parallel on 1 and N MPI ranks (run under mpiexec -n N)
   gemm      the GEMM v2 kernels (FP32, split-K, TF32) against cuBLAS, in % of cuBLAS
   sass      registers, spills, occupancy and SASS instruction mix of every kernel (nvcc + cuobjdump)
+  attention fused attention forward + backward against the unfused path and torch SDPA, over T
+  layernorm LayerNorm forward + backward GB/s against the device-to-device copy's (and NumPy, torch)
+  sort      sort / argsort / topk keys per second against NumPy (and CuPy / torch.sort on a GPU)
+  gpt2      GPT-2 small training tokens/s, eager and --graph, against PyTorch
+  generate  GPT generation tokens/s with and without the key/value cache, over the context
 
 And one command that is not a suite: `python -m benchmarks profile [--top N] -- CMD ...` runs CMD
 with the gpublas profiler on and prints its kernels and transfers by total time.

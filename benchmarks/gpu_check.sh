@@ -6,8 +6,9 @@
 #           TF32 mma.sync and wgmma, the 16-bit GEMMs, graphs on cuda, the nn layers, attention, LayerNorm,
 #           the transformer and the GPT, sort, topk, scans, einsum); the gemm suite
 #           (FP32, TF32, BF16, FP16 at 4096^3 and nn's shapes) against cuBLAS in the same run.
-#   stage 2 (~4 min): the train suite eager and --graph against PyTorch; the attention, gpt2 (GPT-2 small
-#           tokens/s) and sort suites against PyTorch / CuPy; launch; transfer.
+#   stage 2 (~4 min): the train suite eager and --graph against PyTorch eager and CUDA-graphed; the
+#           attention, layernorm (against the D2D copy's GB/s), gpt2 (GPT-2 small tokens/s) and sort suites
+#           against PyTorch / CuPy; generate; launch; transfer.
 #   stage 3 (the rest): the whole suite on cuda (pytest-xdist, pytest-timeout), a junit XML;
 #           GPU_CHECK_TESTS narrows it to some files or test ids (a re-run of what failed).
 #
@@ -172,7 +173,7 @@ stage1() {
     fi
 }
 stage2() {
-    step "stage 2: train eager and --graph, attention, gpt2, generate, sort, launch, transfer"
+    step "stage 2: train eager and --graph, attention, layernorm, gpt2, generate, sort, launch, transfer"
     if [[ $REHEARSE -eq 1 ]]; then
         bench launch --quick --repeats 1 --sizes 100
         bench transfer --quick --repeats 1 --sizes 4K
@@ -181,6 +182,7 @@ stage2() {
         # sort vs CuPy) before the figures an earlier run already has (launch, transfer)
         bench train --graph
         bench attention
+        bench layernorm
         bench gpt2 --graph
         bench generate
         bench sort
