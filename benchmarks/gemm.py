@@ -9,7 +9,8 @@ each variant with cuBLAS of its own precision: FP32 variants with cuBLAS SGEMM, 
 The issue's goal on an H100: >= 90 % of cuBLAS SGEMM (FP32) and >= 70 % of cuBLAS TF32 at 4096^3.
 BF16 and FP16 rows: the 16-bit tensor-core kernels (kernel='mma': mma.sync m16n8k16; 'wgmma' on Hopper)
 and the dispatcher's choice ('auto': wgmma on sm_90a, else mma; gemm.cu's direct / naive on the simulator) with float
-accumulation and a 16-bit C, against cuBLAS GemmEx of the same types through the peer (PyTorch:
+accumulation and a 16-bit C (K split into slices where the shape leaves SMs idle, 128x128x65536: gemm_plan's
+half_splits), against cuBLAS GemmEx of the same types through the peer (PyTorch:
 both; CuPy: FP16 only), goal >= 80 % of cuBLAS BF16 at 4096^3; on the simulator against NumPy's FP32
 matmul of the same values on the host (numpy_ms).
 On the simulator the sizes are small and there is no cuBLAS: the suite checks every variant and times it.

@@ -20,6 +20,10 @@
 //   (ldmatrix, either layout) and B' (256 rows of N', K-contiguous with the 64-byte swizzle, or for tn
 //   MN-major with the 128-byte swizzle, imm-trans-b 1) from the stages through a descriptor,
 //   HALF_WGMMA_STAGES stages; nn computes D = C^T (A' = B^T, B' = A).
+// gemm_half_splitk_reduce: grid-stride over M x N: C = alpha * (W[0] + W[1] + ... + W[S-1]) + beta * C in float,
+//   summed in slice order (no atomics: the bits depend on the shape alone), rounded once into out_real (beta == 0
+//   reads no C). W holds the S float partial products of a split-K product, each from gemm_half_mma or
+//   gemm_half_wgmma built with out_real = float over one K slice (the launcher runs the slices as a batch).
 #include <type_traits>  // std::is_same
 
 #include "common.cuh"
@@ -273,3 +277,13 @@ extern "C" __global__ void __launch_bounds__(256) gemm_half_wgmma_nn_elem(GEMM_H
 extern "C" __global__ void __launch_bounds__(256) gemm_half_wgmma_nt_elem(GEMM_HALF_PARAMS) { gemm_half_wgmma_body<false, true, false>(GEMM_HALF_ARGS); }
 extern "C" __global__ void __launch_bounds__(256) gemm_half_wgmma_tn_elem(GEMM_HALF_PARAMS) { gemm_half_wgmma_body<true, false, false>(GEMM_HALF_ARGS); }
 extern "C" __global__ void __launch_bounds__(256) gemm_half_wgmma_tt_elem(GEMM_HALF_PARAMS) { gemm_half_wgmma_body<true, true, false>(GEMM_HALF_ARGS); }
+
+extern "C" __global__ void gemm_half_splitk_reduce(int M, int N, int splits, float alpha, const float* __restrict__ W,
+                                                   float beta, out_real* __restrict__ C, int ldc) {
+    const long long mn = (long long)M * N;
+    GRID_STRIDE_LOOP(long long, idx, mn) {
+        float sum = W[idx];
+        for (int s = 1; s < splits; ++s) sum += W[s * mn + idx];
+        half_store_one(C, idx / N * ldc + idx % N, alpha, sum, beta);
+    }
+}

@@ -280,6 +280,30 @@ def test_views_with_leading_dimensions_and_batches(rng, dtype, trans_a, trans_b)
             _check(c.get()[i], oa, ob, k, np.dtype(np.float32))
 
 
+@pytest.mark.parametrize("dtype,kernel", [(HALVES[1], "mma"), (HALVES[0], "wgmma")], ids=["bfloat16-mma", "float16-wgmma"])
+def test_split_k_sums_the_slices_of_a_long_k(rng, dtype, kernel):
+    """A long K over too few tiles to fill the device (128x128x65536 is one tile) runs as K slices
+    (gemm_plan.half_splits; the simulator plans as for 8 SMs): the slices' float partial products, summed in
+    slice order by gemm_half_splitk_reduce, are the product in every orientation, C float32 or 16-bit, with alpha
+    and beta (beta = 0 over NaN: C never read); K = 0 with a split plan only scales C."""
+    m, n, k = 40, 72, 8192 + 37  # 7 slices of 1056 and a cut last one
+    p = gemm_plan.Problem(m, n, k, 1, False, False, (k, n, n), (0, 0, 0), np.dtype(dtype), True, np.dtype(np.float32))
+    plan = gemm_plan.plan(kernel, p)
+    assert (plan.splits, plan.kslice) == (8, 1056)
+    for (ta, tb), out, beta in zip(TRANS, [np.float32, dtype, np.float32, dtype], [0.0, 2.0, 2.0, 0.0]):
+        a = rng.standard_normal((k, m) if ta else (m, k)).astype(dtype)
+        b = rng.standard_normal((n, k) if tb else (k, n)).astype(dtype)
+        c = rng.standard_normal((m, n)).astype(out)
+        dc = gpublas.to_device(c if beta else np.full((m, n), np.nan, out))
+        gpublas.gemm(gpublas.to_device(a), gpublas.to_device(b), dc, alpha=0.5, beta=beta, trans_a=ta, trans_b=tb,
+                     kernel=kernel)
+        _check(dc, a.T if ta else a, b.T if tb else b, k, np.dtype(out), 0.5, beta, c if beta else None)
+    dc = gpublas.to_device(c)
+    gpublas.gemm(gpublas.to_device(a), gpublas.to_device(b), dc, alpha=0.0, beta=2.0, trans_a=ta, trans_b=tb,
+                 kernel=kernel)
+    np.testing.assert_array_equal(dc.get(), (2.0 * c.astype(np.float32)).astype(out))
+
+
 @pytest.mark.parametrize("dtype", HALVES, ids=IDS)
 def test_matmul_and_auto_take_direct_on_sim_and_tensor_cores_on_a_gpu(rng, dtype):
     a = rng.standard_normal((4, 33, 20)).astype(dtype)

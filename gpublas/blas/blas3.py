@@ -213,7 +213,7 @@ def _run(a, b, c, m, n, k, batch, alpha, beta, trans_a, trans_b, dtype, kernel, 
     if m == 0 or n == 0 or batch == 0:
         return
     if (alpha == 0 or k == 0) and dtype in HALVES:  # the 16-bit kernels scale C themselves, reading no A or B
-        _launch(plan, problem._replace(k=0), a, b, c, 0.0, beta, stream)
+        _launch(plan._replace(splits=1, kslice=0), problem._replace(k=0), a, b, c, 0.0, beta, stream)
         return
     if alpha == 0 or k == 0:
         scale_output(c, beta, stream=stream)
@@ -226,8 +226,11 @@ def _launch(plan, p, a, b, c, alpha, beta, stream):
     """Runs a Plan: one launch per chunk (_chunks) over a grid of the plan's tiles; split-K as its slices'
     products into a workspace W (splits, m, n) (one batched launch for the full slices, one for the
     last), then gemm_splitk_reduce sums them in slice order and applies alpha and beta. Returns gemm's
-    recipe for a plan of one launch (see _RECIPES), else None."""
-    kern = get_kernel(plan.family, plan.kernel, plan.dtype, **dict(plan.defines)) if plan.defines else \
+    recipe for a plan of one launch (see _RECIPES), else None. The 16-bit kernels' slices write float partials
+    (their out_real = float build) and gemm_half_splitk_reduce rounds the sum into C's type."""
+    half_split = plan.splits > 1 and plan.family == "gemm_half"
+    defines = (("out_real", "float"),) if half_split else plan.defines
+    kern = get_kernel(plan.family, plan.kernel, plan.dtype, **dict(defines)) if defines else \
         get_kernel(plan.family, plan.kernel, plan.dtype)
     if plan.shared:
         kern.allow_shared(plan.shared)  # above the default 48 KB: an opt-in, once per kernel
@@ -249,14 +252,15 @@ def _launch(plan, p, a, b, c, alpha, beta, stream):
             continue
         ks, s = plan.kslice, plan.splits - 1
         off_a, off_b = ks * (lda if p.trans_a else 1), ks * (1 if p.trans_b else ldb)  # slice to slice
-        reduce = get_kernel("gemm_v2", "gemm_splitk_reduce", plan.dtype)
+        reduce = (get_kernel("gemm_half", "gemm_half_splitk_reduce", plan.dtype, **dict(plan.defines)) if half_split
+                  else get_kernel("gemm_v2", "gemm_splitk_reduce", plan.dtype))
         for z in range(nz):  # split-K runs one product at a time
             za, zb, zc = (pa + z * p.strides[0] * item, pb + z * p.strides[1] * item, pc + z * p.strides[2] * item)
-            work = empty((plan.splits, rows, p.n), plan.dtype)
+            work = empty((plan.splits, rows, p.n), np.float32 if half_split else plan.dtype)
             if s:
                 run(rows, p.n, ks, 1.0, za, zb, 0.0, work.ptr, p.n, (off_a, off_b, rows * p.n), s)
             run(rows, p.n, p.k - s * ks, 1.0, za + s * off_a * item, zb + s * off_b * item, 0.0,
-                work.ptr + s * rows * p.n * item, p.n, (0, 0, 0), 1)
+                work.ptr + s * rows * p.n * work.itemsize, p.n, (0, 0, 0), 1)
             reduce(min(ceil_div(rows * p.n, 256), 4096), 256, rows, p.n, plan.splits, alpha, work, beta, zc, ldc,
                    stream=stream)
 

@@ -23,6 +23,8 @@ dimensions, batch strides), `plan` returns one `Plan`, and blas3 launches what i
     wgmma        gemm_half.cu gemm_half_wgmma_...         cuda, 16-bit inputs, sm_90a builds: always (every
                                                           orientation; an H200, 2026-11-27: 1.3-1.9x mma's speed
                                                           at 1024^3 to 4096^3 and nn's shapes, never slower)
+    (16-bit split-K: mma and wgmma take K in slices, float partials, gemm_half_splitk_reduce, when B == 1, their
+    tiles < SMs / 2 and K >= 8192: S = min(SMs / tiles, K / 1024, 64); half_splits, untuned until a GPU is lent)
 
 <copy> is `vec` (16-byte cp.async) when both operands' pointers are 16-byte aligned and their leading
 dimensions, batch strides and contiguous extents are multiples of 16 bytes, else `elem`. On the sim
@@ -62,6 +64,9 @@ _HALF = source.int_defines("gemm_half.cu", "HALF_")  # gemm_half_mma's tile and 
 _DIRECT = source.int_defines("gemm.cu", "DIRECT_")  # gemm_direct's tile on a GPU and on the simulator
 MAX_SPLITS = 16
 SPLITK_MIN_STEPS = 256  # split-K from K >= 256 BK (4096 floats, 2048 doubles): choose_v2 says why
+# split-K on the 16-bit tensor cores (half_splits): from K >= 256 steps of 32, slices of at least 32 steps (1,024
+# of K: the cp.async stages' fill amortized), at most 64 of them. First guesses, to be tuned on a lent GPU.
+HALF_SPLITK_MIN_STEPS, HALF_SLICE_STEPS, HALF_MAX_SPLITS = 256, 32, 64
 INDEX_LIMIT = 2 ** 31
 MAX_CACHED = 4096  # plans kept (a training loop needs a few dozen; the cache empties when full)
 
@@ -357,12 +362,30 @@ def _ladder(name, p, dtype):
 
 def _half(name, p, dtype, t, copy, defines):
     """gemm_half.cu's kernels: 16-bit A and B (`real`), C of `out_real` (`defines`: float32 when asked), K steps
-    of 32."""
+    of 32; split-K (half_splits) when a long K meets too few tiles to fill the device."""
     stage = k_step(dtype) * dtype.itemsize  # bytes of one row of a stage (64)
     if name == "mma":
         bm, bn = _HALF["HALF_BM"], _HALF["HALF_BN"]
-        return Plan(name, "gemm_half", f"gemm_half_mma_{t}_{copy}", dtype, (bm, bn), (256,),
+        plan = Plan(name, "gemm_half", f"gemm_half_mma_{t}_{copy}", dtype, (bm, bn), (256,),
                     _HALF["HALF_STAGES"] * (bm + bn) * stage, defines=defines)
-    bm, bn = (128, 256) if p.trans_a or p.trans_b else (256, 128)  # a 128 x 256 tile of D, which is C^T for nn
-    return Plan(name, "gemm_half", f"gemm_half_wgmma_{t}_{copy}", dtype, (bm, bn), (256,),
-                _HALF["HALF_WGMMA_STAGES"] * (bm + bn) * stage + 1024, defines=defines)
+    else:
+        bm, bn = (128, 256) if p.trans_a or p.trans_b else (256, 128)  # a 128 x 256 tile of D, C^T for nn
+        plan = Plan(name, "gemm_half", f"gemm_half_wgmma_{t}_{copy}", dtype, (bm, bn), (256,),
+                    _HALF["HALF_WGMMA_STAGES"] * (bm + bn) * stage + 1024, defines=defines)
+    splits = half_splits(p.m, p.n, p.k, p.batch, plan.tile, 8 if simulated() else multiprocessors())
+    if splits < 2:
+        return plan
+    kslice = ceil_div(ceil_div(p.k, splits), k_step(dtype)) * k_step(dtype)
+    return plan._replace(splits=ceil_div(p.k, kslice), kslice=kslice)
+
+
+def half_splits(m, n, k, batch, tile, sms):
+    """K slices for a 16-bit tensor-core product (1: none): a product whose tiles fill under half of `sms` SMs
+    and whose K is long (128x128x65536 is one 128 x 256 tile: 1 SM of 132 busy) runs as slices of at least
+    HALF_SLICE_STEPS steps of K, enough to fill the SMs, at most HALF_MAX_SPLITS; their float partial products
+    are summed by gemm_half_splitk_reduce (blas3._launch). The simulator plans as for 8 SMs (as choose_v2's
+    callers do), so its tests run the split path."""
+    tiles = ceil_div(m, tile[0]) * ceil_div(n, tile[1]) * batch
+    if batch != 1 or tiles * 2 >= sms or k < HALF_SPLITK_MIN_STEPS * 32:
+        return 1
+    return max(1, min(sms // tiles, k // (HALF_SLICE_STEPS * 32), HALF_MAX_SPLITS))
