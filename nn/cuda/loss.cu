@@ -1,18 +1,23 @@
 // loss.cu: loss functions with their gradients. `real` is the element type. The per-row losses become
 // one number through gpublas' reduce.cu (nn.kernels.sum_scaled).
 //
-// softmax_xent_forward: grid-stride loop, one thread per row n of logits (N, C): max, then
-//                       lse = max + log(sum exp(x - max)) (numerically stable), row_loss[n] = (lse - x[label]) s
-//                       and the gradient of the MEAN: dlogits[n, j] = (exp(x_j - lse) - [j == label]) s, with
-//                       s = scale[0] (device memory: 1 / the number of labels counted, xent_scale's), so the row
-//                       losses sum to the mean. A row whose label is ignore_index has loss 0 and gradient 0
-//                       (torch's ignore_index). One fused pass; a label outside [0, C) gives a NaN row loss and is reported
-//                       (common.cuh's report_bad_index: IndexError at the host's next synchronization). On the simulator one
-//                       thread per group of `rows` consecutive rows (XENT_ROWS; the launcher passes 1 on a GPU,
-//                       whose build takes one row per thread whatever rows is): the group's rows go through
-//                       each step together, so one row's max and sum chains (a compare or an add per
-//                       element, each waiting for the last) overlap the other rows' work instead of stalling
-//                       the exps; every row's values are computed as alone, in the same order.
+// softmax_xent_forward: per row n of logits (N, C): max, then lse = max + log(sum exp(x - max)) (numerically
+//                       stable), row_loss[n] = (lse - x[label]) s and the gradient of the MEAN: dlogits[n, j] =
+//                       (exp(x_j - lse) - [j == label]) s, with s = scale[0] (device memory: 1 / the number of
+//                       labels counted, xent_scale's), so the row losses sum to the mean. A row whose label is
+//                       ignore_index has loss 0 and gradient 0 (torch's ignore_index); a label outside [0, C)
+//                       gives a NaN row loss and is reported (common.cuh's report_bad_index: IndexError at the
+//                       host's next synchronization). On a GPU a block per row (grid-stride over rows), as
+//                       llm.c's fused classifier: the threads take the row's columns tx, tx + blockDim, ... (each
+//                       load coalesced), the max and the sum of exps by block_allreduce, then the gradient by the
+//                       same strides: a GPT-2 vocabulary's 50,257 columns a row are 197 a thread at 256 threads
+//                       (a thread per row read them at row stride, 16K threads for 16K rows). On the simulator
+//                       one thread per group of `rows` consecutive rows (XENT_ROWS; the GPU's build ignores
+//                       rows): the group's rows go through each step together, so one row's max and sum chains
+//                       (a compare or an add per element, each waiting for the last) overlap the other rows'
+//                       work instead of stalling the exps; every row's values are computed as alone, in order.
+//                       Both are deterministic (each sum's order fixed by C and the block size); they differ
+//                       in the sum's rounding (XENT_GPU_FORM builds the GPU's on the simulator for the tests).
 // xent_scale:           one block: scale[0] = 1 / the number of labels[0 .. N) that are not ignore_index
 //                       (block_reduce of each thread's strided count: a fixed order; 1 / 0 = inf when every
 //                       label is ignored, so the mean is NaN as torch's).
@@ -62,6 +67,27 @@ __device__ __forceinline__ void xent_rows(const real* __restrict__ x, const int*
     }
 }
 
+#if !defined(__CUDA_ARCH_SIM__) || defined(XENT_GPU_FORM)
+// Row n of softmax_xent_forward by the whole block (x, dx: the row's logits and gradient); every thread calls it.
+__device__ __forceinline__ void xent_row_block(const real* __restrict__ x, const int* __restrict__ labels,
+                                               real* __restrict__ dx, real* __restrict__ row_loss, long long n, int C,
+                                               real invN, int ignore, long long* check, int site) {
+    const int label = labels[n];
+    real m = (real)-INFINITY, s = 0;
+    for (int j = threadIdx.x; j < C; j += blockDim.x) m = MaxOp<real>()(x[j], m);
+    m = block_allreduce(m, MaxOp<real>(), (real)-INFINITY);
+    for (int j = threadIdx.x; j < C; j += blockDim.x) s += exp(x[j] - m);
+    const real lse = m + log(block_allreduce(s, SumOp<real>(), (real)0));
+    for (int j = threadIdx.x; j < C; j += blockDim.x)
+        dx[j] = label == ignore ? (real)0 : (exp(x[j] - lse) - (j == label ? (real)1 : (real)0)) * invN;
+    if (threadIdx.x == 0) {
+        const bool ok = label >= 0 && label < C;
+        row_loss[n] = label == ignore ? (real)0 * invN : ok ? (lse - x[label]) * invN : (real)NAN;
+        if (!ok && label != ignore) report_bad_index(check, site, label, n, C);
+    }
+}
+#endif
+
 extern "C" __global__ void softmax_xent_forward(const real* __restrict__ logits, const int* __restrict__ labels,
                                                 real* __restrict__ dlogits, real* __restrict__ row_loss, int N, int C,
                                                 int rows, int ignore, const real* __restrict__ scale,
@@ -77,7 +103,8 @@ extern "C" __global__ void softmax_xent_forward(const real* __restrict__ logits,
                 xent_rows<1>(logits + n * C, labels, dlogits + n * C, row_loss, n, C, invN, ignore, check, site);
     }
 #else
-    GRID_STRIDE_LOOP(long long, n, N) xent_rows<1>(logits + n * C, labels, dlogits + n * C, row_loss, n, C, invN, ignore, check, site);
+    for (long long n = blockIdx.x; n < N; n += gridDim.x)
+        xent_row_block(logits + n * C, labels, dlogits + n * C, row_loss, n, C, invN, ignore, check, site);
 #endif
 }
 

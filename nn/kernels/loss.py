@@ -13,6 +13,15 @@ from .common import KERNELS, _same, get_kernel
 # max and sum chains overlap the others' exps (768 rows of 45, the LSTM example's loss: 206 -> 134 us of
 # CPU; 4 rows a thread 149, 16 rows 130); one row per thread on a GPU
 SIM_XENT_ROWS = source.int_defines("loss.cu", "XENT_", root=KERNELS)["XENT_ROWS"]
+XENT_MAX_BLOCKS = 1 << 16  # a GPU's blocks (a block per row, grid-stride beyond)
+
+
+def xent_geometry(N, C):
+    """softmax_xent_forward's (grid, block): on the sim a thread per group of SIM_XENT_ROWS rows; on a GPU a block
+    per row (at most XENT_MAX_BLOCKS), of the power of two threads from 32 to 256 that covers C."""
+    if simulated():
+        return geometry_1d(ceil_div(N, SIM_XENT_ROWS))
+    return min(N, XENT_MAX_BLOCKS), min(256, max(32, 1 << (max(C, 1) - 1).bit_length()))
 
 
 def softmax_xent_forward(logits, labels, dlogits, row_loss, scale=None, ignore_index=-100, site=0):
@@ -26,10 +35,9 @@ def softmax_xent_forward(logits, labels, dlogits, row_loss, scale=None, ignore_i
     dtype = _same("softmax_xent_forward", logits, dlogits, row_loss, scale)
     if scale is None:
         scale = gpublas.to_device(np.array([1.0 / max(N, 1)], dtype))
-    rows = SIM_XENT_ROWS if simulated() else 1
     get_kernel("loss", "softmax_xent_forward", dtype)(
-        *geometry_1d(ceil_div(N, rows)), logits, labels, dlogits, row_loss, N, C, rows, int(ignore_index), scale,
-        device_checks.record() if site else None, site)
+        *xent_geometry(N, C), logits, labels, dlogits, row_loss, N, C, SIM_XENT_ROWS if simulated() else 1,
+        int(ignore_index), scale, device_checks.record() if site else None, site)
     return row_loss
 
 
