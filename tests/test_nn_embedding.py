@@ -5,6 +5,7 @@ import pytest
 
 import gpublas
 import nn
+from nn import kernels as K
 from reference import assert_close
 
 
@@ -125,3 +126,6 @@ def test_both_backward_kernels_give_the_same_bits(rng, dtype, sim_order):
         want = w + _sequential_grad(dy[ok], idx[ok], V)
         np.testing.assert_array_equal(out[0].get(), out[1].get(), err_msg=f"V {V}, D {D}, n {n}")
         np.testing.assert_array_equal(out[0].get(), want)
+        # the large-vocabulary path: the indices sorted, a block per run of one row (the GPU's from V n >= 2^22)
+        sorted_ = K.embedding_backward(d_dy, d_idx, gpublas.to_device(w), None if pad < 0 else pad, sort=True)
+        np.testing.assert_array_equal(sorted_.get(), want, err_msg=f"sorted: V {V}, D {D}, n {n}")

@@ -24,6 +24,15 @@
 //                     r 32 indices at a time into a bit mask and walks its set bits in increasing order,
 //                     adding dy[i, d] into a register per column, then dweight[r, d] += that sum: the same
 //                     additions in the same order, so the bits of embedding_backward.
+// embedding_backward_sorted: the same sums for a large vocabulary (GPT-2's 50,257 rows and 16K indices make
+//                     embedding_backward's V n compares 0.8 G and each block read all of idx), from `order`:
+//                     the positions 0 .. n-1 sorted stably by index (gpublas.argsort), so that each row's
+//                     positions form one run, in increasing i. A block per position k of the order
+//                     (grid-stride), its threads over the columns d (coalesced rows of dy); the block of a
+//                     run's first position adds dy[i, d] over the run's positions, in order, into a register,
+//                     then dweight[r, d] += that sum: the same additions in the same order, so the same bits.
+//                     The blocks of the other positions, and of rows padding_idx or outside [0, V), return.
+//                     Work: the sort plus one read of dy.
 #include "common.cuh"
 
 #define EMB_THREADS 128
@@ -104,5 +113,19 @@ extern "C" __global__ void embedding_backward_serial(const real* __restrict__ dy
         }
         real* out = dweight + (long long)r * D + d0;
         for (int u = 0; u < w; ++u) out[u] = convert<real>(load_as(out[u]) + acc[u]);
+    }
+}
+
+extern "C" __global__ void embedding_backward_sorted(const real* __restrict__ dy, const int* __restrict__ idx,
+                                                     const long long* __restrict__ order, real* __restrict__ dweight,
+                                                     long long n, int D, int V, int padding_idx) {
+    for (long long k = blockIdx.x; k < n; k += gridDim.x) {
+        const int r = idx[order[k]];
+        if ((k > 0 && idx[order[k - 1]] == r) || r == padding_idx || (unsigned)r >= (unsigned)V) continue;
+        for (int d = threadIdx.x; d < D; d += blockDim.x) {
+            acc_real acc = 0;
+            for (long long j = k; j < n && idx[order[j]] == r; ++j) acc += load_as(dy[order[j] * D + d]);
+            dweight[(long long)r * D + d] = convert<real>(load_as(dweight[(long long)r * D + d]) + acc);
+        }
     }
 }
