@@ -57,9 +57,19 @@ struct Format {
 };
 static constexpr Format BINARY16 = {11, -14, 15}, BFLOAT16 = {8, -126, 127};
 
+// A float rounded to nearest even into binary16 or bfloat16. bfloat16 is a float's top half (the same exponent
+// range, subnormals included), so adding 0x7fff plus the kept half's last bit and dropping the low half rounds it
+// (a carry into the exponent is the next binade or infinity); binary16 with F16C is one vcvtps2ph. Both were
+// compared with narrow()'s general path on all 2^32 floats: the same bits (narrow() made a bfloat16 LayerNorm on
+// the simulator ~7x slower than a float one). A NaN is CUDA's canonical NaN.
 static inline uint16_t narrow_float(float f, Format t) {
     uint32_t x;
     std::memcpy(&x, &f, 4);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return 0x7fff;
+    if (t.p == 8) return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+#if defined(__F16C__)
+    return (uint16_t)_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT);
+#endif
     const uint32_t e = (x >> 23) & 0xff, m = x & 0x7fffff;
     const uint16_t inf = (uint16_t)(((1u << (15 - (t.p - 1))) - 1) << (t.p - 1)) | (x >> 31 << 15);
     if (e == 0xff) return m ? 0x7fff : inf;  // NaN: CUDA's canonical NaN
