@@ -281,15 +281,30 @@ def test_views_with_leading_dimensions_and_batches(rng, dtype, trans_a, trans_b)
 
 
 @pytest.mark.parametrize("dtype,kernel", [(HALVES[1], "mma"), (HALVES[0], "wgmma")], ids=["bfloat16-mma", "float16-wgmma"])
-def test_split_k_sums_the_slices_of_a_long_k(rng, dtype, kernel):
+def test_split_k_sums_the_slices_of_a_long_k(rng, dtype, kernel, monkeypatch):
     """A long K over too few tiles to fill the device (128x128x65536 is one tile) runs as K slices
     (gemm_plan.half_splits; the simulator plans as for 8 SMs): the slices' float partial products, summed in
     slice order by gemm_half_splitk_reduce, are the product in every orientation, C float32 or 16-bit, with alpha
-    and beta (beta = 0 over NaN: C never read); K = 0 with a split plan only scales C."""
-    m, n, k = 40, 72, 8192 + 37  # 7 slices of 1056 and a cut last one
+    and beta (beta = 0 over NaN: C never read); alpha = 0 with a split plan only scales C. The thresholds are
+    lowered here (K >= 256, slices of >= 32) so that the emulated tensor cores run a short K."""
+    assert gemm_plan.half_splits(128, 128, 65536, 1, (128, 256), 132) == 64      # the shape split-K is for
+    assert gemm_plan.half_splits(4096, 4096, 4096, 1, (128, 256), 132) == 1      # enough tiles: none
+    monkeypatch.setattr(gemm_plan, "HALF_SPLITK_MIN_STEPS", 8)
+    monkeypatch.setattr(gemm_plan, "HALF_SLICE_STEPS", 1)
+    gemm_plan._PLANS.clear()  # no plan made under the usual thresholds, and none left after (finally)
+    gpublas.blas.blas3._RECIPES.clear()
+    try:
+        _split_k_cases(rng, dtype, kernel)
+    finally:
+        gemm_plan._PLANS.clear()
+        gpublas.blas.blas3._RECIPES.clear()
+
+
+def _split_k_cases(rng, dtype, kernel):
+    m, n, k = 40, 72, 300  # 4 slices of 64 and a cut last one of 44
     p = gemm_plan.Problem(m, n, k, 1, False, False, (k, n, n), (0, 0, 0), np.dtype(dtype), True, np.dtype(np.float32))
     plan = gemm_plan.plan(kernel, p)
-    assert (plan.splits, plan.kslice) == (8, 1056)
+    assert (plan.splits, plan.kslice) == (5, 64)
     for (ta, tb), out, beta in zip(TRANS, [np.float32, dtype, np.float32, dtype], [0.0, 2.0, 2.0, 0.0]):
         a = rng.standard_normal((k, m) if ta else (m, k)).astype(dtype)
         b = rng.standard_normal((n, k) if tb else (k, n)).astype(dtype)
