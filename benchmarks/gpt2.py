@@ -97,8 +97,9 @@ def torch_peer(ctx, net, state, x, y, precision, device, graph=False):
         opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
                                 lr=LR, betas=(0.9, 0.95), eps=1e-8, capturable=capturable)
 
-        def body():
-            with torch.autocast(device, dtype=low or torch.bfloat16, enabled=low is not None):
+        def body():  # a captured autocast keeps no cast cache (PyTorch's CUDA-graph notes: cache_enabled=False)
+            with torch.autocast(device, dtype=low or torch.bfloat16, enabled=low is not None,
+                                cache_enabled=not capturable):
                 logits = model(tx)
             loss = torch.nn.functional.cross_entropy(logits.float().flatten(0, 1), ty.flatten())
             loss.backward()

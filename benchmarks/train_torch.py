@@ -149,7 +149,7 @@ def time_torch(ctx, layers, state, x, labels, lr, momentum, precision="fp32", de
     out.update(ms=median_ms(ctx, step, device), scale=scaler.get_scale() if scaler.is_enabled() else 1.0)
     if graph and device == "cuda" and not scaler.is_enabled():
         def body():  # the step without its host read-back, the gradients assigned (None before the capture)
-            with torch.autocast(device, dtype=low or torch.bfloat16, enabled=low is not None):
+            with torch.autocast(device, dtype=low or torch.bfloat16, enabled=low is not None, cache_enabled=False):
                 loss = lossf(model(tx), ty)
             loss.backward()
             opt.step()
