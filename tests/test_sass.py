@@ -41,7 +41,9 @@ def test_fp32_v2_main_loop_is_cp_async_fed_and_fma_dense(v2_float, t):
     assert res[name]["local"] == 0, f"{name} spills"
 
 
-@pytest.fixture(scope="module", params=["__nv_bfloat16", "__half"])
+# bfloat16 only: the __half instantiation is the same template with the f16 MMA (one more sm_90a build of the
+# family, 25-55 s of nvcc); tests/test_nvcc.py builds it for sm_80, spills checked
+@pytest.fixture(scope="module", params=["__nv_bfloat16"])
 def half(request):
     return request.param, _family("gemm_half", request.param)
 
