@@ -36,6 +36,20 @@
 
 #define XENT_ROWS 8  // softmax_xent_forward's rows per thread on the simulator (nn.step_kernels reads it)
 
+// Element j's gradient and the row's loss from the row's lse (both forms): 0 and 0 for ignore_index, NaN and a
+// report for a label outside [0, C)
+__device__ __forceinline__ real xent_grad(real xj, int j, int label, real lse, real invN, int ignore) {
+    return label == ignore ? (real)0 : (exp(xj - lse) - (j == label ? (real)1 : (real)0)) * invN;
+}
+__device__ __forceinline__ void xent_loss(const real* __restrict__ x, int label, real lse, real* __restrict__ row_loss,
+                                          long long n, int C, real invN, int ignore, long long* check, int site) {
+    const bool ok = label >= 0 && label < C;
+    row_loss[n] = label == ignore ? (real)0 * invN  // NaN when all are ignored
+                  : ok            ? (lse - x[label]) * invN
+                                  : (real)NAN;
+    if (!ok && label != ignore) report_bad_index(check, site, label, n, C);
+}
+
 // Rows n0 .. n0 + G - 1 of softmax_xent_forward (x, dx: the first row's logits and gradient), step by step
 // together; each row's max, sum of exps (in j order) and outputs as for G = 1.
 template <int G>
@@ -55,16 +69,8 @@ __device__ __forceinline__ void xent_rows(const real* __restrict__ x, const int*
         for (int g = 0; g < G; ++g) s[g] += exp(x[g * C + j] - m[g]);
     for (int g = 0; g < G; ++g) lse[g] = m[g] + log(s[g]);
     for (int j = 0; j < C; ++j)
-        for (int g = 0; g < G; ++g)
-            dx[g * C + j] = label[g] == ignore ? (real)0
-                                               : (exp(x[g * C + j] - lse[g]) - (j == label[g] ? (real)1 : (real)0)) * invN;
-    for (int g = 0; g < G; ++g) {
-        const bool ok = label[g] >= 0 && label[g] < C;
-        row_loss[n0 + g] = label[g] == ignore ? (real)0 * invN  // NaN when all are ignored
-                           : ok               ? (lse[g] - x[g * C + label[g]]) * invN
-                                              : (real)NAN;
-        if (!ok && label[g] != ignore) report_bad_index(check, site, label[g], n0 + g, C);
-    }
+        for (int g = 0; g < G; ++g) dx[g * C + j] = xent_grad(x[g * C + j], j, label[g], lse[g], invN, ignore);
+    for (int g = 0; g < G; ++g) xent_loss(x + g * C, label[g], lse[g], row_loss, n0 + g, C, invN, ignore, check, site);
 }
 
 #if !defined(__CUDA_ARCH_SIM__) || defined(XENT_GPU_FORM)
@@ -78,13 +84,8 @@ __device__ __forceinline__ void xent_row_block(const real* __restrict__ x, const
     m = block_allreduce(m, MaxOp<real>(), (real)-INFINITY);
     for (int j = threadIdx.x; j < C; j += blockDim.x) s += exp(x[j] - m);
     const real lse = m + log(block_allreduce(s, SumOp<real>(), (real)0));
-    for (int j = threadIdx.x; j < C; j += blockDim.x)
-        dx[j] = label == ignore ? (real)0 : (exp(x[j] - lse) - (j == label ? (real)1 : (real)0)) * invN;
-    if (threadIdx.x == 0) {
-        const bool ok = label >= 0 && label < C;
-        row_loss[n] = label == ignore ? (real)0 * invN : ok ? (lse - x[label]) * invN : (real)NAN;
-        if (!ok && label != ignore) report_bad_index(check, site, label, n, C);
-    }
+    for (int j = threadIdx.x; j < C; j += blockDim.x) dx[j] = xent_grad(x[j], j, label, lse, invN, ignore);
+    if (threadIdx.x == 0) xent_loss(x, label, lse, row_loss, n, C, invN, ignore, check, site);
 }
 #endif
 
