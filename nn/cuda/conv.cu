@@ -401,6 +401,10 @@ extern "C" __global__ void cnp_to_nchw_bias(const acc_real* __restrict__ Y, cons
                                             long long N, unsigned long long C_, unsigned long long P_, int act) {
     const FastDivmod C(C_), P(P_);
     const long long total = N * C.d * P.d;
+#if CONV_SIM_RUNS  // one index type: a run divides once, at its start (as activation.cu's bias_act_forward)
+    cnp_to_nchw_loop<long long>(Y, b, y, total, N, C, P, act);
+#else
     if (small_index(total)) cnp_to_nchw_loop<unsigned>(Y, b, y, (unsigned)total, (unsigned)N, C, P, act);
     else cnp_to_nchw_loop<long long>(Y, b, y, total, N, C, P, act);
+#endif
 }
