@@ -733,10 +733,14 @@ __device__ __forceinline__ long long div_mod(long long n, const FastDivmod& d, l
 // (a (B, H, T, D) -> (B, T, H, D) head merge of 2^15 floats: 0.86 ms -> see memory.cu's header). Rows whose
 // operands all step by 1 run as a unit-stride loop g++ vectorizes. The same elements, each once, in the same
 // order within a thread as the division form (GRID_STRIDE_GPU_FORM builds that one on the simulator).
+// UNIT_LOOP false (NdLayout's: the rare any-layout `_nd` kernels) leaves out that explicit unit-stride loop: g++
+// versions the strided loop for stride 1 itself, and the unit loop doubled every op's code (elementwise.cu's `_nd`
+// unit, float: 13.1 -> 7.6 s of g++; a 4-axis view of 2^18 floats, x + x, x * 2, x < x, astype, within the
+// per-process noise, 0.10-0.16 ms either way, one thread).
 #if defined(__CUDA_ARCH_SIM__) && !defined(GRID_STRIDE_GPU_FORM)
 // f(off) for the elements of [0, n) in this thread's run, over A axes d[0..A-1] (d[0] only bounds: the run
 // ends before axis 0 wraps) and K operands' strides s[k][0..A-1].
-template <int K, int A, class F>
+template <bool UNIT_LOOP = true, int K, int A, class F>
 __device__ __forceinline__ void sim_walk_rows(long long n, const long long (&d)[A], const long long (&s)[K][A], F f) {
     const long long run = sim_run_length<long long>(n, (long long)gridDim.x * blockDim.x);
     long long i = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * run;
@@ -761,7 +765,7 @@ __device__ __forceinline__ void sim_walk_rows(long long n, const long long (&d)[
     long long at = c[A - 1];  // the innermost index
     for (;;) {
         const long long m = width - at < end - i ? width - at : end - i;
-        if (unit) {
+        if (UNIT_LOOP && unit) {
             for (long long j = at; j < at + m; ++j) {
                 long long o[K];
                 for (int k = 0; k < K; ++k) o[k] = row[k] + j;
@@ -812,7 +816,7 @@ struct NdLayout {
     template <class F>
     __device__ __forceinline__ void walk(long long n, F f) const {
 #if defined(__CUDA_ARCH_SIM__) && !defined(GRID_STRIDE_GPU_FORM)
-        sim_walk_rows(n, d, s, f);
+        sim_walk_rows<false>(n, d, s, f);
 #else
         GRID_STRIDE_LOOP(long long, i, n) {
             long long off[K];
