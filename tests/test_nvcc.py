@@ -16,7 +16,14 @@ from nn.kernels import KERNELS as NN_KERNELS
 pytestmark = pytest.mark.nvcc
 # (root, family) for gpublas' kernels in cuda_src/ and nn's in nn/cuda/; ids read "blas1", "nn/conv"
 FAMILIES = [(None, f) for f in source.families()] + [(NN_KERNELS, f) for f in source.families(NN_KERNELS)]
-IDS = [f if root is None else f"nn/{f}" for root, f in FAMILIES]
+
+
+def _id(root, family):
+    """A family's test id: "blas1" for cuda_src/, "nn/conv" for nn/cuda/."""
+    return family if root is None else f"nn/{family}"
+
+
+IDS = [_id(root, f) for root, f in FAMILIES]
 _ENTRY = re.compile(r"Function properties for (\w+)\n\s*(\d+) bytes stack frame, (\d+) bytes spill stores, "
                     r"(\d+) bytes spill loads")
 _REGS = re.compile(r"Compiling entry function '(\w+)' for '(sm_\d+a?)'.*?Used (\d+) registers", re.S)
@@ -51,8 +58,7 @@ def test_family_compiles_with_nvcc(root, family, real, archs=None, defines=None)
     # included) and, for the ARCH_BRANCHED families, sm_80 (the older target catches a missing feature guard);
     # double for sm_90 only, the same source with another type (half the nvcc time of two targets). A failed
     # build raises CompileError with nvcc's log.
-    i = family if root is None else f"nn/{family}"
-    archs = archs or ((80, 90) if real == "float" and i in ARCH_BRANCHED else (90,))
+    archs = archs or ((80, 90) if real == "float" and _id(root, family) in ARCH_BRANCHED else (90,))
     log = "".join(sass.build(family, real, f"sm_{a}", root, defines)[1] for a in archs)
     kernels = set(source.kernel_signatures(source.read(family, root), {"real": real}))
     compiled = {m.group(1) for m in _REGS.finditer(log)}
@@ -105,6 +111,9 @@ def test_every_include_resolves_in_cuda_src():
     """Both compilers get `-I cuda_src/` only, and the compile cache key digests cuda_src/*.cuh: so every
     quoted #include of every kernel file (cuda_src/ and nn/cuda/) must name a header there."""
     assert len(FAMILIES) >= 14 and any(root is not None for root, _ in FAMILIES) and DOUBLE <= set(IDS)
+    for root, family in FAMILIES:
+        for name in re.findall(r'#include\s+"([^"]+)"', source.read(family, root)):
+            assert (source.src_dir() / name).is_file(), f"{source.path(family, root)} includes {name!r}"
 
 
 def test_arch_branched_families_are_found():
@@ -112,9 +121,6 @@ def test_arch_branched_families_are_found():
     matching would drop their sm_80 builds silently), the plain ones not."""
     assert {"gemm_v2", "gemm_tf32", "gemm_half", "nn/attention_half"} <= ARCH_BRANCHED
     assert not {"elementwise", "reduce", "memory", "nn/conv"} & ARCH_BRANCHED
-    for root, family in FAMILIES:
-        for name in re.findall(r'#include\s+"([^"]+)"', source.read(family, root)):
-            assert (source.src_dir() / name).is_file(), f"{source.path(family, root)} includes {name!r}"
 
 
 # nn's kernels on 16-bit activations (computed in float, rounded once on store; BatchNorm's statistics
